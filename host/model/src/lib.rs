@@ -1,0 +1,2 @@
+//! Model adapters (stub; being built).
+#![deny(clippy::print_stdout, clippy::print_stderr)]

@@ -1,0 +1,7 @@
+//! The tern host: CLI, agent loop, server pool, gateway, context and events.
+//!
+//! The engine (loop, gateway, pool) emits typed events and never prints;
+//! renderers subscribe to them.
+#![deny(clippy::print_stdout, clippy::print_stderr)]
+
+pub mod cli;

@@ -1,0 +1,2 @@
+//! One integration-test binary for the whole end-to-end suite (links once).
+mod suite;

@@ -1,0 +1,29 @@
+//! Helpers for tern's end-to-end tests: where the built binaries are, scratch projects.
+#![allow(clippy::unwrap_used, clippy::expect_used)]
+
+use std::path::{Path, PathBuf};
+
+/// The workspace root (the folder holding the top `Cargo.toml`).
+pub fn workspace_root() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR"))
+        .parent()
+        .expect("tests/ sits in the workspace root")
+        .to_path_buf()
+}
+
+/// Path of a binary built by this workspace (`tern`, `tern-fs`, …), next to the test executable.
+///
+/// The README's test command builds every binary first, so a missing binary is a
+/// setup error we report loudly rather than a test we skip.
+pub fn bin(name: &str) -> PathBuf {
+    let exe = std::env::current_exe().expect("current_exe");
+    // target/debug/deps/e2e-xxxx -> target/debug/
+    let dir = exe.parent().and_then(Path::parent).expect("target dir");
+    let path = dir.join(name);
+    assert!(
+        path.exists(),
+        "binary {} not built: run `cargo build --workspace --bins` first (the README's test command does)",
+        path.display()
+    );
+    path
+}

@@ -1,0 +1,152 @@
+//! Bounded capture of output whose size we do not control.
+//!
+//! A command like `yes` produces output forever; a tool must keep reading it (or
+//! the writer blocks and never exits) without letting memory grow. [`HeadTail`]
+//! keeps the first `limit/2` and the last `limit/2` characters and counts the rest.
+
+use std::collections::VecDeque;
+
+/// Keeps the head and the tail of a stream of text within a character budget.
+#[derive(Debug, Clone)]
+pub struct HeadTail {
+    head_budget: usize,
+    tail_budget: usize,
+    head: String,
+    head_chars: usize,
+    tail: VecDeque<char>,
+    total_chars: u64,
+    total_bytes: u64,
+}
+
+/// The final text of a [`HeadTail`], with what was cut.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Capped {
+    /// Head, a marker line when something was cut, then tail.
+    pub text: String,
+    /// True when characters were dropped.
+    pub truncated: bool,
+    /// Characters seen in all.
+    pub total_chars: u64,
+    /// Bytes seen in all (UTF-8 length of what was pushed).
+    pub total_bytes: u64,
+    /// Characters dropped from the middle.
+    pub omitted_chars: u64,
+}
+
+impl HeadTail {
+    /// A capture that keeps at most `limit` characters (plus the marker).
+    pub fn new(limit: usize) -> Self {
+        let head_budget = limit / 2;
+        Self {
+            head_budget,
+            tail_budget: limit - head_budget,
+            head: String::new(),
+            head_chars: 0,
+            tail: VecDeque::new(),
+            total_chars: 0,
+            total_bytes: 0,
+        }
+    }
+
+    /// Appends text. Memory stays bounded by the limit whatever is pushed.
+    pub fn push_str(&mut self, s: &str) {
+        self.total_bytes += s.len() as u64;
+        for c in s.chars() {
+            self.total_chars += 1;
+            if self.head_chars < self.head_budget {
+                self.head.push(c);
+                self.head_chars += 1;
+            } else if self.tail_budget > 0 {
+                if self.tail.len() == self.tail_budget {
+                    self.tail.pop_front();
+                }
+                self.tail.push_back(c);
+            }
+        }
+    }
+
+    /// Bytes pushed so far.
+    pub fn total_bytes(&self) -> u64 {
+        self.total_bytes
+    }
+
+    /// Characters pushed so far.
+    pub fn total_chars(&self) -> u64 {
+        self.total_chars
+    }
+
+    /// Finishes the capture.
+    pub fn finish(self) -> Capped {
+        let kept = self.head_chars as u64 + self.tail.len() as u64;
+        let omitted = self.total_chars - kept;
+        let mut text = self.head;
+        if omitted > 0 {
+            if !text.ends_with('\n') {
+                text.push('\n');
+            }
+            text.push_str(&format!(
+                "[… {omitted} characters omitted of {} …]\n",
+                self.total_chars
+            ));
+        }
+        text.extend(self.tail);
+        Capped {
+            text,
+            truncated: omitted > 0,
+            total_chars: self.total_chars,
+            total_bytes: self.total_bytes,
+            omitted_chars: omitted,
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn short_text_is_kept_whole() {
+        let mut c = HeadTail::new(100);
+        c.push_str("hello\nworld\n");
+        let out = c.finish();
+        assert_eq!(out.text, "hello\nworld\n");
+        assert!(!out.truncated);
+        assert_eq!(out.total_bytes, 12);
+    }
+
+    #[test]
+    fn long_text_keeps_head_and_tail_and_says_what_was_cut() {
+        let mut c = HeadTail::new(10);
+        for i in 0..100 {
+            c.push_str(&format!("{}", i % 10));
+        }
+        let out = c.finish();
+        assert!(out.truncated);
+        assert_eq!(out.omitted_chars, 90);
+        assert!(out.text.starts_with("01234\n"), "{}", out.text);
+        assert!(out.text.ends_with("56789"), "{}", out.text);
+        assert!(out.text.contains("90 characters omitted of 100"));
+    }
+
+    #[test]
+    fn multibyte_characters_are_never_split() {
+        let mut c = HeadTail::new(4);
+        c.push_str("ééééééé");
+        let out = c.finish();
+        assert!(out.text.starts_with("éé"));
+        assert!(out.text.ends_with("éé"));
+        assert_eq!(out.total_bytes, 14);
+    }
+
+    #[test]
+    fn memory_is_bounded_by_the_limit() {
+        let mut c = HeadTail::new(1000);
+        let chunk = "y\n".repeat(4096);
+        for _ in 0..1000 {
+            c.push_str(&chunk);
+        }
+        assert!(c.head.len() <= 500);
+        assert!(c.tail.len() <= 500);
+        assert_eq!(c.total_bytes(), 8192 * 1000);
+    }
+}

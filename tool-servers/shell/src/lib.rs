@@ -1,0 +1,16 @@
+//! tern-shell: a standalone MCP server (stub; being built).
+#![deny(clippy::print_stdout, clippy::print_stderr)]
+
+/// Command-line flags, shared by `tern-shell` and `tern serve shell`.
+#[derive(Debug, Clone, clap::Parser)]
+#[command(
+    name = "tern-shell",
+    version,
+    about = "tern's shell MCP server over stdio"
+)]
+pub struct Args {}
+
+/// Runs the server over stdio until the client disconnects.
+pub async fn run(_args: Args) -> Result<(), tern_tool_common::ServeError> {
+    Ok(())
+}
