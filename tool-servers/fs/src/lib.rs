@@ -1,5 +1,7 @@
-//! tern-fs: a standalone MCP server (stub; being built).
+//! tern-fs: a standalone MCP server (being built).
 #![deny(clippy::print_stdout, clippy::print_stderr)]
+
+pub mod resolve;
 
 /// Command-line flags, shared by `tern-fs` and `tern serve fs`.
 #[derive(Debug, Clone, clap::Parser)]
