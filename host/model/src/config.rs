@@ -1,0 +1,267 @@
+//! `[model]` configuration, provider selection and API keys.
+//!
+//! Precedence, most specific first:
+//! * provider: `provider` in config (or `--provider`, which the CLI writes into it) → Anthropic when
+//!   `ANTHROPIC_API_KEY` is set → OpenAI when `OPENAI_API_KEY` is set → OpenAI without a key when
+//!   `OPENAI_BASE_URL` is set (a local server) → error naming all three.
+//! * base URL: `base_url` in config → `ANTHROPIC_BASE_URL` / `OPENAI_BASE_URL` → the provider's
+//!   public endpoint. Config wins because a project that points at a local server on purpose must
+//!   not be redirected by a variable left in someone's shell.
+//! * key: the variable named by `api_key_env`, else `ANTHROPIC_API_KEY` / `OPENAI_API_KEY`.
+
+use std::time::Duration;
+
+use serde::{Deserialize, Serialize};
+
+use crate::retry::RetryPolicy;
+
+/// Environment variable holding the Anthropic key.
+pub const ANTHROPIC_API_KEY: &str = "ANTHROPIC_API_KEY";
+/// Environment variable overriding the Anthropic endpoint.
+pub const ANTHROPIC_BASE_URL: &str = "ANTHROPIC_BASE_URL";
+/// Environment variable holding the OpenAI key.
+pub const OPENAI_API_KEY: &str = "OPENAI_API_KEY";
+/// Environment variable overriding the OpenAI-compatible endpoint (ollama, vLLM, llama.cpp, ...).
+pub const OPENAI_BASE_URL: &str = "OPENAI_BASE_URL";
+
+/// Anthropic's public endpoint (the adapter appends `/v1/messages`).
+pub const ANTHROPIC_DEFAULT_BASE_URL: &str = "https://api.anthropic.com";
+/// OpenAI's public endpoint (the adapter appends `/chat/completions`).
+pub const OPENAI_DEFAULT_BASE_URL: &str = "https://api.openai.com/v1";
+/// Model used when Anthropic is selected and no `name` is configured.
+pub const ANTHROPIC_DEFAULT_MODEL: &str = "claude-sonnet-4-5";
+/// Model used when OpenAI is selected and no `name` is configured.
+pub const OPENAI_DEFAULT_MODEL: &str = "gpt-4o";
+
+/// Which wire format to speak.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Provider {
+    /// Anthropic Messages API.
+    Anthropic,
+    /// OpenAI Chat Completions, or any server that implements it.
+    Openai,
+}
+
+impl Provider {
+    /// The name used in config and logs.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Provider::Anthropic => "anthropic",
+            Provider::Openai => "openai",
+        }
+    }
+}
+
+/// The `[model]` table, as written by the user. Every field is optional; see the module docs for
+/// what fills the gaps.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct ModelConfig {
+    /// `anthropic` or `openai`; inferred from the environment when absent.
+    pub provider: Option<Provider>,
+    /// Model name as the provider spells it.
+    pub name: Option<String>,
+    /// Endpoint base, e.g. `http://localhost:11434/v1` for ollama.
+    pub base_url: Option<String>,
+    /// Name of the environment variable that holds the key (never the key itself).
+    pub api_key_env: Option<String>,
+    /// Output budget per turn.
+    pub max_tokens: Option<u32>,
+    /// Context window in tokens, for the host's compaction decisions.
+    pub context_window: Option<u32>,
+    /// Retries after the first attempt (default 4).
+    pub max_retries: Option<u32>,
+    /// First backoff delay in milliseconds (default 500); doubles per retry.
+    pub retry_base_delay_ms: Option<u64>,
+    /// Backoff ceiling in milliseconds (default 8000). `retry-after` may ask for up to 60 s.
+    pub retry_max_delay_ms: Option<u64>,
+    /// A stream that sends no byte for this long is treated as broken and retried (default 300).
+    pub idle_timeout_secs: Option<u64>,
+}
+
+/// Why a configuration cannot produce an adapter.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum ConfigError {
+    /// Nothing says which provider to use.
+    #[error(
+        "no model provider configured: set {ANTHROPIC_API_KEY} (Anthropic) or {OPENAI_API_KEY} \
+         (OpenAI), or point {OPENAI_BASE_URL} at a local OpenAI-compatible server such as ollama \
+         (http://localhost:11434/v1), vLLM (http://localhost:8000/v1) or llama.cpp's llama-server \
+         (http://localhost:8080/v1); or set `provider` under [model] in the config"
+    )]
+    NoProvider,
+    /// The selected provider needs a key and its variable is unset or empty.
+    #[error("{provider} needs an API key: set {var} (or name another variable in `api_key_env`)")]
+    MissingKey {
+        /// Provider name.
+        provider: &'static str,
+        /// The variable that was read.
+        var: String,
+    },
+    /// The base URL does not parse.
+    #[error("invalid model base_url {url:?}: {reason}")]
+    BadBaseUrl {
+        /// The URL as given.
+        url: String,
+        /// Why it was rejected.
+        reason: String,
+    },
+    /// A value is out of range.
+    #[error("invalid [model] setting `{field}`: {reason}")]
+    Invalid {
+        /// The config key.
+        field: &'static str,
+        /// Why.
+        reason: String,
+    },
+    /// The HTTP client could not be built (TLS setup).
+    #[error("cannot build the HTTP client: {0}")]
+    HttpClient(String),
+}
+
+/// An API key. `Debug` prints `ApiKey(<redacted>)` and there is no `Display`, so a key cannot end
+/// up in a log line or an error message by accident.
+#[derive(Clone, PartialEq, Eq)]
+pub struct ApiKey(String);
+
+impl ApiKey {
+    /// Wraps a key.
+    pub fn new(key: impl Into<String>) -> Self {
+        ApiKey(key.into())
+    }
+
+    /// The secret, for building the auth header only.
+    pub(crate) fn expose(&self) -> &str {
+        &self.0
+    }
+}
+
+impl std::fmt::Debug for ApiKey {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("ApiKey(<redacted>)")
+    }
+}
+
+/// A configuration with every gap filled and checked: what an adapter is built from.
+#[derive(Debug, Clone)]
+pub struct ResolvedModelConfig {
+    /// Provider.
+    pub provider: Provider,
+    /// Model name.
+    pub model: String,
+    /// Base URL without a trailing slash.
+    pub base_url: String,
+    /// Key; `None` only for an OpenAI-compatible server that needs none.
+    pub api_key: Option<ApiKey>,
+    /// Output budget used when a request asks for 0.
+    pub max_tokens: u32,
+    /// Context window, if configured.
+    pub context_window: Option<u32>,
+    /// Retry behaviour.
+    pub retry: RetryPolicy,
+    /// See [`ModelConfig::idle_timeout_secs`].
+    pub idle_timeout: Duration,
+}
+
+/// Default output budget.
+pub const DEFAULT_MAX_TOKENS: u32 = 8192;
+
+impl ModelConfig {
+    /// Fills the gaps from `env` (a lookup, so tests need no `set_var`) and validates.
+    pub fn resolve(
+        &self,
+        env: &dyn Fn(&str) -> Option<String>,
+    ) -> Result<ResolvedModelConfig, ConfigError> {
+        let get = |name: &str| env(name).filter(|v| !v.trim().is_empty());
+        let provider = match self.provider {
+            Some(p) => p,
+            None if get(ANTHROPIC_API_KEY).is_some() => Provider::Anthropic,
+            None if get(OPENAI_API_KEY).is_some() => Provider::Openai,
+            None if get(OPENAI_BASE_URL).is_some() => Provider::Openai,
+            None => return Err(ConfigError::NoProvider),
+        };
+        let (key_var, url_var, default_url, default_model) = match provider {
+            Provider::Anthropic => (
+                ANTHROPIC_API_KEY,
+                ANTHROPIC_BASE_URL,
+                ANTHROPIC_DEFAULT_BASE_URL,
+                ANTHROPIC_DEFAULT_MODEL,
+            ),
+            Provider::Openai => (
+                OPENAI_API_KEY,
+                OPENAI_BASE_URL,
+                OPENAI_DEFAULT_BASE_URL,
+                OPENAI_DEFAULT_MODEL,
+            ),
+        };
+        let base_url = self
+            .base_url
+            .clone()
+            .or_else(|| get(url_var))
+            .unwrap_or_else(|| default_url.to_owned());
+        let base_url = validate_base_url(&base_url)?;
+        let key_var = self
+            .api_key_env
+            .clone()
+            .unwrap_or_else(|| key_var.to_owned());
+        let api_key = get(&key_var).map(|k| ApiKey::new(k.trim()));
+        // A local OpenAI-compatible server (ollama ignores the key) may run without one; the
+        // public endpoints never do, and saying so now beats a 401 on the first turn.
+        let key_optional = provider == Provider::Openai && base_url != OPENAI_DEFAULT_BASE_URL;
+        if api_key.is_none() && !key_optional {
+            return Err(ConfigError::MissingKey {
+                provider: provider.as_str(),
+                var: key_var,
+            });
+        }
+        let max_tokens = self.max_tokens.unwrap_or(DEFAULT_MAX_TOKENS);
+        if max_tokens == 0 {
+            return Err(ConfigError::Invalid {
+                field: "max_tokens",
+                reason: "must be at least 1".into(),
+            });
+        }
+        let defaults = RetryPolicy::default();
+        let retry = RetryPolicy {
+            max_retries: self.max_retries.unwrap_or(defaults.max_retries),
+            base_delay: self
+                .retry_base_delay_ms
+                .map_or(defaults.base_delay, Duration::from_millis),
+            max_delay: self
+                .retry_max_delay_ms
+                .map_or(defaults.max_delay, Duration::from_millis),
+            max_retry_after: defaults.max_retry_after,
+        };
+        let model = self
+            .name
+            .clone()
+            .filter(|n| !n.trim().is_empty())
+            .unwrap_or_else(|| default_model.to_owned());
+        Ok(ResolvedModelConfig {
+            provider,
+            model,
+            base_url,
+            api_key,
+            max_tokens,
+            context_window: self.context_window,
+            retry,
+            idle_timeout: Duration::from_secs(self.idle_timeout_secs.unwrap_or(300)),
+        })
+    }
+}
+
+fn validate_base_url(raw: &str) -> Result<String, ConfigError> {
+    let trimmed = raw.trim().trim_end_matches('/');
+    let parsed = reqwest::Url::parse(trimmed).map_err(|e| ConfigError::BadBaseUrl {
+        url: raw.to_owned(),
+        reason: e.to_string(),
+    })?;
+    if !matches!(parsed.scheme(), "http" | "https") {
+        return Err(ConfigError::BadBaseUrl {
+            url: raw.to_owned(),
+            reason: "scheme must be http or https".into(),
+        });
+    }
+    Ok(trimmed.to_owned())
+}

@@ -1,0 +1,217 @@
+//! Errors: what went wrong, whether retrying can help, and the provider's own words.
+
+use std::time::Duration;
+
+/// `Result` with [`ModelError`].
+pub type Result<T, E = ModelError> = std::result::Result<T, E>;
+
+/// Classification of a failure. The retry policy is an exhaustive `match` on this, so a new kind
+/// forces a decision there.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum ErrorKind {
+    /// 401/403: bad or missing key, or no permission.
+    Auth,
+    /// 400 and other 4xx the request itself caused (also 402, 413, 422).
+    BadRequest,
+    /// 404: unknown model or endpoint.
+    NotFound,
+    /// 408: the provider timed out waiting for us.
+    Timeout,
+    /// 409: conflict, retried by the providers' own SDKs.
+    Conflict,
+    /// 429 or a `rate_limit_error` event.
+    RateLimited,
+    /// 529 or an `overloaded_error` event.
+    Overloaded,
+    /// 5xx or an `api_error`/unknown error event in the stream.
+    Server,
+    /// Connection failed, broke mid-stream, or went silent too long.
+    Transport,
+    /// The stream could not be understood (bad JSON, wrong shapes).
+    MalformedStream,
+    /// The caller cancelled the turn.
+    Cancelled,
+    /// The configuration cannot work (no key, unknown provider, ...).
+    Config,
+}
+
+impl ErrorKind {
+    /// Classifies an HTTP status the way the providers document them.
+    pub fn from_status(status: u16) -> Self {
+        match status {
+            401 | 403 => ErrorKind::Auth,
+            404 => ErrorKind::NotFound,
+            408 => ErrorKind::Timeout,
+            409 => ErrorKind::Conflict,
+            429 => ErrorKind::RateLimited,
+            529 => ErrorKind::Overloaded,
+            500..=599 => ErrorKind::Server,
+            _ => ErrorKind::BadRequest,
+        }
+    }
+
+    /// Whether retrying the same request can succeed.
+    pub fn is_retryable(self) -> bool {
+        match self {
+            ErrorKind::Timeout
+            | ErrorKind::Conflict
+            | ErrorKind::RateLimited
+            | ErrorKind::Overloaded
+            | ErrorKind::Server
+            | ErrorKind::Transport => true,
+            ErrorKind::Auth
+            | ErrorKind::BadRequest
+            | ErrorKind::NotFound
+            | ErrorKind::MalformedStream
+            | ErrorKind::Cancelled
+            | ErrorKind::Config => false,
+        }
+    }
+}
+
+impl std::fmt::Display for ErrorKind {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        let s = match self {
+            ErrorKind::Auth => "authentication",
+            ErrorKind::BadRequest => "bad request",
+            ErrorKind::NotFound => "not found",
+            ErrorKind::Timeout => "timeout",
+            ErrorKind::Conflict => "conflict",
+            ErrorKind::RateLimited => "rate limited",
+            ErrorKind::Overloaded => "overloaded",
+            ErrorKind::Server => "server",
+            ErrorKind::Transport => "transport",
+            ErrorKind::MalformedStream => "malformed stream",
+            ErrorKind::Cancelled => "cancelled",
+            ErrorKind::Config => "config",
+        };
+        f.write_str(s)
+    }
+}
+
+/// A failure of a model turn.
+#[derive(Debug, Clone, thiserror::Error)]
+pub enum ModelError {
+    /// The provider refused or failed the request: an HTTP error status, or an error event after
+    /// a 200. `message` is the provider's text, verbatim.
+    #[error("{provider} {kind} error{}{}: {message}", fmt_status(*status), fmt_request_id(request_id.as_deref()))]
+    Api {
+        /// Which adapter (`anthropic`, `openai`).
+        provider: &'static str,
+        /// Classification.
+        kind: ErrorKind,
+        /// HTTP status; `None` for an error event inside a 200 stream.
+        status: Option<u16>,
+        /// The provider's error type (`invalid_request_error`, `overloaded_error`, ...), if given.
+        error_type: Option<String>,
+        /// The provider's message, verbatim.
+        message: String,
+        /// `request-id` / `x-request-id` header, or the body's `request_id`.
+        request_id: Option<String>,
+        /// `retry-after-ms` / `retry-after` the provider asked for.
+        retry_after: Option<Duration>,
+        /// The provider's `x-should-retry` verdict, when it sent one; overrides the kind.
+        should_retry: Option<bool>,
+    },
+    /// The connection failed or broke, or the stream ended before the turn did.
+    #[error("{provider} transport error{}: {message}", fmt_request_id(request_id.as_deref()))]
+    Transport {
+        /// Which adapter.
+        provider: &'static str,
+        /// What happened.
+        message: String,
+        /// Request id, when the response headers had arrived.
+        request_id: Option<String>,
+    },
+    /// The provider sent something that is not the documented stream format.
+    #[error("{provider} sent a malformed stream{}: {message}", fmt_request_id(request_id.as_deref()))]
+    MalformedStream {
+        /// Which adapter.
+        provider: &'static str,
+        /// What could not be parsed, with the offending data.
+        message: String,
+        /// Request id.
+        request_id: Option<String>,
+    },
+    /// The caller cancelled the turn.
+    #[error("model request cancelled")]
+    Cancelled,
+    /// The request cannot be built (for example, a body that does not serialise).
+    #[error("invalid model request: {0}")]
+    InvalidRequest(String),
+    /// Bad configuration.
+    #[error(transparent)]
+    Config(#[from] crate::config::ConfigError),
+}
+
+fn fmt_status(status: Option<u16>) -> String {
+    status.map(|s| format!(" (HTTP {s})")).unwrap_or_default()
+}
+
+fn fmt_request_id(id: Option<&str>) -> String {
+    id.map(|id| format!(" [request id {id}]"))
+        .unwrap_or_default()
+}
+
+impl ModelError {
+    /// The classification.
+    pub fn kind(&self) -> ErrorKind {
+        match self {
+            ModelError::Api { kind, .. } => *kind,
+            ModelError::Transport { .. } => ErrorKind::Transport,
+            ModelError::MalformedStream { .. } => ErrorKind::MalformedStream,
+            ModelError::Cancelled => ErrorKind::Cancelled,
+            ModelError::InvalidRequest(_) => ErrorKind::BadRequest,
+            ModelError::Config(_) => ErrorKind::Config,
+        }
+    }
+
+    /// HTTP status, when the error came from one.
+    pub fn status(&self) -> Option<u16> {
+        match self {
+            ModelError::Api { status, .. } => *status,
+            _ => None,
+        }
+    }
+
+    /// The provider's request id.
+    pub fn request_id(&self) -> Option<&str> {
+        match self {
+            ModelError::Api { request_id, .. }
+            | ModelError::Transport { request_id, .. }
+            | ModelError::MalformedStream { request_id, .. } => request_id.as_deref(),
+            ModelError::Cancelled | ModelError::InvalidRequest(_) | ModelError::Config(_) => None,
+        }
+    }
+
+    /// The provider's message verbatim (for `Api`), or our description otherwise.
+    pub fn message(&self) -> String {
+        match self {
+            ModelError::Api { message, .. }
+            | ModelError::Transport { message, .. }
+            | ModelError::MalformedStream { message, .. } => message.clone(),
+            other => other.to_string(),
+        }
+    }
+
+    /// Whether the adapter retries this error. The provider's `x-should-retry` header wins over
+    /// the kind, as in the official SDKs.
+    pub fn is_retryable(&self) -> bool {
+        match self {
+            ModelError::Api {
+                should_retry: Some(verdict),
+                ..
+            } => *verdict,
+            other => other.kind().is_retryable(),
+        }
+    }
+
+    /// The wait the provider asked for, if any.
+    pub fn retry_after(&self) -> Option<Duration> {
+        match self {
+            ModelError::Api { retry_after, .. } => *retry_after,
+            _ => None,
+        }
+    }
+}

@@ -1,0 +1,145 @@
+//! Builds the Chat Completions request body.
+//!
+//! Choices made for compatible servers (ollama, vLLM, llama.cpp):
+//! * the system blocks become ONE `system` message (joined by a blank line): many chat templates
+//!   accept a single system message, at the start only;
+//! * `tool_choice` is omitted when it is `auto` (the default whenever tools are present) and
+//!   whenever there are no tools: vLLM rejects an explicit `auto` unless started with
+//!   `--enable-auto-tool-choice`;
+//! * the output budget is `max_completion_tokens` on api.openai.com (newer models reject
+//!   `max_tokens`) and `max_tokens` elsewhere (what compatible servers understand).
+
+use serde_json::{Map, Value, json};
+
+use crate::normalize::normalize;
+use crate::types::{AssistantContent, Message, ModelRequest, ToolChoice, UserContent};
+
+/// Which name the output budget goes by.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum MaxTokensField {
+    /// `max_completion_tokens` (api.openai.com).
+    MaxCompletionTokens,
+    /// `max_tokens` (compatible servers).
+    MaxTokens,
+}
+
+/// Prefix that marks a failed tool result: the wire format has no `is_error` flag.
+pub const ERROR_PREFIX: &str = "Error: ";
+
+/// The JSON body for `POST /chat/completions`.
+pub fn build_body(
+    model: &str,
+    default_max_tokens: u32,
+    max_tokens_field: MaxTokensField,
+    req: &ModelRequest,
+) -> Value {
+    let mut body = Map::new();
+    body.insert("model".into(), json!(model));
+
+    let mut messages = Vec::new();
+    let system: Vec<&str> = req
+        .system
+        .iter()
+        .map(String::as_str)
+        .filter(|s| !s.trim().is_empty())
+        .collect();
+    if !system.is_empty() {
+        messages.push(json!({"role": "system", "content": system.join("\n\n")}));
+    }
+    for m in normalize(&req.messages) {
+        push_message(&mut messages, &m);
+    }
+    body.insert("messages".into(), Value::Array(messages));
+
+    let max_tokens = if req.max_tokens == 0 {
+        default_max_tokens
+    } else {
+        req.max_tokens
+    };
+    let field = match max_tokens_field {
+        MaxTokensField::MaxCompletionTokens => "max_completion_tokens",
+        MaxTokensField::MaxTokens => "max_tokens",
+    };
+    body.insert(field.into(), json!(max_tokens));
+
+    if !req.tools.is_empty() {
+        let tools: Vec<Value> = req
+            .tools
+            .iter()
+            .map(|t| {
+                json!({"type": "function", "function": {
+                    "name": t.name, "description": t.description, "parameters": t.input_schema}})
+            })
+            .collect();
+        body.insert("tools".into(), Value::Array(tools));
+        let choice = match &req.tool_choice {
+            ToolChoice::Auto => None,
+            ToolChoice::Any => Some(json!("required")),
+            ToolChoice::None => Some(json!("none")),
+            ToolChoice::Specific(name) => {
+                Some(json!({"type": "function", "function": {"name": name}}))
+            }
+        };
+        if let Some(choice) = choice {
+            body.insert("tool_choice".into(), choice);
+        }
+    }
+    body.insert("stream".into(), json!(true));
+    body.insert("stream_options".into(), json!({"include_usage": true}));
+    Value::Object(body)
+}
+
+/// Appends the wire messages for one neutral message. After [`normalize`], a user turn that
+/// follows tool calls starts with exactly one result per call, in call order, so the `tool`
+/// messages land right after the assistant message, in the order of its `tool_calls`.
+fn push_message(out: &mut Vec<Value>, m: &Message) {
+    match m {
+        Message::User { content } => {
+            let mut text = Vec::new();
+            for block in content {
+                match block {
+                    UserContent::ToolResult(r) => {
+                        let content = if r.is_error && !r.content.starts_with(ERROR_PREFIX) {
+                            format!("{ERROR_PREFIX}{}", r.content)
+                        } else {
+                            r.content.clone()
+                        };
+                        out.push(json!({"role": "tool", "tool_call_id": r.tool_call_id, "content": content}));
+                    }
+                    UserContent::Text { text: t } => text.push(t.as_str()),
+                }
+            }
+            if !text.is_empty() {
+                out.push(json!({"role": "user", "content": text.join("\n\n")}));
+            }
+        }
+        Message::Assistant { content } => {
+            let mut text = Vec::new();
+            let mut calls = Vec::new();
+            for block in content {
+                match block {
+                    AssistantContent::Text { text: t } => text.push(t.as_str()),
+                    AssistantContent::ToolCall(call) => {
+                        let arguments = if call.arguments.is_object() {
+                            call.arguments.to_string()
+                        } else {
+                            "{}".to_owned()
+                        };
+                        calls.push(json!({"id": call.id, "type": "function",
+                            "function": {"name": call.name, "arguments": arguments}}));
+                    }
+                }
+            }
+            let content = if text.is_empty() {
+                Value::Null
+            } else {
+                json!(text.join(""))
+            };
+            let mut msg = json!({"role": "assistant", "content": content});
+            if !calls.is_empty() {
+                msg["tool_calls"] = Value::Array(calls);
+            }
+            out.push(msg);
+        }
+    }
+}
