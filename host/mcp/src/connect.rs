@@ -1,0 +1,219 @@
+//! Opening one connection: spawn (or dial), initialize, list tools.
+
+use std::{
+    collections::HashMap,
+    path::{Path, PathBuf},
+    process::Stdio,
+    time::{Duration, Instant},
+};
+
+use rmcp::{
+    RoleClient, ServiceExt,
+    model::Tool,
+    service::{Peer, RunningService},
+    transport::{
+        StreamableHttpClientTransport, TokioChildProcess,
+        streamable_http_client::StreamableHttpClientTransportConfig,
+    },
+};
+
+use crate::{
+    client::TernClient,
+    env::child_env,
+    error::StartError,
+    spec::{PoolOptions, ServerSpec, TransportSpec},
+    stderr::StderrTail,
+};
+
+/// A live, initialized connection.
+pub(crate) struct Connection {
+    pub(crate) service: RunningService<RoleClient, TernClient>,
+    pub(crate) peer: Peer<RoleClient>,
+    pub(crate) tools: Vec<Tool>,
+    pub(crate) pid: Option<u32>,
+    pub(crate) protocol_version: String,
+    pub(crate) server_name: String,
+    pub(crate) server_version: String,
+    pub(crate) startup: Duration,
+}
+
+/// Connects to `spec` within its startup timeout.
+pub(crate) async fn connect(
+    spec: &ServerSpec,
+    opts: &PoolOptions,
+    handler: TernClient,
+    stderr: &StderrTail,
+) -> Result<Connection, StartError> {
+    let started = Instant::now();
+    let attempt = async {
+        let (service, pid) = match &spec.transport {
+            TransportSpec::Stdio {
+                program,
+                args,
+                env,
+                pass_env,
+                cwd,
+            } => {
+                let env = child_env(&opts.host_env, pass_env, env);
+                let program_path = resolve_program(program, env.get("PATH"), cwd.as_deref())?;
+                if let Some(dir) = cwd
+                    && !dir.is_dir()
+                {
+                    return Err(StartError::Spawn {
+                        command: program.clone(),
+                        reason: format!("working directory {} does not exist", dir.display()),
+                    });
+                }
+                let mut cmd = tokio::process::Command::new(&program_path);
+                cmd.args(args).env_clear().envs(&env);
+                if let Some(dir) = cwd {
+                    cmd.current_dir(dir);
+                }
+                // Its own process group, so `npx`-style grandchildren die with it:
+                // rmcp kills the child, and the group wrapper makes that the whole group.
+                let mut wrap = process_wrap::tokio::CommandWrap::from(cmd);
+                wrap.wrap(process_wrap::tokio::ProcessGroup::leader());
+                let (transport, pipe) = TokioChildProcess::builder(wrap)
+                    .stderr(Stdio::piped())
+                    .spawn()
+                    .map_err(|e| StartError::Spawn {
+                        command: program.clone(),
+                        reason: e.to_string(),
+                    })?;
+                let pid = transport.id();
+                if let Some(pipe) = pipe {
+                    let log = opts
+                        .log_dir
+                        .as_ref()
+                        .map(|d| d.join(format!("{}.log", spec.name)));
+                    stderr.drain(pipe, log, spec.name.clone());
+                }
+                let service = handler
+                    .serve(transport)
+                    .await
+                    .map_err(|e| StartError::Handshake(e.to_string()))?;
+                (service, pid)
+            }
+            TransportSpec::Http {
+                url,
+                bearer_token,
+                headers,
+            } => {
+                let mut config = StreamableHttpClientTransportConfig::with_uri(url.as_str());
+                if let Some(token) = bearer_token {
+                    config = config.auth_header(token.clone());
+                }
+                let mut map = HashMap::new();
+                for (k, v) in headers {
+                    let name = http::HeaderName::try_from(k.as_str())
+                        .map_err(|e| StartError::Config(format!("header name `{k}`: {e}")))?;
+                    let value = http::HeaderValue::try_from(v.as_str())
+                        .map_err(|e| StartError::Config(format!("header `{k}` value: {e}")))?;
+                    map.insert(name, value);
+                }
+                config = config.custom_headers(map);
+                let transport = StreamableHttpClientTransport::from_config(config);
+                let service = handler
+                    .serve(transport)
+                    .await
+                    .map_err(|e| StartError::Handshake(e.to_string()))?;
+                (service, None)
+            }
+        };
+        let peer = service.peer().clone();
+        let tools = peer
+            .list_all_tools()
+            .await
+            .map_err(|e| StartError::ListTools(e.to_string()))?;
+        let (protocol_version, server_name, server_version) = match peer.peer_info() {
+            Some(info) => (
+                info.protocol_version.to_string(),
+                info.server_info
+                    .as_ref()
+                    .map(|i| i.name.clone())
+                    .unwrap_or_default(),
+                info.server_info
+                    .as_ref()
+                    .map(|i| i.version.clone())
+                    .unwrap_or_default(),
+            ),
+            None => Default::default(),
+        };
+        Ok(Connection {
+            service,
+            peer,
+            tools,
+            pid,
+            protocol_version,
+            server_name,
+            server_version,
+            startup: started.elapsed(),
+        })
+    };
+    match tokio::time::timeout(spec.startup_timeout, attempt).await {
+        Ok(result) => result,
+        Err(_) => Err(StartError::Timeout {
+            secs: spec.startup_timeout.as_secs_f64(),
+        }),
+    }
+}
+
+/// Finds the program the way the child's `execvp` would, so a missing command is
+/// reported by name before anything is spawned.
+fn resolve_program(
+    program: &str,
+    path: Option<&String>,
+    cwd: Option<&Path>,
+) -> Result<PathBuf, StartError> {
+    let search = path.cloned().unwrap_or_default();
+    if program.contains('/') {
+        let p = match cwd {
+            Some(dir) if Path::new(program).is_relative() => dir.join(program),
+            _ => PathBuf::from(program),
+        };
+        if p.exists() {
+            return Ok(p);
+        }
+        return Err(StartError::CommandNotFound {
+            command: program.to_string(),
+            path: format!("{} does not exist", p.display()),
+        });
+    }
+    let base = cwd
+        .map(Path::to_path_buf)
+        .or_else(|| std::env::current_dir().ok())
+        .unwrap_or_else(|| PathBuf::from("/"));
+    which::which_in(program, Some(&search), base).map_err(|_| StartError::CommandNotFound {
+        command: program.to_string(),
+        path: if search.is_empty() {
+            "PATH is empty".to_string()
+        } else {
+            format!("searched PATH={search}")
+        },
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn missing_command_is_named() {
+        let err = resolve_program(
+            "surely-not-a-command-xyz",
+            Some(&"/bin:/usr/bin".into()),
+            None,
+        )
+        .unwrap_err();
+        let msg = err.to_string();
+        assert!(msg.contains("surely-not-a-command-xyz"), "{msg}");
+        assert!(msg.contains("not on PATH"), "{msg}");
+        assert!(msg.contains("/usr/bin"), "{msg}");
+    }
+
+    #[test]
+    fn commands_on_path_resolve() {
+        let p = resolve_program("sh", Some(&"/bin:/usr/bin".into()), None).unwrap();
+        assert!(p.ends_with("sh"));
+    }
+}

@@ -1,0 +1,42 @@
+//! tern's MCP server pool.
+//!
+//! Every capability tern has is an MCP server. This crate launches every
+//! configured server concurrently (stdio child processes or streamable HTTP),
+//! supervises them (a crashed stdio server is restarted with backoff and its
+//! in-flight calls end at once with its stderr tail), and merges their tools into
+//! one deterministic [`ToolTable`] of `server__tool` names.
+//!
+//! It is the only crate of the host that speaks rmcp: the rest of tern sees
+//! [`ServerSpec`], [`PoolEvent`], [`ToolEntry`] and [`ToolOutput`], so an rmcp
+//! rename touches one crate.
+//!
+//! The pool never prints. It reports what happens through an [`EventSink`]
+//! callback; the host turns those into its own events.
+#![deny(clippy::print_stdout, clippy::print_stderr)]
+
+mod client;
+mod connect;
+mod env;
+mod error;
+mod event;
+mod output;
+pub mod pins;
+mod pool;
+mod spec;
+mod stderr;
+mod supervise;
+pub mod table;
+
+pub use error::{CallError, StartError};
+pub use event::{EventSink, PoolEvent, Progress};
+pub use output::ToolOutput;
+pub use pool::{CallOptions, ServerPool, ServerState, ServerStatus};
+pub use spec::{PoolOptions, ServerSpec, TransportSpec};
+pub use table::{ToolAnnotations, ToolEntry, ToolTable};
+
+/// The environment variables a stdio server inherits from the host when nothing
+/// else is configured. API keys are deliberately absent (issue #3, "never the host's
+/// API keys unless configured"). `LC_*` is matched as a prefix.
+pub const DEFAULT_ENV_ALLOW: &[&str] = &[
+    "HOME", "PATH", "USER", "LANG", "LC_*", "TERM", "TMPDIR", "TZ", "SHELL",
+];

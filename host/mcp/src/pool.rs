@@ -1,0 +1,386 @@
+//! The pool: every configured server, started concurrently, and the only way
+//! tern reaches them.
+
+use std::{
+    collections::{BTreeMap, HashMap},
+    sync::{Arc, Mutex},
+    time::Duration,
+};
+
+use rmcp::{
+    RoleClient,
+    model::{
+        CallToolRequestParams, CancelledNotification, CancelledNotificationParam,
+        ClientNotification, ClientRequest, Request, ServerResult,
+    },
+    service::{Peer, PeerRequestOptions, ServiceError},
+};
+use serde::Serialize;
+use tokio::{sync::watch, task::JoinHandle};
+use tokio_util::sync::CancellationToken;
+
+use crate::{
+    client::ProgressRoutes,
+    error::CallError,
+    event::{EventSink, Progress},
+    output::ToolOutput,
+    pins::PinStore,
+    spec::{PoolOptions, ServerSpec},
+    stderr::StderrTail,
+    supervise::supervise,
+    table::{DroppedTool, ToolDef, ToolTable},
+};
+
+/// Lines of stderr attached to failure reports.
+pub(crate) const REPORT_TAIL: usize = 20;
+
+/// Where a server is in its life.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+#[serde(tag = "status", rename_all = "snake_case")]
+pub enum ServerState {
+    /// Spawned or dialled; initialize/tools/list not finished yet.
+    Starting,
+    /// Initialized; its tools are in the table.
+    Ready {
+        pid: Option<u32>,
+        startup_ms: u64,
+        protocol_version: String,
+        server_name: String,
+        server_version: String,
+    },
+    /// Crashed; a restart is scheduled.
+    Restarting { attempt: usize },
+    /// Not running and not coming back on its own.
+    Failed { reason: String },
+    /// Shut down by the pool.
+    Stopped,
+}
+
+impl ServerState {
+    fn label(&self) -> &'static str {
+        match self {
+            ServerState::Starting => "starting",
+            ServerState::Ready { .. } => "ready",
+            ServerState::Restarting { .. } => "restarting",
+            ServerState::Failed { .. } => "failed",
+            ServerState::Stopped => "stopped",
+        }
+    }
+}
+
+/// A snapshot of one server for `tern mcp list`.
+#[derive(Debug, Clone, Serialize)]
+pub struct ServerStatus {
+    pub name: String,
+    pub transport: &'static str,
+    pub required: bool,
+    #[serde(flatten)]
+    pub state: ServerState,
+    /// Tools in the table (after filters and pins).
+    pub tools: usize,
+    /// Tools held out because their definition changed since approval, with diffs.
+    pub held: Vec<HeldTool>,
+    pub restarts: usize,
+    pub last_error: Option<String>,
+    /// The last stderr lines, when the server failed.
+    pub stderr_tail: Vec<String>,
+}
+
+/// A tool held out of the table by its pin.
+#[derive(Debug, Clone, Serialize, PartialEq)]
+pub struct HeldTool {
+    pub tool: String,
+    pub diff: String,
+}
+
+/// Everything the supervisor publishes about a server.
+#[derive(Clone)]
+pub(crate) struct Live {
+    pub(crate) state: ServerState,
+    pub(crate) peer: Option<Peer<RoleClient>>,
+    /// Tools in the table.
+    pub(crate) tools: Arc<Vec<ToolDef>>,
+    /// Every tool the server lists after filters, before pins (for approval).
+    pub(crate) listed: Arc<Vec<ToolDef>>,
+    pub(crate) held: Vec<HeldTool>,
+    pub(crate) restarts: usize,
+    pub(crate) last_error: Option<String>,
+}
+
+/// One server's shared state.
+pub(crate) struct Slot {
+    pub(crate) spec: ServerSpec,
+    pub(crate) live: watch::Sender<Live>,
+    pub(crate) stderr: StderrTail,
+    pub(crate) progress: ProgressRoutes,
+}
+
+impl Slot {
+    pub(crate) fn update(&self, f: impl FnOnce(&mut Live)) {
+        self.live.send_modify(f);
+    }
+}
+
+/// Options of one call.
+#[derive(Debug, Clone, Default)]
+pub struct CallOptions {
+    /// Overrides the server's `tool_timeout`.
+    pub timeout: Option<Duration>,
+    /// Cancelled by the caller (Ctrl-C): the pool sends `notifications/cancelled`.
+    pub cancel: CancellationToken,
+    /// Receives the server's progress notifications for this call.
+    pub progress: Option<tokio::sync::mpsc::UnboundedSender<Progress>>,
+}
+
+/// The running servers.
+pub struct ServerPool {
+    slots: BTreeMap<String, Arc<Slot>>,
+    shutdown: CancellationToken,
+    tasks: Mutex<Vec<JoinHandle<()>>>,
+}
+
+impl ServerPool {
+    /// Starts every server concurrently and returns at once; servers join the
+    /// table as they become ready. Must be called inside a Tokio runtime.
+    pub fn start(
+        specs: Vec<ServerSpec>,
+        opts: PoolOptions,
+        pins: PinStore,
+        events: EventSink,
+    ) -> Arc<Self> {
+        let shutdown = CancellationToken::new();
+        let pins = Arc::new(Mutex::new(pins));
+        let opts = Arc::new(opts);
+        let mut slots = BTreeMap::new();
+        let mut tasks = Vec::new();
+        for spec in specs {
+            let slot = Arc::new(Slot {
+                live: watch::Sender::new(Live {
+                    state: ServerState::Starting,
+                    peer: None,
+                    tools: Arc::default(),
+                    listed: Arc::default(),
+                    held: Vec::new(),
+                    restarts: 0,
+                    last_error: None,
+                }),
+                stderr: StderrTail::new(),
+                progress: Arc::new(Mutex::new(HashMap::new())),
+                spec,
+            });
+            tasks.push(tokio::spawn(supervise(
+                slot.clone(),
+                opts.clone(),
+                pins.clone(),
+                events.clone(),
+                shutdown.clone(),
+            )));
+            slots.insert(slot.spec.name.clone(), slot);
+        }
+        Arc::new(Self {
+            slots,
+            shutdown,
+            tasks: Mutex::new(tasks),
+        })
+    }
+
+    /// Waits until no server is still starting (each is ready or failed).
+    pub async fn wait_settled(&self) {
+        for slot in self.slots.values() {
+            let mut rx = slot.live.subscribe();
+            let _ = rx
+                .wait_for(|l| !matches!(l.state, ServerState::Starting))
+                .await;
+        }
+    }
+
+    /// The first required server that failed, with its reason and stderr tail.
+    pub fn required_failure(&self) -> Option<ServerStatus> {
+        self.statuses()
+            .into_iter()
+            .find(|s| s.required && matches!(s.state, ServerState::Failed { .. }))
+    }
+
+    /// A snapshot of every server, by name.
+    pub fn statuses(&self) -> Vec<ServerStatus> {
+        self.slots
+            .values()
+            .map(|slot| {
+                let live = slot.live.borrow().clone();
+                let failed = matches!(live.state, ServerState::Failed { .. });
+                ServerStatus {
+                    name: slot.spec.name.clone(),
+                    transport: slot.spec.transport.kind(),
+                    required: slot.spec.required,
+                    tools: live.tools.len(),
+                    held: live.held,
+                    restarts: live.restarts,
+                    last_error: live.last_error,
+                    stderr_tail: if failed {
+                        slot.stderr.last(REPORT_TAIL)
+                    } else {
+                        Vec::new()
+                    },
+                    state: live.state,
+                }
+            })
+            .collect()
+    }
+
+    /// The merged table of every ready server's tools, and the tools left out.
+    pub fn table(&self) -> (ToolTable, Vec<DroppedTool>) {
+        let servers = self
+            .slots
+            .iter()
+            .filter_map(|(name, slot)| {
+                let live = slot.live.borrow();
+                live.peer
+                    .as_ref()
+                    .map(|_| (name.clone(), live.tools.as_ref().clone()))
+            })
+            .collect();
+        ToolTable::build(&servers)
+    }
+
+    /// Every tool `server` lists now (after filters, before pins): what
+    /// `tern mcp approve` accepts.
+    pub fn listed_tools(&self, server: &str) -> Option<Vec<ToolDef>> {
+        self.slots
+            .get(server)
+            .map(|s| s.live.borrow().listed.as_ref().clone())
+    }
+
+    /// The server's default tool timeout.
+    pub fn tool_timeout(&self, server: &str) -> Option<Duration> {
+        self.slots.get(server).map(|s| s.spec.tool_timeout)
+    }
+
+    /// Calls `tool` on `server`. Every failure is a [`CallError`], never a panic or a hang:
+    /// the call is bounded by its timeout, by `opts.cancel`, and by the server's death.
+    pub async fn call(
+        &self,
+        server: &str,
+        tool: &str,
+        arguments: Option<serde_json::Map<String, serde_json::Value>>,
+        opts: CallOptions,
+    ) -> Result<ToolOutput, CallError> {
+        let slot = self
+            .slots
+            .get(server)
+            .ok_or_else(|| CallError::UnknownServer(server.to_string()))?;
+        let (peer, state) = {
+            let live = slot.live.borrow();
+            (live.peer.clone(), live.state.label())
+        };
+        let peer = peer.ok_or_else(|| CallError::NotReady {
+            server: server.to_string(),
+            state: state.to_string(),
+        })?;
+        let timeout = opts.timeout.unwrap_or(slot.spec.tool_timeout);
+        let mut params = CallToolRequestParams::new(tool.to_string());
+        if let Some(args) = arguments {
+            params = params.with_arguments(args);
+        }
+        let request = ClientRequest::CallToolRequest(Request::new(params));
+        let handle = peer
+            .send_cancellable_request(request, PeerRequestOptions::with_timeout(timeout))
+            .await
+            .map_err(|e| self.map_error(slot, e))?;
+        let _route = opts
+            .progress
+            .map(|tx| RouteGuard::new(&slot.progress, handle.progress_token.clone(), tx));
+        let id = handle.id.clone();
+        let response = tokio::select! {
+            r = handle.await_response() => r,
+            _ = opts.cancel.cancelled() => {
+                let note = CancelledNotification::new(CancelledNotificationParam::new(
+                    Some(id),
+                    Some("cancelled by the user".to_string()),
+                ));
+                let _ = peer
+                    .send_notification(ClientNotification::CancelledNotification(note))
+                    .await;
+                return Err(CallError::Cancelled);
+            }
+        };
+        match response {
+            Ok(ServerResult::CallToolResult(result)) => Ok(result.into()),
+            Ok(_) => Err(CallError::Transport(
+                "the server answered tools/call with another result type".to_string(),
+            )),
+            Err(e) => Err(self.map_error_settled(slot, e).await),
+        }
+    }
+
+    fn map_error(&self, slot: &Slot, e: ServiceError) -> CallError {
+        match e {
+            ServiceError::Timeout { timeout } => CallError::Timeout {
+                secs: timeout.as_secs_f64(),
+            },
+            ServiceError::McpError(err) => CallError::Server {
+                code: err.code.0,
+                message: err.message.to_string(),
+            },
+            ServiceError::TransportClosed if !self.shutdown.is_cancelled() => {
+                CallError::ServerCrashed {
+                    server: slot.spec.name.clone(),
+                    stderr_tail: slot.stderr.last(REPORT_TAIL),
+                }
+            }
+            ServiceError::Cancelled { .. } => CallError::Cancelled,
+            other => CallError::Transport(other.to_string()),
+        }
+    }
+
+    /// Like `map_error`, but a crash report waits (briefly) for the dying
+    /// server's last stderr lines.
+    async fn map_error_settled(&self, slot: &Slot, e: ServiceError) -> CallError {
+        if matches!(e, ServiceError::TransportClosed) {
+            slot.stderr.settle(Duration::from_millis(500)).await;
+        }
+        self.map_error(slot, e)
+    }
+
+    /// Stops every server (closing stdin, then SIGTERM, then SIGKILL of the
+    /// process group) and waits for the supervisors to finish.
+    pub async fn shutdown(&self) {
+        self.shutdown.cancel();
+        let tasks: Vec<_> = match self.tasks.lock() {
+            Ok(mut t) => t.drain(..).collect(),
+            Err(_) => Vec::new(),
+        };
+        for task in tasks {
+            let _ = tokio::time::timeout(Duration::from_secs(10), task).await;
+        }
+    }
+}
+
+/// Routes progress for one call while it runs; unregisters on drop.
+struct RouteGuard {
+    routes: ProgressRoutes,
+    token: rmcp::model::ProgressToken,
+}
+
+impl RouteGuard {
+    fn new(
+        routes: &ProgressRoutes,
+        token: rmcp::model::ProgressToken,
+        tx: tokio::sync::mpsc::UnboundedSender<Progress>,
+    ) -> Self {
+        if let Ok(mut r) = routes.lock() {
+            r.insert(token.clone(), tx);
+        }
+        Self {
+            routes: routes.clone(),
+            token,
+        }
+    }
+}
+
+impl Drop for RouteGuard {
+    fn drop(&mut self) {
+        if let Ok(mut r) = self.routes.lock() {
+            r.remove(&self.token);
+        }
+    }
+}
