@@ -1,0 +1,57 @@
+//! tern's configuration: strict, layered `config.toml`, project trust and `.mcp.json` import.
+//!
+//! Layers, later wins: the compiled-in [`DEFAULT_CONFIG`] < `$TERN_HOME/config.toml` < a project's
+//! `.tern/config.toml` (only once trusted, see [`TrustStore`]) < `--config FILE` < `-c key=value`.
+//! Each layer is parsed on its own into structs that reject unknown keys, so every mistake is reported
+//! as `file:line:column: …` naming the key; then the layers merge and resolve into the typed
+//! [`Config`]. Config is a value the host passes down — there is no global.
+//!
+//! ```no_run
+//! use tern_config::{Config, ConfigPaths, LoadOptions};
+//!
+//! let env = |name: &str| std::env::var(name).ok();
+//! let cwd = std::env::current_dir()?;
+//! let paths = ConfigPaths::resolve(&cwd, &env)?;
+//! let config = Config::load(&paths, &LoadOptions::default(), &env)?;
+//! for notice in &config.notices {
+//!     eprintln!("note: {notice}");
+//! }
+//! for server in config.enabled_servers() {
+//!     // start it…
+//! }
+//! # Ok::<(), Box<dyn std::error::Error>>(())
+//! ```
+#![deny(clippy::print_stdout, clippy::print_stderr)]
+
+mod edit;
+mod error;
+mod expand;
+mod import;
+mod layers;
+mod load;
+mod locate;
+mod paths;
+mod raw;
+mod resolve;
+mod rules;
+mod sections;
+mod server;
+mod trust;
+
+pub use edit::append_rule;
+pub use error::{ConfigError, Location, Result};
+pub use expand::{EnvLookup, ExpandError, expand};
+pub use import::{ImportReport, import_mcp_json};
+pub use load::{
+    Config, DEFAULT_CONFIG, DEFAULTS_SOURCE, LayerKind, LoadOptions, LoadedLayer, Notice,
+};
+pub use paths::{ConfigPaths, PROJECT_CONFIG};
+pub use rules::{RuleList, RuleSource, check_rule_shape};
+pub use sections::{
+    AgentSection, DEFAULT_MAX_STEPS, ModelSection, PermissionMode, Permissions, Provider,
+};
+pub use server::{
+    Builtin, DEFAULT_STARTUP_TIMEOUT, DEFAULT_TOOL_TIMEOUT, Launch, ServerConfig, ToolSettings,
+    Transport,
+};
+pub use trust::{TrustStatus, TrustStore, config_hash};

@@ -1,0 +1,268 @@
+//! Loading: read every layer, check each on its own, merge, resolve.
+
+use std::collections::BTreeMap;
+use std::fmt;
+use std::path::{Path, PathBuf};
+
+use crate::error::Location;
+use crate::error::{ConfigError, Result};
+use crate::expand::EnvLookup;
+use crate::layers::{Layer, Merged, override_text, rule_source};
+use crate::locate::{SourceName, SourceText};
+use crate::paths::ConfigPaths;
+use crate::raw;
+use crate::resolve::expand_server;
+use crate::rules::RuleList;
+use crate::sections::{AgentSection, DEFAULT_MAX_STEPS, ModelSection, PermissionMode, Permissions};
+use crate::server::ServerConfig;
+use crate::trust::{TrustStatus, TrustStore};
+
+/// The defaults every config starts from: `config/default.toml`, compiled in.
+pub const DEFAULT_CONFIG: &str = include_str!("../../../config/default.toml");
+
+/// The pseudo path that errors and rules from [`DEFAULT_CONFIG`] carry.
+pub const DEFAULTS_SOURCE: &str = "<defaults>";
+
+/// What the command line adds on top of the files.
+#[derive(Debug, Clone, Default)]
+pub struct LoadOptions {
+    /// `--config FILE`: a layer above the user and project configs. It must exist.
+    pub config_file: Option<PathBuf>,
+    /// `-c key=value`, in order: the top layers. The value is TOML, or else a string.
+    pub overrides: Vec<String>,
+    /// `--allow RULE`, `--ask RULE`, `--deny RULE`, in the order given.
+    pub rules: Vec<(RuleList, String)>,
+    /// `--mode`: overrides `permissions.mode` from every layer.
+    pub mode: Option<PermissionMode>,
+}
+
+/// Which layer a loaded source was.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum LayerKind {
+    /// The compiled-in `config/default.toml`.
+    Defaults,
+    /// `$TERN_HOME/config.toml`.
+    User,
+    /// A trusted project's `.tern/config.toml`.
+    Project,
+    /// `--config FILE`.
+    ConfigFlag,
+    /// One `-c key=value`.
+    Override,
+}
+
+/// A source that contributed to the config.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct LoadedLayer {
+    /// Which layer.
+    pub kind: LayerKind,
+    /// Its file; [`DEFAULTS_SOURCE`] for the defaults, `-c` for an override.
+    pub path: PathBuf,
+}
+
+/// Something the user should know about the config that is not an error.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Notice {
+    /// A project config exists but was never trusted, so it was ignored.
+    ProjectUntrusted {
+        /// The `.tern/config.toml`.
+        config: PathBuf,
+        /// Where to run `tern trust`.
+        project_dir: PathBuf,
+    },
+    /// A project config changed since it was trusted, so it was ignored.
+    ProjectChanged {
+        /// The `.tern/config.toml`.
+        config: PathBuf,
+        /// Where to run `tern trust`.
+        project_dir: PathBuf,
+    },
+}
+
+impl fmt::Display for Notice {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            Self::ProjectUntrusted {
+                config,
+                project_dir,
+            } => write!(
+                f,
+                "project config {} ignored: not trusted; run `tern trust` in {}",
+                config.display(),
+                project_dir.display()
+            ),
+            Self::ProjectChanged {
+                config,
+                project_dir,
+            } => write!(
+                f,
+                "project config {} ignored: changed since it was trusted; review it, then run \
+                 `tern trust` in {} again",
+                config.display(),
+                project_dir.display()
+            ),
+        }
+    }
+}
+
+/// The resolved config: every layer merged, validated, `${VAR}`s expanded.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Config {
+    /// `[mcp_servers.NAME]`, by name (so start order and tool order are deterministic).
+    ///
+    /// A disabled server whose `${VAR}` cannot be expanded is kept with the text unexpanded rather than
+    /// failing the load: it is never started, and naming it in an error would be noise.
+    pub mcp_servers: BTreeMap<String, ServerConfig>,
+    /// `[model]`.
+    pub model: ModelSection,
+    /// `[permissions]`.
+    pub permissions: Permissions,
+    /// `[agent]`.
+    pub agent: AgentSection,
+    /// The sources that were applied, lowest first.
+    pub layers: Vec<LoadedLayer>,
+    /// Things to tell the user, e.g. an untrusted project config.
+    pub notices: Vec<Notice>,
+}
+
+impl Config {
+    /// Loads the config for `paths` (see [`ConfigPaths::resolve`]): defaults < user < trusted project <
+    /// `--config` < `-c` < `--allow`/`--ask`/`--deny`/`--mode`.
+    pub fn load(paths: &ConfigPaths, options: &LoadOptions, env: EnvLookup<'_>) -> Result<Self> {
+        let mut merged = Merged::default();
+        let mut layers = Vec::new();
+        let mut notices = Vec::new();
+
+        let defaults = SourceName::File(PathBuf::from(DEFAULTS_SOURCE));
+        merged.apply(parse_layer(&defaults, DEFAULT_CONFIG)?);
+        layers.push(loaded(LayerKind::Defaults, DEFAULTS_SOURCE));
+
+        if let Some(text) = read_optional(&paths.user_config)? {
+            merged.apply(parse_layer(
+                &SourceName::File(paths.user_config.clone()),
+                &text,
+            )?);
+            layers.push(loaded(LayerKind::User, &paths.user_config));
+        }
+
+        if let (Some(project_dir), Some(config)) = (&paths.project_dir, paths.project_config()) {
+            if let Some(text) = read_optional(&config)? {
+                let store = TrustStore::for_paths(paths);
+                match store.status(project_dir, text.as_bytes())? {
+                    TrustStatus::Trusted => {
+                        merged.apply(parse_layer(&SourceName::File(config.clone()), &text)?);
+                        layers.push(loaded(LayerKind::Project, &config));
+                    }
+                    TrustStatus::Untrusted => notices.push(Notice::ProjectUntrusted {
+                        config,
+                        project_dir: project_dir.clone(),
+                    }),
+                    TrustStatus::Changed => notices.push(Notice::ProjectChanged {
+                        config,
+                        project_dir: project_dir.clone(),
+                    }),
+                }
+            }
+        }
+
+        if let Some(file) = &options.config_file {
+            let text = std::fs::read_to_string(file).map_err(|err| ConfigError::io(file, err))?;
+            merged.apply(parse_layer(&SourceName::File(file.clone()), &text)?);
+            layers.push(loaded(LayerKind::ConfigFlag, file));
+        }
+
+        for (i, arg) in options.overrides.iter().enumerate() {
+            let name = SourceName::Arg {
+                name: "-c",
+                position: i + 1,
+            };
+            merged.apply(parse_layer(&name, &override_text(arg)?)?);
+            layers.push(loaded(LayerKind::Override, "-c"));
+        }
+
+        let mut positions: BTreeMap<RuleList, usize> = BTreeMap::new();
+        for (list, rule) in &options.rules {
+            let position = positions.entry(*list).or_insert(0);
+            *position += 1;
+            let at = Location {
+                file: PathBuf::from(list.flag()),
+                line: *position,
+                column: 0,
+            };
+            merged
+                .rules
+                .push((*list, rule_source(*list, rule.clone(), at)?));
+        }
+        if options.mode.is_some() {
+            merged.mode = options.mode;
+        }
+
+        resolve(merged, env, layers, notices)
+    }
+
+    /// The servers to start, by name.
+    pub fn enabled_servers(&self) -> impl Iterator<Item = &ServerConfig> {
+        self.mcp_servers.values().filter(|server| server.enabled)
+    }
+}
+
+fn resolve(
+    merged: Merged,
+    env: EnvLookup<'_>,
+    layers: Vec<LoadedLayer>,
+    notices: Vec<Notice>,
+) -> Result<Config> {
+    let mut mcp_servers = BTreeMap::new();
+    for (name, raw) in merged.servers {
+        let mut server = ServerConfig::try_from((name.clone(), raw))?;
+        let mut expanded = server.clone();
+        match expand_server(&mut expanded, env) {
+            Ok(()) => server = expanded,
+            Err(err) if server.enabled => return Err(err),
+            Err(_) => {}
+        }
+        mcp_servers.insert(name, server);
+    }
+    let mut permissions = Permissions {
+        mode: merged.mode.unwrap_or_default(),
+        ..Permissions::default()
+    };
+    for (list, rule) in merged.rules {
+        match list {
+            RuleList::Allow => permissions.allow.push(rule),
+            RuleList::Ask => permissions.ask.push(rule),
+            RuleList::Deny => permissions.deny.push(rule),
+        }
+    }
+    Ok(Config {
+        mcp_servers,
+        model: merged.model.into(),
+        permissions,
+        agent: AgentSection {
+            max_steps: merged.max_steps.unwrap_or(DEFAULT_MAX_STEPS),
+        },
+        layers,
+        notices,
+    })
+}
+
+/// Parses and checks one layer's text.
+pub(crate) fn parse_layer(name: &SourceName, text: &str) -> Result<Layer> {
+    let source = SourceText { name, text };
+    Layer::from_raw(raw::parse(&source)?, &source)
+}
+
+fn read_optional(path: &Path) -> Result<Option<String>> {
+    match std::fs::read_to_string(path) {
+        Ok(text) => Ok(Some(text)),
+        Err(err) if err.kind() == std::io::ErrorKind::NotFound => Ok(None),
+        Err(err) => Err(ConfigError::io(path, err)),
+    }
+}
+
+fn loaded(kind: LayerKind, path: impl AsRef<Path>) -> LoadedLayer {
+    LoadedLayer {
+        kind,
+        path: path.as_ref().to_path_buf(),
+    }
+}

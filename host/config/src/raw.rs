@@ -1,0 +1,152 @@
+//! One config layer exactly as written: all-`Option` serde structs that reject unknown keys.
+//!
+//! Each layer is parsed on its own so that an error names the file it is in, and so that "unset" and
+//! "set to the default" stay distinct until the layers are merged.
+
+use std::collections::BTreeMap;
+use std::path::PathBuf;
+
+use serde::Deserialize;
+use toml::Spanned;
+
+use crate::error::{ConfigError, Result};
+use crate::locate::SourceText;
+use crate::sections::{PermissionMode, Provider};
+use crate::server::Builtin;
+
+/// The whole file.
+#[derive(Debug, Default, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub(crate) struct RawConfig {
+    pub(crate) model: Option<RawModel>,
+    pub(crate) permissions: Option<RawPermissions>,
+    pub(crate) agent: Option<RawAgent>,
+    pub(crate) mcp_servers: Option<BTreeMap<Spanned<String>, RawServer>>,
+}
+
+/// `[model]`.
+#[derive(Debug, Default, Clone, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub(crate) struct RawModel {
+    pub(crate) provider: Option<Provider>,
+    pub(crate) name: Option<String>,
+    pub(crate) base_url: Option<String>,
+    pub(crate) api_key_env: Option<String>,
+    pub(crate) max_tokens: Option<u32>,
+    pub(crate) context_window: Option<u32>,
+    pub(crate) max_retries: Option<u32>,
+}
+
+/// `[permissions]`.
+#[derive(Debug, Default, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub(crate) struct RawPermissions {
+    pub(crate) mode: Option<PermissionMode>,
+    pub(crate) allow: Option<Vec<Spanned<String>>>,
+    pub(crate) ask: Option<Vec<Spanned<String>>>,
+    pub(crate) deny: Option<Vec<Spanned<String>>>,
+}
+
+/// `[agent]`.
+#[derive(Debug, Default, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub(crate) struct RawAgent {
+    pub(crate) max_steps: Option<Spanned<u32>>,
+}
+
+/// `[mcp_servers.NAME]`: stdio and HTTP keys side by side (a flattened enum cannot deny unknown keys);
+/// which transport it is gets decided after merging.
+#[derive(Debug, Default, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub(crate) struct RawServer {
+    // stdio
+    pub(crate) command: Option<String>,
+    pub(crate) builtin: Option<Builtin>,
+    pub(crate) args: Option<Vec<String>>,
+    pub(crate) env: Option<BTreeMap<String, String>>,
+    pub(crate) env_vars: Option<Vec<String>>,
+    pub(crate) cwd: Option<PathBuf>,
+    // streamable HTTP
+    pub(crate) url: Option<String>,
+    pub(crate) bearer_token_env_var: Option<String>,
+    pub(crate) http_headers: Option<BTreeMap<String, String>>,
+    pub(crate) env_http_headers: Option<BTreeMap<String, String>>,
+    // common
+    pub(crate) enabled: Option<bool>,
+    pub(crate) required: Option<bool>,
+    pub(crate) startup_timeout_sec: Option<Spanned<f64>>,
+    pub(crate) tool_timeout_sec: Option<Spanned<f64>>,
+    pub(crate) enabled_tools: Option<Vec<String>>,
+    pub(crate) disabled_tools: Option<Vec<String>>,
+    pub(crate) tools: Option<BTreeMap<String, RawToolSettings>>,
+}
+
+/// `[mcp_servers.NAME.tools.TOOL]`.
+#[derive(Debug, Default, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub(crate) struct RawToolSettings {
+    pub(crate) timeout_sec: Option<Spanned<f64>>,
+    pub(crate) max_output_chars: Option<usize>,
+    pub(crate) command_arg: Option<String>,
+    pub(crate) enabled: Option<bool>,
+}
+
+/// Parses one layer, turning serde's message into one that names the file, line, column and key.
+pub(crate) fn parse(source: &SourceText<'_>) -> Result<RawConfig> {
+    toml::from_str(source.text).map_err(|err| toml_error(source, &err))
+}
+
+fn toml_error(source: &SourceText<'_>, err: &toml::de::Error) -> ConfigError {
+    let span = err.span();
+    let at = source.locate_span(span.clone());
+    let key = span.and_then(|span| source.key_at(span.start));
+    let message = describe(err.message(), key.as_deref());
+    ConfigError::Toml { at, key, message }
+}
+
+/// Rewrites serde's wording into config wording: `unknown key "comand" in [mcp_servers.git]; expected
+/// one of command, args, …`, and prefixes other messages with the key they are about.
+fn describe(message: &str, key: Option<&str>) -> String {
+    let message = message.trim_end();
+    if let Some(rest) = message.strip_prefix("unknown field `") {
+        if let Some((field, expected)) = rest.split_once('`') {
+            let table = key.and_then(|key| key.rsplit_once('.')).map_or_else(
+                || "the top level".to_owned(),
+                |(table, _)| format!("[{table}]"),
+            );
+            let expected = expected
+                .trim_start_matches(", ")
+                .replace('`', "")
+                .replace("there are no fields", "no keys are allowed here");
+            return format!("unknown key {field:?} in {table}; {expected}");
+        }
+    }
+    match key {
+        Some(key) if !key.is_empty() => format!("{key}: {message}"),
+        _ => message.to_owned(),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::describe;
+
+    #[test]
+    fn rewrites_unknown_field_messages() {
+        assert_eq!(
+            describe(
+                "unknown field `comand`, expected one of `command`, `args`",
+                Some("mcp_servers.git.comand")
+            ),
+            "unknown key \"comand\" in [mcp_servers.git]; expected one of command, args"
+        );
+        assert_eq!(
+            describe("unknown field `x`, expected `model`", Some("x")),
+            "unknown key \"x\" in the top level; expected model"
+        );
+        assert_eq!(
+            describe("invalid type: integer `3`, expected a string", Some("a.b")),
+            "a.b: invalid type: integer `3`, expected a string"
+        );
+    }
+}

@@ -1,0 +1,164 @@
+//! Merged layers → validated, typed config.
+//!
+//! Structure is checked by `TryFrom` (which transport, which keys belong to it); `${VAR}` expansion is a
+//! separate pass over the result because it needs the injected environment.
+
+use std::collections::BTreeMap;
+
+use crate::error::{ConfigError, Result};
+use crate::expand::{EnvLookup, expand};
+use crate::layers::{ServerLayer, ToolLayer, invalid};
+use crate::raw::RawModel;
+use crate::sections::ModelSection;
+use crate::server::{
+    DEFAULT_STARTUP_TIMEOUT, DEFAULT_TOOL_TIMEOUT, Launch, ServerConfig, ToolSettings, Transport,
+};
+
+impl From<RawModel> for ModelSection {
+    fn from(raw: RawModel) -> Self {
+        Self {
+            provider: raw.provider,
+            name: raw.name,
+            base_url: raw.base_url,
+            api_key_env: raw.api_key_env,
+            max_tokens: raw.max_tokens,
+            context_window: raw.context_window,
+            max_retries: raw.max_retries,
+        }
+    }
+}
+
+impl From<ToolLayer> for ToolSettings {
+    fn from(raw: ToolLayer) -> Self {
+        Self {
+            timeout: raw.timeout,
+            max_output_chars: raw.max_output_chars,
+            command_arg: raw.command_arg,
+            enabled: raw.enabled,
+        }
+    }
+}
+
+impl TryFrom<(String, ServerLayer)> for ServerConfig {
+    type Error = ConfigError;
+
+    fn try_from((name, raw): (String, ServerLayer)) -> Result<Self> {
+        let at = raw.at.clone();
+        let fail = |key: &str, message: &str| {
+            invalid(at.clone(), &format!("mcp_servers.{name}.{key}"), message)
+        };
+        let launch = match (raw.command, raw.builtin) {
+            (Some(command), _) if command.trim().is_empty() => {
+                return Err(fail("command", "is empty"));
+            }
+            (Some(command), _) => Some(Launch::Command(command)),
+            (None, Some(builtin)) => Some(Launch::Builtin(builtin)),
+            (None, None) => None,
+        };
+        let transport = match (launch, raw.url) {
+            (Some(launch), _) => {
+                let http_only = [
+                    ("bearer_token_env_var", raw.bearer_token_env_var.is_some()),
+                    ("http_headers", !raw.http_headers.is_empty()),
+                    ("env_http_headers", !raw.env_http_headers.is_empty()),
+                ];
+                if let Some((key, _)) = http_only.iter().find(|(_, set)| *set) {
+                    return Err(fail(key, "applies to HTTP servers (`url`) only"));
+                }
+                Transport::Stdio {
+                    launch,
+                    args: raw.args.unwrap_or_default(),
+                    env: raw.env,
+                    env_vars: raw.env_vars.unwrap_or_default(),
+                    cwd: raw.cwd,
+                }
+            }
+            (None, Some(url)) => {
+                let stdio_only = [
+                    ("args", raw.args.is_some()),
+                    ("env", !raw.env.is_empty()),
+                    ("env_vars", raw.env_vars.is_some()),
+                    ("cwd", raw.cwd.is_some()),
+                ];
+                if let Some((key, _)) = stdio_only.iter().find(|(_, set)| *set) {
+                    return Err(fail(
+                        key,
+                        "applies to stdio servers (`command` or `builtin`) only",
+                    ));
+                }
+                if url.trim().is_empty() {
+                    return Err(fail("url", "is empty"));
+                }
+                Transport::Http {
+                    url,
+                    bearer_token_env_var: raw.bearer_token_env_var,
+                    headers: raw.http_headers,
+                    env_headers: raw.env_http_headers,
+                }
+            }
+            (None, None) => {
+                return Err(invalid(
+                    at.clone(),
+                    &format!("mcp_servers.{name}"),
+                    "needs `command` (a program), `builtin` (fs, shell or web) or `url` (an HTTP server)",
+                ));
+            }
+        };
+        Ok(Self {
+            transport,
+            enabled: raw.enabled.unwrap_or(true),
+            required: raw.required.unwrap_or(false),
+            startup_timeout: raw.startup_timeout.unwrap_or(DEFAULT_STARTUP_TIMEOUT),
+            tool_timeout: raw.tool_timeout.unwrap_or(DEFAULT_TOOL_TIMEOUT),
+            enabled_tools: raw.enabled_tools,
+            disabled_tools: raw.disabled_tools.unwrap_or_default(),
+            tools: raw
+                .tools
+                .into_iter()
+                .map(|(tool, settings)| (tool, settings.into()))
+                .collect(),
+            defined_at: at,
+            name,
+        })
+    }
+}
+
+/// Expands `${VAR}`s in a server's `args`, `env` values, `url` and `http_headers` values.
+pub(crate) fn expand_server(server: &mut ServerConfig, env: EnvLookup<'_>) -> Result<()> {
+    let name = server.name.clone();
+    let at = server.defined_at.clone();
+    let run = |key: String, value: &mut String| -> Result<()> {
+        *value = expand(value, env).map_err(|err| ConfigError::Expand {
+            at: at.clone(),
+            server: name.clone(),
+            key,
+            variable: err.variable().map(str::to_owned),
+            message: err.to_string(),
+        })?;
+        Ok(())
+    };
+    match &mut server.transport {
+        Transport::Stdio { args, env, .. } => {
+            for (i, arg) in args.iter_mut().enumerate() {
+                run(format!("args[{i}]"), arg)?;
+            }
+            expand_values("env", env, run)?;
+        }
+        Transport::Http { url, headers, .. } => {
+            run("url".to_owned(), url)?;
+            expand_values("http_headers", headers, run)?;
+        }
+    }
+    Ok(())
+}
+
+fn expand_values(
+    table: &str,
+    values: &mut BTreeMap<String, String>,
+    mut run: impl FnMut(String, &mut String) -> Result<()>,
+) -> Result<()> {
+    for (key, value) in values.iter_mut() {
+        run(format!("{table}.{key}"), value)?;
+    }
+    Ok(())
+}

@@ -1,0 +1,146 @@
+//! `[mcp_servers.NAME]`, resolved: what the server pool needs to start and talk to one MCP server.
+//!
+//! Key names follow Codex's `config.toml` so users can paste their existing entries.
+
+use std::collections::BTreeMap;
+use std::fmt;
+use std::path::PathBuf;
+use std::time::Duration;
+
+use serde::{Deserialize, Serialize};
+
+use crate::error::Location;
+
+/// How long a server may take to start when `startup_timeout_sec` is not set.
+pub const DEFAULT_STARTUP_TIMEOUT: Duration = Duration::from_secs(10);
+/// How long one tool call may take when neither `tool_timeout_sec` nor a per-tool `timeout_sec` is set.
+pub const DEFAULT_TOOL_TIMEOUT: Duration = Duration::from_secs(60);
+
+/// One configured MCP server, validated and with `${VAR}`s expanded.
+#[derive(Debug, Clone, PartialEq)]
+pub struct ServerConfig {
+    /// The `NAME` of `[mcp_servers.NAME]`; matches `^[a-zA-Z0-9_-]+$` and prefixes the server's tool names.
+    pub name: String,
+    /// How to reach it.
+    pub transport: Transport,
+    /// `enabled` (default true): a disabled server is not started.
+    pub enabled: bool,
+    /// `required` (default false): the run fails when this server cannot start.
+    pub required: bool,
+    /// `startup_timeout_sec` (default 10).
+    pub startup_timeout: Duration,
+    /// `tool_timeout_sec` (default 60): the timeout of a call to any of its tools without its own.
+    pub tool_timeout: Duration,
+    /// `enabled_tools`: when set, only these tools (original names) are offered.
+    pub enabled_tools: Option<Vec<String>>,
+    /// `disabled_tools`: these tools are never offered (applied after `enabled_tools`).
+    pub disabled_tools: Vec<String>,
+    /// `[mcp_servers.NAME.tools.TOOL]`, by original tool name.
+    pub tools: BTreeMap<String, ToolSettings>,
+    /// Where the server was (last) configured, for messages about it.
+    pub defined_at: Location,
+}
+
+impl ServerConfig {
+    /// Whether `tool` (original name) should be offered, after `enabled_tools`, `disabled_tools` and
+    /// `tools.TOOL.enabled`.
+    pub fn tool_enabled(&self, tool: &str) -> bool {
+        let listed = self
+            .enabled_tools
+            .as_ref()
+            .is_none_or(|enabled| enabled.iter().any(|t| t == tool));
+        let disabled = self.disabled_tools.iter().any(|t| t == tool);
+        let per_tool = self.tools.get(tool).and_then(|t| t.enabled).unwrap_or(true);
+        listed && !disabled && per_tool
+    }
+
+    /// The timeout of a call to `tool`: its own `timeout_sec`, else the server's `tool_timeout_sec`.
+    pub fn tool_timeout(&self, tool: &str) -> Duration {
+        self.tools
+            .get(tool)
+            .and_then(|t| t.timeout)
+            .unwrap_or(self.tool_timeout)
+    }
+}
+
+/// How the host reaches a server.
+#[derive(Debug, Clone, PartialEq)]
+pub enum Transport {
+    /// A child process speaking MCP over stdin/stdout.
+    Stdio {
+        /// What to run.
+        launch: Launch,
+        /// `args`, after `${VAR}` expansion. For a built-in server they follow `serve NAME`.
+        args: Vec<String>,
+        /// `env`: variables set for the process, after expansion.
+        env: BTreeMap<String, String>,
+        /// `env_vars`: names of host variables passed through unchanged (the pool clears the rest).
+        env_vars: Vec<String>,
+        /// `cwd`: the working directory, when not tern's own.
+        cwd: Option<PathBuf>,
+    },
+    /// A streamable HTTP endpoint.
+    Http {
+        /// `url`, after expansion.
+        url: String,
+        /// `bearer_token_env_var`: the variable holding the token sent as `Authorization: Bearer …`.
+        bearer_token_env_var: Option<String>,
+        /// `http_headers`: sent with every request, after expansion.
+        headers: BTreeMap<String, String>,
+        /// `env_http_headers`: header name → variable whose value is sent (read when connecting, so the
+        /// secret never sits in the resolved config).
+        env_headers: BTreeMap<String, String>,
+    },
+}
+
+/// The program a stdio server runs.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Launch {
+    /// `command`: a program looked up on `PATH` (or a path).
+    Command(String),
+    /// `builtin`: `<this tern executable> serve NAME`, so built-in servers need nothing installed.
+    Builtin(Builtin),
+}
+
+/// tern's own tool servers.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Builtin {
+    /// Files, confined to the roots.
+    Fs,
+    /// Shell commands in a root.
+    Shell,
+    /// Web fetches with an SSRF guard.
+    Web,
+}
+
+impl Builtin {
+    /// The `serve` subcommand name.
+    pub fn name(self) -> &'static str {
+        match self {
+            Self::Fs => "fs",
+            Self::Shell => "shell",
+            Self::Web => "web",
+        }
+    }
+}
+
+impl fmt::Display for Builtin {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.name())
+    }
+}
+
+/// `[mcp_servers.NAME.tools.TOOL]`: settings for one tool of a server.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct ToolSettings {
+    /// `timeout_sec`: overrides the server's `tool_timeout_sec` for this tool.
+    pub timeout: Option<Duration>,
+    /// `max_output_chars`: overrides the gateway's cap on the text given to the model.
+    pub max_output_chars: Option<usize>,
+    /// `command_arg`: the argument holding a shell command, which the gateway parses into simple commands
+    /// for rule matching (issue 4, item 3).
+    pub command_arg: Option<String>,
+    /// `enabled`: `false` hides this tool, like listing it in `disabled_tools`.
+    pub enabled: Option<bool>,
+}
