@@ -15,6 +15,13 @@ use rmcp::{ServerHandler, ServiceExt};
 /// Errors from running a stdio server.
 #[derive(Debug, thiserror::Error)]
 pub enum ServeError {
+    /// The server's own flags are unusable (e.g. a `--root` that does not exist);
+    /// detected before the handshake so the user sees it at startup.
+    #[error("invalid configuration: {0}")]
+    Config(String),
+    /// A flag was invalid (a missing root, a zero limit), found before serving.
+    #[error("invalid arguments: {0}")]
+    InvalidArgs(String),
     /// The MCP handshake with the client failed (bad first message, closed pipe).
     #[error("MCP initialization failed: {0}")]
     Initialize(String),

@@ -1,5 +1,35 @@
-//! tern-shell: a standalone MCP server (stub; being built).
+//! tern-shell: an MCP server (stdio) with one tool, `run`, that runs a shell
+//! command the way an agent needs it run.
+//!
+//! - Commands start in `--root` (a `cwd` argument must resolve inside it).
+//! - The environment is cleared and rebuilt from an allow-list (see [`env`]), so
+//!   the API keys of whoever launched the server do not leak into `env` output.
+//! - Each command gets its own session and process group; on timeout or
+//!   cancellation the whole group gets SIGTERM, then SIGKILL (see [`exec`]).
+//! - Output is capped while it is read, so `yes` cannot grow memory.
+//!
+//! Run it standalone, or as `tern serve shell`; the flags are the same:
+//!
+//! ```no_run
+//! use clap::Parser;
+//! # async fn demo() -> Result<(), tern_tool_common::ServeError> {
+//! let args = tern_shell::Args::parse_from(["tern-shell", "--root", ".", "--timeout-default", "60"]);
+//! tern_shell::run(args).await // serves MCP on stdin/stdout until the client hangs up
+//! # }
+//! ```
 #![deny(clippy::print_stdout, clippy::print_stderr)]
+
+mod cwd;
+mod decode;
+pub mod env;
+pub mod exec;
+mod group;
+mod server;
+
+use std::path::{Path, PathBuf};
+use std::time::Duration;
+
+pub use server::{RunParams, Settings, ShellServer};
 
 /// Command-line flags, shared by `tern-shell` and `tern serve shell`.
 #[derive(Debug, Clone, clap::Parser)]
@@ -8,9 +38,78 @@
     version,
     about = "tern's shell MCP server over stdio"
 )]
-pub struct Args {}
+pub struct Args {
+    /// Directory commands run in; a `cwd` argument must resolve inside it.
+    #[arg(long, value_name = "DIR", default_value = ".")]
+    pub root: PathBuf,
+    /// Timeout in seconds when the call gives none.
+    #[arg(long, value_name = "SECS", default_value_t = 120)]
+    pub timeout_default: u64,
+    /// Largest timeout in seconds a call may ask for.
+    #[arg(long, value_name = "SECS", default_value_t = 600)]
+    pub timeout_max: u64,
+    /// Characters of output kept per command (head and tail halves).
+    #[arg(long, value_name = "CHARS", default_value_t = 30_000)]
+    pub max_output_chars: usize,
+    /// Also pass this environment variable through to commands (repeatable).
+    #[arg(long = "env-allow", value_name = "NAME")]
+    pub env_allow: Vec<String>,
+}
 
 /// Runs the server over stdio until the client disconnects.
-pub async fn run(_args: Args) -> Result<(), tern_tool_common::ServeError> {
-    Ok(())
+pub async fn run(args: Args) -> Result<(), tern_tool_common::ServeError> {
+    let settings = settings_from(args)?;
+    tracing::info!(root = %settings.root.display(), shell = %settings.shell.display(), "tern-shell starting");
+    tern_tool_common::serve_stdio(ShellServer::new(settings)).await
+}
+
+/// Validates the flags and snapshots the environment commands will get.
+pub fn settings_from(args: Args) -> Result<Settings, tern_tool_common::ServeError> {
+    let invalid = |msg: String| tern_tool_common::ServeError::InvalidArgs(msg);
+    let root = args
+        .root
+        .canonicalize()
+        .map_err(|e| invalid(format!("--root {}: {e}", args.root.display())))?;
+    if !root.is_dir() {
+        return Err(invalid(format!(
+            "--root {}: not a directory",
+            root.display()
+        )));
+    }
+    if args.timeout_max == 0 {
+        return Err(invalid("--timeout-max must be at least 1 second".into()));
+    }
+    if args.max_output_chars == 0 {
+        return Err(invalid("--max-output-chars must be at least 1".into()));
+    }
+    let timeout_max = Duration::from_secs(args.timeout_max);
+    let timeout_default = Duration::from_secs(args.timeout_default.max(1)).min(timeout_max);
+    let env = env::child_env(std::env::vars_os(), &args.env_allow);
+    let path = env
+        .iter()
+        .find(|(k, _)| k == "PATH")
+        .map(|(_, v)| v.clone())
+        .unwrap_or_default();
+    Ok(Settings {
+        root,
+        shell: find_shell(&path),
+        timeout_default,
+        timeout_max,
+        max_output_chars: args.max_output_chars,
+        env,
+    })
+}
+
+/// `bash` from the commands' `PATH` when present (models write bash), else `sh`.
+fn find_shell(path: &std::ffi::OsStr) -> PathBuf {
+    std::env::split_paths(path)
+        .map(|dir| dir.join("bash"))
+        .find(|candidate| is_executable(candidate))
+        .unwrap_or_else(|| PathBuf::from("/bin/sh"))
+}
+
+fn is_executable(path: &Path) -> bool {
+    use std::os::unix::fs::PermissionsExt;
+    path.metadata()
+        .is_ok_and(|m| m.is_file() && m.permissions().mode() & 0o111 != 0)
 }

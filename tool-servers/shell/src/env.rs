@@ -1,0 +1,135 @@
+//! The environment a command sees.
+//!
+//! The server itself may run with secrets in its environment (an agent host
+//! typically holds `ANTHROPIC_API_KEY`, `OPENAI_API_KEY`, cloud credentials). A
+//! model-written command must not be able to read them with `env`, so the child
+//! starts from an empty environment and gets back only an allow-list of harmless
+//! variables, plus whatever the operator named with `--env-allow`.
+
+use std::ffi::{OsStr, OsString};
+
+/// Variables passed through from the server's environment when present.
+const ALWAYS_ALLOWED: &[&str] = &[
+    "HOME", "PATH", "USER", "LANG", "TERM", "TMPDIR", "TZ", "SHELL",
+];
+
+/// Prefixes passed through (locale categories: `LC_ALL`, `LC_CTYPE`, …).
+const ALLOWED_PREFIXES: &[&str] = &["LC_"];
+
+/// Set for every command, overriding the parent: nothing may wait for a human.
+/// A pager or a credential prompt would otherwise block until the timeout.
+const FORCED: &[(&str, &str)] = &[
+    ("PAGER", "cat"),
+    ("GIT_PAGER", "cat"),
+    ("GIT_TERMINAL_PROMPT", "0"),
+    ("GIT_EDITOR", "true"),
+];
+
+/// Used when the server itself has no `PATH`, so `bash -c 'ls'` still works.
+const FALLBACK_PATH: &str = "/usr/local/bin:/usr/bin:/bin";
+
+/// Builds the child's environment from the parent's, keeping only allowed names.
+///
+/// `extra` holds the exact names given with `--env-allow`.
+pub fn child_env(
+    parent: impl IntoIterator<Item = (OsString, OsString)>,
+    extra: &[String],
+) -> Vec<(OsString, OsString)> {
+    let mut env: Vec<(OsString, OsString)> = parent
+        .into_iter()
+        .filter(|(name, _)| is_allowed(name, extra))
+        .filter(|(name, _)| !FORCED.iter().any(|(forced, _)| name == *forced))
+        .collect();
+    if !env.iter().any(|(name, _)| name == "PATH") {
+        env.push(("PATH".into(), FALLBACK_PATH.into()));
+    }
+    env.extend(
+        FORCED
+            .iter()
+            .map(|(name, value)| (OsString::from(name), OsString::from(value))),
+    );
+    env.sort();
+    env
+}
+
+fn is_allowed(name: &OsStr, extra: &[String]) -> bool {
+    let Some(name) = name.to_str() else {
+        // A non-UTF-8 name cannot be on any list we were given.
+        return false;
+    };
+    ALWAYS_ALLOWED.contains(&name)
+        || ALLOWED_PREFIXES.iter().any(|p| name.starts_with(p))
+        || extra.iter().any(|allowed| allowed == name)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn parent(vars: &[(&str, &str)]) -> Vec<(OsString, OsString)> {
+        vars.iter()
+            .map(|(k, v)| ((*k).into(), (*v).into()))
+            .collect()
+    }
+
+    fn get<'a>(env: &'a [(OsString, OsString)], name: &str) -> Option<&'a OsString> {
+        env.iter().find(|(k, _)| k == name).map(|(_, v)| v)
+    }
+
+    #[test]
+    fn secrets_are_dropped_and_allow_listed_names_kept() {
+        let env = child_env(
+            parent(&[
+                ("ANTHROPIC_API_KEY", "sk-ant-canary"),
+                ("AWS_SECRET_ACCESS_KEY", "x"),
+                ("HOME", "/home/u"),
+                ("PATH", "/bin"),
+                ("LC_ALL", "C.UTF-8"),
+                ("MY_TOOL_CONFIG", "keep"),
+            ]),
+            &["MY_TOOL_CONFIG".to_string()],
+        );
+        assert_eq!(get(&env, "ANTHROPIC_API_KEY"), None);
+        assert_eq!(get(&env, "AWS_SECRET_ACCESS_KEY"), None);
+        assert_eq!(
+            get(&env, "HOME").map(|v| v.as_os_str()),
+            Some(OsStr::new("/home/u"))
+        );
+        assert_eq!(
+            get(&env, "PATH").map(|v| v.as_os_str()),
+            Some(OsStr::new("/bin"))
+        );
+        assert!(get(&env, "LC_ALL").is_some());
+        assert!(get(&env, "MY_TOOL_CONFIG").is_some());
+    }
+
+    #[test]
+    fn forced_values_override_the_parent() {
+        let env = child_env(parent(&[("PAGER", "less")]), &["PAGER".to_string()]);
+        assert_eq!(
+            get(&env, "PAGER").map(|v| v.as_os_str()),
+            Some(OsStr::new("cat"))
+        );
+        assert_eq!(env.iter().filter(|(k, _)| k == "PAGER").count(), 1);
+        assert_eq!(
+            get(&env, "GIT_TERMINAL_PROMPT").map(|v| v.as_os_str()),
+            Some(OsStr::new("0"))
+        );
+    }
+
+    #[test]
+    fn a_missing_path_gets_a_usable_default() {
+        let env = child_env(parent(&[]), &[]);
+        assert_eq!(
+            get(&env, "PATH").map(|v| v.as_os_str()),
+            Some(OsStr::new(FALLBACK_PATH))
+        );
+    }
+
+    #[test]
+    fn a_prefix_match_is_not_a_substring_match() {
+        let env = child_env(parent(&[("XLC_FOO", "1"), ("HOMEX", "1")]), &[]);
+        assert_eq!(get(&env, "XLC_FOO"), None);
+        assert_eq!(get(&env, "HOMEX"), None);
+    }
+}

@@ -1,0 +1,282 @@
+//! Running one command under supervision: spawn, capture, time out, cancel, kill.
+//!
+//! The rules come from issue 2, item 4:
+//! - the command gets its own session (`setsid`), hence its own process group,
+//!   so one `kill(-pgid)` reaches everything it started (except what deliberately
+//!   starts yet another session, e.g. `setsid sleep 1000 &`);
+//! - stdout and stderr share one pipe, so output keeps its arrival order;
+//! - output is read *while* the command runs into a bounded [`HeadTail`]: a
+//!   flood such as `yes` neither blocks the writer nor grows our memory;
+//! - on timeout or cancellation the group gets SIGTERM, then SIGKILL after
+//!   [`TERM_GRACE`];
+//! - a background child that keeps the pipe open cannot hold the call hostage:
+//!   we stop reading [`DRAIN_AFTER_EXIT`] after the main process has exited.
+
+use std::ffi::OsString;
+use std::os::fd::OwnedFd;
+use std::os::unix::process::ExitStatusExt;
+use std::path::Path;
+use std::process::{ExitStatus, Stdio};
+use std::time::{Duration, Instant};
+
+use rustix::process::{Pid, Signal};
+use tern_tool_common::{Capped, HeadTail};
+use tokio::io::AsyncReadExt;
+use tokio_util::sync::CancellationToken;
+
+use crate::decode::Utf8Stream;
+use crate::group::{Group, KillOnDrop, group_has_live_members, signal_group};
+
+/// Time between SIGTERM and SIGKILL.
+pub const TERM_GRACE: Duration = Duration::from_secs(2);
+
+/// How long to keep reading after the main process has exited. Output already
+/// in the pipe is read in microseconds; anything slower comes from a background
+/// process that we do not wait for.
+pub const DRAIN_AFTER_EXIT: Duration = Duration::from_millis(300);
+
+/// How often a progress callback fires.
+pub const PROGRESS_INTERVAL: Duration = Duration::from_secs(1);
+
+/// Size of one read from the output pipe.
+const READ_CHUNK: usize = 16 * 1024;
+
+/// What to run and under which limits.
+#[derive(Debug)]
+pub struct Invocation<'a> {
+    /// `bash` or `sh`, run as `SHELL -c COMMAND`.
+    pub shell: &'a Path,
+    pub command: &'a str,
+    pub cwd: &'a Path,
+    /// The complete environment of the child (nothing is inherited).
+    pub env: &'a [(OsString, OsString)],
+    pub timeout: Duration,
+    pub max_output_chars: usize,
+}
+
+/// Why the supervision loop stopped the command, if it did.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Stop {
+    /// The command ended on its own.
+    Finished,
+    /// The timeout expired and the group was signalled.
+    TimedOut,
+    /// The caller cancelled and the group was signalled.
+    Cancelled,
+}
+
+/// How the main process ended.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Ending {
+    /// Normal exit with this code.
+    Exited(i32),
+    /// Terminated by this signal number.
+    Signaled(i32),
+    /// Never observed (the process could not be waited for).
+    Unknown,
+}
+
+impl From<ExitStatus> for Ending {
+    fn from(status: ExitStatus) -> Self {
+        match (status.code(), status.signal()) {
+            (Some(code), _) => Ending::Exited(code),
+            (None, Some(signal)) => Ending::Signaled(signal),
+            (None, None) => Ending::Unknown,
+        }
+    }
+}
+
+/// Everything the caller reports about a finished run.
+#[derive(Debug)]
+pub struct Outcome {
+    pub ending: Ending,
+    pub stop: Stop,
+    /// SIGKILL had to be sent because SIGTERM was not enough within the grace.
+    pub escalated_to_kill: bool,
+    pub duration: Duration,
+    /// The captured output (head + tail, with a marker when cut).
+    pub output: Capped,
+    /// Raw bytes read from the pipe.
+    pub bytes_read: u64,
+    /// We stopped reading while some process still held the pipe open.
+    pub output_detached: bool,
+}
+
+/// A command could not be started.
+#[derive(Debug, thiserror::Error)]
+pub enum SpawnError {
+    #[error("cannot create the output pipe: {0}")]
+    Pipe(std::io::Error),
+    #[error("cannot start `{shell}`: {source}")]
+    Spawn {
+        shell: String,
+        source: std::io::Error,
+    },
+}
+
+/// Runs `inv` to completion, timeout or cancellation.
+///
+/// `on_progress(elapsed, bytes_so_far)` is called every [`PROGRESS_INTERVAL`]
+/// when given. If the returned future is dropped before it completes (the
+/// client went away), the whole process group is killed.
+pub async fn run(
+    inv: Invocation<'_>,
+    cancel: &CancellationToken,
+    mut on_progress: Option<&mut (dyn FnMut(Duration, u64) + Send)>,
+) -> Result<Outcome, SpawnError> {
+    let start = Instant::now();
+    let (mut child, mut reader) = spawn(&inv)?;
+    // `setsid` made the child a session and group leader: its pid is the pgid.
+    let group = child
+        .id()
+        .and_then(|id| i32::try_from(id).ok())
+        .and_then(Pid::from_raw)
+        .and_then(Group::new);
+    let mut guard = KillOnDrop(group);
+
+    let mut capture = HeadTail::new(inv.max_output_chars);
+    let mut decoder = Utf8Stream::default();
+    let mut buf = vec![0u8; READ_CHUNK];
+    let mut bytes_read: u64 = 0;
+
+    let deadline = tokio::time::Instant::from_std(start + inv.timeout);
+    let mut stop = Stop::Finished;
+    let mut termed_at: Option<tokio::time::Instant> = None;
+    let mut escalated_to_kill = false;
+    let mut ending: Option<Ending> = None;
+    let mut exited_at: Option<tokio::time::Instant> = None;
+    let mut eof = false;
+    let mut output_detached = false;
+    let mut ticker = tokio::time::interval_at(
+        tokio::time::Instant::from_std(start) + PROGRESS_INTERVAL,
+        PROGRESS_INTERVAL,
+    );
+    ticker.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
+    // A far-future instant for disabled timers (their branch is also guarded off).
+    let never = deadline + Duration::from_secs(86_400 * 365);
+
+    while !(eof && ending.is_some()) {
+        let kill_at = termed_at.map(|t| t + TERM_GRACE);
+        let drain_until = exited_at.map(|t| t + DRAIN_AFTER_EXIT);
+        tokio::select! {
+            _ = cancel.cancelled(), if termed_at.is_none() && ending.is_none() => {
+                stop = Stop::Cancelled;
+                termed_at = Some(tokio::time::Instant::now());
+                signal_group(group, Signal::TERM);
+            }
+            _ = tokio::time::sleep_until(deadline), if termed_at.is_none() && ending.is_none() => {
+                stop = Stop::TimedOut;
+                termed_at = Some(tokio::time::Instant::now());
+                signal_group(group, Signal::TERM);
+            }
+            _ = tokio::time::sleep_until(kill_at.unwrap_or(never)), if kill_at.is_some() && !escalated_to_kill => {
+                escalated_to_kill = true;
+                signal_group(group, Signal::KILL);
+            }
+            status = child.wait(), if ending.is_none() => {
+                ending = Some(match status {
+                    Ok(status) => Ending::from(status),
+                    Err(e) => {
+                        tracing::warn!("waiting for the command failed: {e}");
+                        Ending::Unknown
+                    }
+                });
+                exited_at = Some(tokio::time::Instant::now());
+            }
+            read = reader.read(&mut buf), if !eof => match read {
+                Ok(0) => eof = true,
+                Ok(n) => {
+                    bytes_read += n as u64;
+                    decoder.push(&buf[..n], &mut capture);
+                }
+                Err(e) => {
+                    tracing::warn!("reading command output failed: {e}");
+                    eof = true;
+                }
+            },
+            _ = tokio::time::sleep_until(drain_until.unwrap_or(never)), if drain_until.is_some() && !eof => {
+                output_detached = true;
+                break;
+            }
+            _ = ticker.tick(), if on_progress.is_some() => {
+                if let Some(report) = on_progress.as_mut() {
+                    report(start.elapsed(), bytes_read);
+                }
+            }
+        }
+    }
+    decoder.finish(&mut capture);
+
+    if let Some(signalled_at) = termed_at {
+        // The main process is gone, but other members of the group may ignore
+        // SIGTERM: give them the rest of the grace, then SIGKILL, so a timed-out
+        // or cancelled command never leaves anything of its group running.
+        let kill_at = signalled_at + TERM_GRACE;
+        while !escalated_to_kill && group_has_live_members(group) {
+            if tokio::time::Instant::now() >= kill_at {
+                escalated_to_kill = true;
+                signal_group(group, Signal::KILL);
+                break;
+            }
+            tokio::time::sleep(Duration::from_millis(25)).await;
+        }
+    }
+    // Finished normally: background jobs it started stay alive on purpose
+    // (`server &` is a legitimate command); only an abandoned run kills them.
+    guard.disarm();
+
+    Ok(Outcome {
+        ending: ending.unwrap_or(Ending::Unknown),
+        stop,
+        escalated_to_kill,
+        duration: start.elapsed(),
+        output: capture.finish(),
+        bytes_read,
+        output_detached,
+    })
+}
+
+fn spawn(
+    inv: &Invocation<'_>,
+) -> Result<(tokio::process::Child, tokio::net::unix::pipe::Receiver), SpawnError> {
+    // One pipe for stdout and stderr keeps their relative order. `std::io::pipe`
+    // creates both ends close-on-exec, so a concurrent spawn cannot inherit them.
+    let (read_end, write_end) = std::io::pipe().map_err(SpawnError::Pipe)?;
+    let write_end_for_stderr = write_end.try_clone().map_err(SpawnError::Pipe)?;
+    let reader = tokio::net::unix::pipe::Receiver::from_owned_fd(OwnedFd::from(read_end))
+        .map_err(SpawnError::Pipe)?;
+
+    let mut cmd = tokio::process::Command::new(inv.shell);
+    cmd.arg("-c")
+        .arg(inv.command)
+        .current_dir(inv.cwd)
+        .env_clear()
+        .envs(inv.env.iter().map(|(k, v)| (k, v)))
+        .stdin(Stdio::null())
+        .stdout(Stdio::from(write_end))
+        .stderr(Stdio::from(write_end_for_stderr));
+    start_new_session(&mut cmd);
+    let child = cmd.spawn().map_err(|source| SpawnError::Spawn {
+        shell: inv.shell.display().to_string(),
+        source,
+    })?;
+    // Dropping the command closes our copies of the write end; otherwise the
+    // pipe would never report end-of-file.
+    drop(cmd);
+    Ok((child, reader))
+}
+
+/// Makes the child call `setsid()` between fork and exec.
+#[allow(unsafe_code)]
+fn start_new_session(cmd: &mut tokio::process::Command) {
+    // SAFETY: the closure runs in the forked child before exec, where only
+    // async-signal-safe operations are allowed. It makes one raw `setsid`
+    // system call through rustix: no allocation, no lock, no shared state.
+    unsafe {
+        cmd.pre_exec(|| {
+            rustix::process::setsid()
+                .map(drop)
+                .map_err(std::io::Error::from)
+        });
+    }
+}

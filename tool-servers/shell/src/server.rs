@@ -1,0 +1,240 @@
+//! The MCP face of tern-shell: the `run` tool, its parameters and its result.
+
+use std::ffi::OsString;
+use std::path::PathBuf;
+use std::sync::Arc;
+use std::time::Duration;
+
+use rmcp::handler::server::router::tool::ToolRouter;
+use rmcp::handler::server::wrapper::Parameters;
+use rmcp::model::{
+    CallToolResult, ContentBlock, ProgressNotificationParam, ServerCapabilities, ServerConfig,
+};
+use rmcp::service::RequestContext;
+use rmcp::{RoleServer, ServerHandler, tool, tool_handler, tool_router};
+use schemars::JsonSchema;
+use serde::Deserialize;
+
+use crate::cwd::resolve_cwd;
+use crate::exec::{self, Ending, Invocation, Outcome, Stop};
+
+/// Settings fixed when the server starts.
+#[derive(Debug, Clone)]
+pub struct Settings {
+    /// Canonical root directory.
+    pub root: PathBuf,
+    /// `bash` when found on `PATH`, else `sh`.
+    pub shell: PathBuf,
+    pub timeout_default: Duration,
+    pub timeout_max: Duration,
+    pub max_output_chars: usize,
+    /// The full environment every command starts with.
+    pub env: Vec<(OsString, OsString)>,
+}
+
+/// Parameters of the `run` tool.
+#[derive(Debug, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct RunParams {
+    /// The shell command line, run as `bash -c COMMAND`. Pipes, `&&`, redirections
+    /// and subshells work. There is no terminal and stdin is empty, so interactive
+    /// programs (editors, pagers, password prompts) cannot be used.
+    pub command: String,
+    /// Seconds before the command and everything it started are terminated.
+    /// Defaults to the server's default (120 s unless configured); values above
+    /// the server's maximum are lowered to it.
+    #[serde(default)]
+    pub timeout_sec: Option<u64>,
+    /// Directory to run in: relative to the server's root, or absolute. It must be
+    /// inside the root. Defaults to the root.
+    #[serde(default)]
+    pub cwd: Option<String>,
+}
+
+/// The shell MCP server.
+#[derive(Debug, Clone)]
+pub struct ShellServer {
+    settings: Arc<Settings>,
+    tool_router: ToolRouter<Self>,
+}
+
+#[tool_router]
+impl ShellServer {
+    /// A server that runs commands under `settings`.
+    pub fn new(settings: Settings) -> Self {
+        Self {
+            settings: Arc::new(settings),
+            tool_router: Self::tool_router(),
+        }
+    }
+
+    #[tool(
+        name = "run",
+        description = "Run a shell command (bash -c) in the workspace and return its combined \
+            stdout and stderr, in the order they were written, followed by a line with the \
+            exit code. Long output keeps its beginning and end with a note of what was cut. \
+            Commands run without a terminal and with stdin empty; secrets in the server's \
+            environment are not passed on. The command and every process it starts are \
+            terminated when the timeout expires or the call is cancelled.",
+        annotations(
+            title = "Run shell command",
+            read_only_hint = false,
+            destructive_hint = true,
+            idempotent_hint = false,
+            open_world_hint = true
+        )
+    )]
+    async fn run(
+        &self,
+        Parameters(params): Parameters<RunParams>,
+        context: RequestContext<RoleServer>,
+    ) -> CallToolResult {
+        let settings = &self.settings;
+        let cwd = match resolve_cwd(&settings.root, params.cwd.as_deref()) {
+            Ok(cwd) => cwd,
+            Err(e) => return CallToolResult::error(vec![ContentBlock::text(e.to_string())]),
+        };
+        let requested = params.timeout_sec.map(Duration::from_secs);
+        let timeout = requested
+            .unwrap_or(settings.timeout_default)
+            .clamp(Duration::from_secs(1), settings.timeout_max);
+        let clamped = requested.filter(|r| *r != timeout);
+
+        let mut progress = context.meta.get_progress_token().map(|token| {
+            let peer = context.peer.clone();
+            let total = timeout.as_secs_f64();
+            move |elapsed: Duration, bytes: u64| {
+                let secs = elapsed.as_secs();
+                let note = ProgressNotificationParam::new(token.clone(), secs as f64)
+                    .with_total(total)
+                    .with_message(format!("{secs} s elapsed, {bytes} bytes of output"));
+                let peer = peer.clone();
+                // Never let a slow client stall the output reader.
+                tokio::spawn(async move {
+                    if let Err(e) = peer.notify_progress(note).await {
+                        tracing::debug!("progress notification not sent: {e}");
+                    }
+                });
+            }
+        });
+        let invocation = Invocation {
+            shell: &settings.shell,
+            command: &params.command,
+            cwd: &cwd,
+            env: &settings.env,
+            timeout,
+            max_output_chars: settings.max_output_chars,
+        };
+        let on_progress = progress
+            .as_mut()
+            .map(|f| f as &mut (dyn FnMut(Duration, u64) + Send));
+        match exec::run(invocation, &context.ct, on_progress).await {
+            Ok(outcome) => render(&outcome, timeout, clamped),
+            Err(e) => CallToolResult::error(vec![ContentBlock::text(e.to_string())]),
+        }
+    }
+}
+
+#[tool_handler(router = self.tool_router)]
+impl ServerHandler for ShellServer {
+    fn get_info(&self) -> ServerConfig {
+        ServerConfig::new(ServerCapabilities::builder().enable_tools().build())
+            .with_server_info(tern_tool_common::implementation(
+                env!("CARGO_PKG_NAME"),
+                env!("CARGO_PKG_VERSION"),
+            ))
+            .with_instructions(format!(
+                "Runs shell commands with `run`. Commands start in {} and time out after {} s \
+                 by default (at most {} s).",
+                self.settings.root.display(),
+                self.settings.timeout_default.as_secs(),
+                self.settings.timeout_max.as_secs()
+            ))
+    }
+}
+
+/// Output first, then one footer line a model can read at a glance; the same
+/// facts go into `structuredContent` for programs.
+fn render(outcome: &Outcome, timeout: Duration, clamped: Option<Duration>) -> CallToolResult {
+    let mut text = if outcome.output.text.is_empty() {
+        "(no output)\n".to_string()
+    } else {
+        outcome.output.text.clone()
+    };
+    if !text.ends_with('\n') {
+        text.push('\n');
+    }
+    let secs = outcome.duration.as_secs_f64();
+    let status = match outcome.ending {
+        Ending::Exited(code) => format!("exit code {code}"),
+        Ending::Signaled(signal) => format!("killed by signal {signal} ({})", signal_name(signal)),
+        Ending::Unknown => "exit status unknown".to_string(),
+    };
+    let mut footer = match outcome.stop {
+        Stop::Finished => format!("[{status} · {secs:.2} s]"),
+        Stop::TimedOut => format!(
+            "[timed out after {} s; process group terminated{} · {status}]",
+            timeout.as_secs(),
+            if outcome.escalated_to_kill {
+                " (SIGKILL needed)"
+            } else {
+                ""
+            }
+        ),
+        Stop::Cancelled => {
+            format!("[cancelled after {secs:.2} s; process group terminated · {status}]")
+        }
+    };
+    if let Some(requested) = clamped {
+        footer.push_str(&format!(
+            "\n[timeout_sec {} is outside the allowed range; used {} s]",
+            requested.as_secs(),
+            timeout.as_secs()
+        ));
+    }
+    if outcome.output.truncated {
+        footer.push_str(&format!(
+            "\n[output truncated: {} of {} characters omitted from the middle]",
+            outcome.output.omitted_chars, outcome.output.total_chars
+        ));
+    }
+    if outcome.output_detached {
+        footer.push_str(&format!(
+            "\n[a background process still holds stdout/stderr open; output after {} ms past exit is not captured]",
+            exec::DRAIN_AFTER_EXIT.as_millis()
+        ));
+    }
+    text.push_str(&footer);
+
+    let (exit_code, signal) = match outcome.ending {
+        Ending::Exited(code) => (Some(code), None),
+        Ending::Signaled(signal) => (None, Some(signal)),
+        Ending::Unknown => (None, None),
+    };
+    let structured = serde_json::json!({
+        "exit_code": exit_code,
+        "signal": signal,
+        "duration_ms": u64::try_from(outcome.duration.as_millis()).unwrap_or(u64::MAX),
+        "timed_out": outcome.stop == Stop::TimedOut,
+        "cancelled": outcome.stop == Stop::Cancelled,
+        "truncated": outcome.output.truncated,
+        "total_bytes": outcome.bytes_read,
+    });
+    let mut result = CallToolResult::success(vec![ContentBlock::text(text)]);
+    result.structured_content = Some(structured);
+    result
+}
+
+fn signal_name(signal: i32) -> &'static str {
+    match signal {
+        1 => "SIGHUP",
+        2 => "SIGINT",
+        3 => "SIGQUIT",
+        6 => "SIGABRT",
+        9 => "SIGKILL",
+        11 => "SIGSEGV",
+        13 => "SIGPIPE",
+        15 => "SIGTERM",
+        _ => "signal",
+    }
+}

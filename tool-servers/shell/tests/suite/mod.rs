@@ -1,0 +1,4 @@
+mod basics;
+mod confinement;
+mod lifecycle;
+mod support;

@@ -1,0 +1,159 @@
+//! A running `tern-shell` under test, and helpers to call it and inspect processes.
+
+use std::path::PathBuf;
+use std::time::Duration;
+
+use rmcp::handler::client::progress::ProgressDispatcher;
+use rmcp::model::{
+    CallToolRequestParams, CallToolResult, ClientRequest, ProgressNotificationParam, Request,
+};
+use rmcp::service::{PeerRequestOptions, RequestHandle, RunningService};
+use rmcp::transport::TokioChildProcess;
+use rmcp::{ClientHandler, RoleClient, ServiceExt};
+use serde_json::Value;
+
+/// Generous bound on any single call in these tests: a hang fails, never blocks CI.
+pub const CALL_TIMEOUT: Duration = Duration::from_secs(30);
+
+/// The client side: forwards progress notifications to subscribers.
+#[derive(Clone, Default)]
+pub struct TestClient {
+    pub progress: ProgressDispatcher,
+}
+
+impl ClientHandler for TestClient {
+    async fn on_progress(
+        &self,
+        params: ProgressNotificationParam,
+        _context: rmcp::service::NotificationContext<RoleClient>,
+    ) {
+        self.progress.handle_notification(params).await;
+    }
+}
+
+pub struct Server {
+    pub client: RunningService<RoleClient, TestClient>,
+    /// Pid of the server process, for memory measurements.
+    pub pid: u32,
+    /// The server's `--root` (canonical), inside `dir`.
+    pub root: PathBuf,
+    /// Owns the temporary tree; removed on drop.
+    pub dir: tempfile::TempDir,
+}
+
+/// Starts `tern-shell --root <tmp>/root EXTRA...` with `envs` added to its environment.
+pub async fn start(extra: &[&str], envs: &[(&str, &str)]) -> Server {
+    let dir = tempfile::tempdir().unwrap();
+    let root = dir.path().canonicalize().unwrap().join("root");
+    std::fs::create_dir_all(&root).unwrap();
+    let mut cmd = tokio::process::Command::new(env!("CARGO_BIN_EXE_tern-shell"));
+    cmd.arg("--root").arg(&root).args(extra);
+    for (k, v) in envs {
+        cmd.env(k, v);
+    }
+    let transport = TokioChildProcess::new(cmd).unwrap();
+    let pid = transport.id().unwrap();
+    let client = tokio::time::timeout(CALL_TIMEOUT, TestClient::default().serve(transport))
+        .await
+        .unwrap()
+        .unwrap();
+    Server {
+        client,
+        pid,
+        root,
+        dir,
+    }
+}
+
+fn params(args: Value) -> CallToolRequestParams {
+    CallToolRequestParams::new("run").with_arguments(args.as_object().unwrap().clone())
+}
+
+impl Server {
+    /// Calls `run` with `args` and waits for the result.
+    pub async fn run(&self, args: Value) -> CallToolResult {
+        tokio::time::timeout(CALL_TIMEOUT, self.client.peer().call_tool(params(args)))
+            .await
+            .expect("call did not return in time")
+            .unwrap()
+    }
+
+    /// Calls `run` and returns a handle that can be cancelled.
+    pub async fn run_cancellable(&self, args: Value) -> RequestHandle<RoleClient> {
+        self.client
+            .peer()
+            .send_cancellable_request(
+                ClientRequest::CallToolRequest(Request::new(params(args))),
+                PeerRequestOptions::with_timeout(CALL_TIMEOUT),
+            )
+            .await
+            .unwrap()
+    }
+}
+
+/// The text content of a result.
+pub fn text(result: &CallToolResult) -> String {
+    result
+        .content
+        .iter()
+        .filter_map(|c| c.as_text().map(|t| t.text.clone()))
+        .collect::<Vec<_>>()
+        .join("\n")
+}
+
+/// `structuredContent[key]`.
+pub fn field<'a>(result: &'a CallToolResult, key: &str) -> &'a Value {
+    &result
+        .structured_content
+        .as_ref()
+        .expect("structuredContent")[key]
+}
+
+pub fn is_error(result: &CallToolResult) -> bool {
+    result.is_error == Some(true)
+}
+
+/// Every line of `text` that parses as a pid.
+pub fn pids_in(text: &str) -> Vec<u32> {
+    text.lines().filter_map(|l| l.trim().parse().ok()).collect()
+}
+
+/// True when `pid` runs (exists and is not a zombie).
+pub fn is_running(pid: u32) -> bool {
+    match std::fs::read_to_string(format!("/proc/{pid}/stat")) {
+        Err(_) => false,
+        // The state follows the parenthesised command name.
+        Ok(stat) => {
+            !matches!(stat.rsplit(')').next().map(str::trim_start), Some(s) if s.starts_with('Z') || s.starts_with('X'))
+        }
+    }
+}
+
+/// Waits up to `within` for every pid to stop running; returns those still running.
+pub async fn still_running_after(pids: &[u32], within: Duration) -> Vec<u32> {
+    let end = tokio::time::Instant::now() + within;
+    loop {
+        let alive: Vec<u32> = pids.iter().copied().filter(|p| is_running(*p)).collect();
+        if alive.is_empty() || tokio::time::Instant::now() >= end {
+            return alive;
+        }
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+}
+
+/// Resident memory of `pid` in KiB, from /proc.
+pub fn rss_kib(pid: u32) -> u64 {
+    let status = std::fs::read_to_string(format!("/proc/{pid}/status")).unwrap();
+    let line = status.lines().find(|l| l.starts_with("VmRSS:")).unwrap();
+    line.split_whitespace().nth(1).unwrap().parse().unwrap()
+}
+
+/// Kills leftover test processes by pid (never by name).
+pub fn kill_pids(pids: &[u32]) {
+    for pid in pids {
+        let _ = std::process::Command::new("kill")
+            .arg("-9")
+            .arg(pid.to_string())
+            .status();
+    }
+}
