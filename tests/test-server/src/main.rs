@@ -1,0 +1,333 @@
+//! `tern-test-server`: an MCP stdio server that misbehaves on request.
+//!
+//! Each flag turns on one of the failure modes that MCP hosts get wrong (see
+//! issue #3): crash at start, crash mid-call, never answer initialize, garbage on
+//! stdout, over-long and colliding tool names, an invalid inputSchema,
+//! `list_changed` with a changed description, slow startup. Its normal tools
+//! (`echo`, `sleep`, `progress`, `env`, `roots`, `crash`, `noop`) give tests
+//! something to call. `--audit FILE` appends every `tools/call` it receives,
+//! so a test can prove a call never reached the server.
+#![allow(clippy::print_stdout, clippy::print_stderr)]
+// It exercises roots/list, deprecated only in the 2026-07-28 protocol (SEP-2577).
+#![allow(deprecated)]
+
+use std::{
+    io::Write,
+    path::PathBuf,
+    sync::{
+        Arc,
+        atomic::{AtomicBool, Ordering},
+    },
+    time::Duration,
+};
+
+use clap::Parser;
+use rmcp::{
+    RoleServer, ServerHandler, ServiceExt,
+    model::{
+        CallToolRequestParams, CallToolResponse, CallToolResult, ContentBlock, Implementation,
+        ListToolsResult, PaginatedRequestParams, ProgressNotificationParam, ServerCapabilities,
+        ServerConfig, Tool, ToolAnnotations,
+    },
+    service::RequestContext,
+};
+use serde_json::{Value, json};
+
+#[derive(Debug, Clone, Parser)]
+struct Args {
+    /// Exit with status 3 before reading anything.
+    #[arg(long)]
+    crash_at_start: bool,
+    /// Read requests but never answer initialize.
+    #[arg(long)]
+    hang_initialize: bool,
+    /// Print non-JSON lines on stdout before serving.
+    #[arg(long)]
+    garbage_stdout: bool,
+    /// Add a tool with a 100-character name.
+    #[arg(long)]
+    long_name: bool,
+    /// Add tools `a.b` and `a_b`, which collide after sanitizing.
+    #[arg(long)]
+    colliding: bool,
+    /// Add a tool whose inputSchema is not a valid JSON Schema.
+    #[arg(long)]
+    invalid_schema: bool,
+    /// After this many ms, change `echo`'s description and send list_changed.
+    #[arg(long)]
+    list_changed_after_ms: Option<u64>,
+    /// Sleep this long before serving.
+    #[arg(long)]
+    slow_start_ms: Option<u64>,
+    /// Serve tools/list in pages of this size.
+    #[arg(long)]
+    page_size: Option<usize>,
+    /// Description of the `echo` tool (to simulate a changed definition across runs).
+    #[arg(long, default_value = "Echo the text back.")]
+    echo_description: String,
+    /// Append every tools/call received to this file, one JSON line each.
+    #[arg(long)]
+    audit: Option<PathBuf>,
+}
+
+#[derive(Clone)]
+struct TestServer {
+    args: Args,
+    changed: Arc<AtomicBool>,
+}
+
+fn schema(v: Value) -> Arc<serde_json::Map<String, Value>> {
+    match v {
+        Value::Object(m) => Arc::new(m),
+        _ => Arc::new(serde_json::Map::new()),
+    }
+}
+
+fn tool(name: &str, description: &str, input: Value, read_only: bool) -> Tool {
+    let mut t = Tool::new(name.to_string(), description.to_string(), schema(input));
+    let mut a = ToolAnnotations::default();
+    a.read_only_hint = Some(read_only);
+    a.destructive_hint = Some(!read_only);
+    t.annotations = Some(a);
+    t
+}
+
+impl TestServer {
+    fn tools(&self) -> Vec<Tool> {
+        let text = json!({"type": "object", "properties": {"text": {"type": "string"}}, "required": ["text"]});
+        let ms = json!({"type": "object", "properties": {"ms": {"type": "integer", "minimum": 0}}, "required": ["ms"]});
+        let empty = json!({"type": "object", "properties": {}});
+        let echo_desc = if self.changed.load(Ordering::SeqCst) {
+            "Echo the text back. (changed)".to_string()
+        } else {
+            self.args.echo_description.clone()
+        };
+        let mut tools = vec![
+            tool("echo", &echo_desc, text, true),
+            tool("sleep", "Sleep for ms milliseconds, then answer.", ms, true),
+            tool(
+                "progress",
+                "Send `steps` progress notifications, 50 ms apart.",
+                json!({"type": "object", "properties": {"steps": {"type": "integer"}}, "required": ["steps"]}),
+                true,
+            ),
+            tool(
+                "env",
+                "Return the value of an environment variable.",
+                json!({"type": "object", "properties": {"name": {"type": "string"}}, "required": ["name"]}),
+                true,
+            ),
+            tool(
+                "roots",
+                "Ask the client for its roots and return them.",
+                empty.clone(),
+                true,
+            ),
+            tool(
+                "crash",
+                "Print to stderr and exit mid-call.",
+                empty.clone(),
+                false,
+            ),
+            tool("noop", "Do nothing.", empty.clone(), true),
+            tool(
+                "big",
+                "Return `chars` characters of text.",
+                json!({"type": "object", "properties": {"chars": {"type": "integer"}}, "required": ["chars"]}),
+                true,
+            ),
+        ];
+        if self.args.long_name {
+            tools.push(tool(
+                &"l".repeat(100),
+                "A tool with a very long name.",
+                empty.clone(),
+                true,
+            ));
+        }
+        if self.args.colliding {
+            tools.push(tool(
+                "a.b",
+                "Collides with a_b after sanitizing.",
+                empty.clone(),
+                true,
+            ));
+            tools.push(tool(
+                "a_b",
+                "Collides with a.b after sanitizing.",
+                empty.clone(),
+                true,
+            ));
+        }
+        if self.args.invalid_schema {
+            tools.push(tool(
+                "bad_schema",
+                "Its inputSchema is invalid.",
+                json!({"type": "object", "properties": {"x": {"type": "no-such-type"}}}),
+                true,
+            ));
+        }
+        tools
+    }
+
+    fn audit(&self, params: &CallToolRequestParams) {
+        if let Some(path) = &self.args.audit
+            && let Ok(mut f) = std::fs::OpenOptions::new()
+                .create(true)
+                .append(true)
+                .open(path)
+        {
+            let line = json!({"tool": params.name, "arguments": params.arguments});
+            let _ = writeln!(f, "{line}");
+        }
+    }
+}
+
+fn text(s: impl Into<String>) -> CallToolResponse {
+    CallToolResponse::Complete(CallToolResult::success(vec![ContentBlock::text(s.into())]))
+}
+
+impl ServerHandler for TestServer {
+    fn get_info(&self) -> ServerConfig {
+        ServerConfig::new(
+            ServerCapabilities::builder()
+                .enable_tools()
+                .enable_tool_list_changed()
+                .build(),
+        )
+        .with_server_info(Implementation::new(
+            "tern-test-server",
+            env!("CARGO_PKG_VERSION"),
+        ))
+    }
+
+    async fn list_tools(
+        &self,
+        request: Option<PaginatedRequestParams>,
+        _context: RequestContext<RoleServer>,
+    ) -> Result<ListToolsResult, rmcp::ErrorData> {
+        let tools = self.tools();
+        let Some(size) = self.args.page_size else {
+            return Ok(ListToolsResult::with_all_items(tools));
+        };
+        let start: usize = request
+            .and_then(|r| r.cursor)
+            .and_then(|c| c.parse().ok())
+            .unwrap_or(0);
+        let end = (start + size).min(tools.len());
+        let mut page = ListToolsResult::with_all_items(tools[start..end].to_vec());
+        if end < tools.len() {
+            page.next_cursor = Some(end.to_string());
+        }
+        Ok(page)
+    }
+
+    async fn call_tool(
+        &self,
+        request: CallToolRequestParams,
+        context: RequestContext<RoleServer>,
+    ) -> Result<CallToolResponse, rmcp::ErrorData> {
+        self.audit(&request);
+        let args = request.arguments.clone().unwrap_or_default();
+        let int = |k: &str| args.get(k).and_then(Value::as_u64).unwrap_or(0);
+        match request.name.as_ref() {
+            "echo" => Ok(text(
+                args.get("text").and_then(Value::as_str).unwrap_or_default(),
+            )),
+            "noop" => Ok(text("")),
+            "big" => Ok(text("x".repeat(int("chars") as usize))),
+            "sleep" => {
+                tokio::select! {
+                    _ = tokio::time::sleep(Duration::from_millis(int("ms"))) => Ok(text("slept")),
+                    _ = context.ct.cancelled() => {
+                        eprintln!("sleep cancelled by the client");
+                        Ok(text("cancelled"))
+                    }
+                }
+            }
+            "progress" => {
+                let steps = int("steps");
+                if let Some(token) = context.meta.get_progress_token() {
+                    for i in 1..=steps {
+                        let _ = context
+                            .peer
+                            .notify_progress(
+                                ProgressNotificationParam::new(token.clone(), i as f64)
+                                    .with_total(steps as f64)
+                                    .with_message(format!("step {i}")),
+                            )
+                            .await;
+                        tokio::time::sleep(Duration::from_millis(50)).await;
+                    }
+                }
+                Ok(text(format!("{steps} steps")))
+            }
+            "env" => {
+                let name = args.get("name").and_then(Value::as_str).unwrap_or_default();
+                Ok(text(
+                    std::env::var(name).unwrap_or_else(|_| "<unset>".to_string()),
+                ))
+            }
+            "roots" => {
+                #[allow(deprecated)]
+                let roots = context.peer.list_roots().await;
+                match roots {
+                    Ok(r) => Ok(text(serde_json::to_string(&r.roots).unwrap_or_default())),
+                    Err(e) => Ok(text(format!("roots/list failed: {e}"))),
+                }
+            }
+            "crash" => {
+                eprintln!("test-server: dying mid-call on purpose");
+                let _ = std::io::stderr().flush();
+                std::process::exit(7);
+            }
+            other => Ok(CallToolResponse::Complete(CallToolResult::error(vec![
+                ContentBlock::text(format!("unknown tool {other}")),
+            ]))),
+        }
+    }
+}
+
+#[tokio::main]
+async fn main() {
+    let args = Args::parse();
+    eprintln!("test-server: starting with {args:?}");
+    if args.crash_at_start {
+        eprintln!("test-server: fatal: crashing at start on purpose");
+        std::process::exit(3);
+    }
+    if let Some(ms) = args.slow_start_ms {
+        tokio::time::sleep(Duration::from_millis(ms)).await;
+    }
+    if args.hang_initialize {
+        // Hold stdin open and never answer.
+        tokio::time::sleep(Duration::from_secs(3600)).await;
+        return;
+    }
+    if args.garbage_stdout {
+        println!("this is not JSON-RPC");
+        println!("{{\"neither\": \"is this\"}}");
+        let _ = std::io::stdout().flush();
+    }
+    let server = TestServer {
+        args: args.clone(),
+        changed: Arc::new(AtomicBool::new(false)),
+    };
+    let service = match server.clone().serve(rmcp::transport::stdio_pipes()).await {
+        Ok(s) => s,
+        Err(e) => {
+            eprintln!("test-server: initialize failed: {e}");
+            std::process::exit(1);
+        }
+    };
+    if let Some(ms) = args.list_changed_after_ms {
+        let peer = service.peer().clone();
+        let changed = server.changed.clone();
+        tokio::spawn(async move {
+            tokio::time::sleep(Duration::from_millis(ms)).await;
+            changed.store(true, Ordering::SeqCst);
+            let _ = peer.notify_tool_list_changed().await;
+        });
+    }
+    let _ = service.waiting().await;
+}
