@@ -19,9 +19,6 @@ pub enum ServeError {
     /// detected before the handshake so the user sees it at startup.
     #[error("invalid configuration: {0}")]
     Config(String),
-    /// A flag was invalid (a missing root, a zero limit), found before serving.
-    #[error("invalid arguments: {0}")]
-    InvalidArgs(String),
     /// The MCP handshake with the client failed (bad first message, closed pipe).
     #[error("MCP initialization failed: {0}")]
     Initialize(String),

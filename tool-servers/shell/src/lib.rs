@@ -65,7 +65,7 @@ pub async fn run(args: Args) -> Result<(), tern_tool_common::ServeError> {
 
 /// Validates the flags and snapshots the environment commands will get.
 pub fn settings_from(args: Args) -> Result<Settings, tern_tool_common::ServeError> {
-    let invalid = |msg: String| tern_tool_common::ServeError::InvalidArgs(msg);
+    let invalid = |msg: String| tern_tool_common::ServeError::Config(msg);
     let root = args
         .root
         .canonicalize()
