@@ -1,14 +1,77 @@
-//! tern-fs: a standalone MCP server (being built).
+//! tern-fs: a filesystem MCP server over stdio, confined to a set of roots.
+//!
+//! Tools: `read_file`, `write_file`, `edit_file`, `list_dir`, `glob`, `grep`.
+//! Every path goes through [`resolve`], which walks it one component at a time
+//! from an open root handle and refuses anything that leads outside the roots
+//! (see that module for why string checks are not enough).
+//!
+//! Run it standalone (`tern-fs --root DIR`) or as `tern serve fs --root DIR`; both
+//! call [`run`]. Embedding the server in a program of your own:
+//!
+//! ```no_run
+//! # async fn demo() -> Result<(), tern_tool_common::ServeError> {
+//! use clap::Parser;
+//! let args = tern_fs::Args::parse_from(["tern-fs", "--root", "/srv/project"]);
+//! tern_fs::run(args).await // serves MCP on stdin/stdout until the client hangs up
+//! # }
+//! ```
 #![deny(clippy::print_stdout, clippy::print_stderr)]
 
 pub mod resolve;
+mod server;
+mod tools;
+
+use std::path::PathBuf;
+
+pub use server::FsServer;
+pub use tools::Limits;
 
 /// Command-line flags, shared by `tern-fs` and `tern serve fs`.
 #[derive(Debug, Clone, clap::Parser)]
-#[command(name = "tern-fs", version, about = "tern's fs MCP server over stdio")]
-pub struct Args {}
+#[command(
+    name = "tern-fs",
+    version,
+    about = "tern's filesystem MCP server over stdio"
+)]
+pub struct Args {
+    /// A directory the tools may read and write (repeatable; default: the current
+    /// directory). Relative paths in tool calls resolve against the first one.
+    #[arg(long = "root", value_name = "DIR")]
+    pub roots: Vec<PathBuf>,
+    /// Bytes of file content one read_file call returns at most.
+    #[arg(long, value_name = "BYTES", default_value_t = 512 * 1024)]
+    pub max_read_bytes: usize,
+    /// Entries glob and list_dir return at most.
+    #[arg(long, value_name = "N", default_value_t = 1000)]
+    pub max_glob_results: usize,
+    /// Matching lines (content mode) or files grep returns at most.
+    #[arg(long, value_name = "N", default_value_t = 500)]
+    pub max_grep_results: usize,
+}
+
+impl Args {
+    /// The limits the tools enforce.
+    pub fn limits(&self) -> Limits {
+        Limits {
+            max_read_bytes: self.max_read_bytes,
+            max_entries: self.max_glob_results,
+            max_matches: self.max_grep_results,
+        }
+    }
+}
 
 /// Runs the server over stdio until the client disconnects.
-pub async fn run(_args: Args) -> Result<(), tern_tool_common::ServeError> {
-    Ok(())
+///
+/// Fails before serving when a root cannot be opened, so a typo in `--root`
+/// is a startup error rather than a server that refuses every path.
+pub async fn run(args: Args) -> Result<(), tern_tool_common::ServeError> {
+    let dirs = if args.roots.is_empty() {
+        vec![PathBuf::from(".")]
+    } else {
+        args.roots.clone()
+    };
+    let roots = resolve::Roots::open(&dirs)
+        .map_err(|e| tern_tool_common::ServeError::Config(e.to_string()))?;
+    tracing::debug!(roots = ?roots.paths().collect::<Vec<_>>(), "tern-fs serving");
+    tern_tool_common::serve_stdio(FsServer::new(roots, args.limits())).await
 }

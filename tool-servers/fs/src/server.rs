@@ -1,0 +1,201 @@
+//! The MCP face of tern-fs: tool declarations, annotations and server info.
+//! The work itself lives in [`crate::tools`]; this file only routes.
+
+use std::sync::Arc;
+
+use rmcp::handler::server::{router::tool::ToolRouter, wrapper::Parameters};
+use rmcp::model::{CallToolResult, ServerCapabilities, ServerConfig};
+use rmcp::{ServerHandler, tool, tool_handler, tool_router};
+use tokio_util::sync::CancellationToken;
+
+use crate::resolve::Roots;
+use crate::tools::{
+    self, Limits, edit::EditFileParams, glob::GlobParams, grep::GrepParams, list::ListDirParams,
+    read::ReadFileParams, write::WriteFileParams,
+};
+
+/// The filesystem server. Cheap to clone (rmcp clones the handler per session).
+#[derive(Debug, Clone)]
+pub struct FsServer {
+    shared: Arc<Shared>,
+    /// Built once: rebuilding the router per request costs ~50 µs (RMCP-NOTES.md).
+    tool_router: ToolRouter<FsServer>,
+}
+
+#[derive(Debug)]
+struct Shared {
+    roots: Roots,
+    limits: Limits,
+    instructions: String,
+}
+
+impl FsServer {
+    /// A server over `roots` with the given limits.
+    pub fn new(roots: Roots, limits: Limits) -> Self {
+        let list: Vec<String> = roots
+            .paths()
+            .map(|p| format!("`{}`", p.display()))
+            .collect();
+        let instructions = format!(
+            "Read, write, edit and search files inside these roots: {}. Relative paths are \
+             resolved against the first root; absolute paths must lie inside a root. Paths that \
+             lead outside the roots (through `..` or symlinks) are refused. read_file returns at \
+             most {} bytes per call; follow its next_offset to continue.",
+            list.join(", "),
+            limits.max_read_bytes
+        );
+        Self {
+            shared: Arc::new(Shared {
+                roots,
+                limits,
+                instructions,
+            }),
+            tool_router: Self::tool_router(),
+        }
+    }
+}
+
+/// Walks (glob, grep) can take a while on a large tree, so they run on Tokio's
+/// blocking pool. The other tools do a handful of syscalls on one bounded file
+/// and run inline: a thread hop would cost more than the work.
+async fn blocking(f: impl FnOnce() -> CallToolResult + Send + 'static) -> CallToolResult {
+    match tokio::task::spawn_blocking(f).await {
+        Ok(result) => result,
+        Err(e) => tools::failure("search", "", format!("the search task failed: {e}")),
+    }
+}
+
+#[tool_router]
+impl FsServer {
+    /// Read a text file, with line numbers (like `cat -n`).
+    #[tool(
+        name = "read_file",
+        description = "Read a UTF-8 text file. Returns its lines numbered like `cat -n`. Use \
+                       `offset` (1-based line) and `limit` (lines) for parts of large files; a \
+                       read cut by the per-call byte limit says so and gives `next_offset`. \
+                       Binary files, directories, FIFOs and devices are refused.",
+        annotations(
+            title = "Read file",
+            read_only_hint = true,
+            destructive_hint = false,
+            idempotent_hint = true,
+            open_world_hint = false
+        )
+    )]
+    async fn read_file(&self, Parameters(p): Parameters<ReadFileParams>) -> CallToolResult {
+        tools::read::read_file(&self.shared.roots, self.shared.limits, p)
+    }
+
+    /// Create or overwrite a file.
+    #[tool(
+        name = "write_file",
+        description = "Create a file or replace its whole content. Missing parent directories \
+                       are created. The file is replaced atomically; a symlink at the path is \
+                       refused, never written through. Prefer edit_file for changes to an \
+                       existing file.",
+        annotations(
+            title = "Write file",
+            read_only_hint = false,
+            destructive_hint = true,
+            idempotent_hint = true,
+            open_world_hint = false
+        )
+    )]
+    async fn write_file(&self, Parameters(p): Parameters<WriteFileParams>) -> CallToolResult {
+        tools::write::write_file(&self.shared.roots, p)
+    }
+
+    /// Replace an exact string in a file.
+    #[tool(
+        name = "edit_file",
+        description = "Replace an exact piece of text in an existing file and return a unified \
+                       diff of the change. `old_string` must occur exactly once (include enough \
+                       surrounding lines to make it unique) unless `replace_all` is true.",
+        annotations(
+            title = "Edit file",
+            read_only_hint = false,
+            destructive_hint = true,
+            idempotent_hint = false,
+            open_world_hint = false
+        )
+    )]
+    async fn edit_file(&self, Parameters(p): Parameters<EditFileParams>) -> CallToolResult {
+        tools::edit::edit_file(&self.shared.roots, p)
+    }
+
+    /// List one directory.
+    #[tool(
+        name = "list_dir",
+        description = "List the entries of one directory, sorted by name, with their type \
+                       (file, dir, symlink, …), size and symlink target.",
+        annotations(
+            title = "List directory",
+            read_only_hint = true,
+            destructive_hint = false,
+            idempotent_hint = true,
+            open_world_hint = false
+        )
+    )]
+    async fn list_dir(&self, Parameters(p): Parameters<ListDirParams>) -> CallToolResult {
+        tools::list::list_dir(&self.shared.roots, self.shared.limits, p)
+    }
+
+    /// Find paths by glob pattern.
+    #[tool(
+        name = "glob",
+        description = "Find files whose path matches a glob pattern such as `**/*.rs`, searching \
+                       below a directory. Respects .gitignore; never follows symlinks. Returns \
+                       absolute paths, sorted, capped.",
+        annotations(
+            title = "Find files",
+            read_only_hint = true,
+            destructive_hint = false,
+            idempotent_hint = true,
+            open_world_hint = false
+        )
+    )]
+    async fn glob(
+        &self,
+        Parameters(p): Parameters<GlobParams>,
+        cancel: CancellationToken,
+    ) -> CallToolResult {
+        let shared = Arc::clone(&self.shared);
+        blocking(move || tools::glob::glob(&shared.roots, shared.limits, p, &cancel)).await
+    }
+
+    /// Search file contents by regex.
+    #[tool(
+        name = "grep",
+        description = "Search file contents for a regular expression (ripgrep's engine, \
+                       in-process). Respects .gitignore and skips binary files. output_mode: \
+                       `files_with_matches` (default), `content` (path:line:text) or `count`. \
+                       Results are capped.",
+        annotations(
+            title = "Search file contents",
+            read_only_hint = true,
+            destructive_hint = false,
+            idempotent_hint = true,
+            open_world_hint = false
+        )
+    )]
+    async fn grep(
+        &self,
+        Parameters(p): Parameters<GrepParams>,
+        cancel: CancellationToken,
+    ) -> CallToolResult {
+        let shared = Arc::clone(&self.shared);
+        blocking(move || tools::grep::grep(&shared.roots, shared.limits, p, &cancel)).await
+    }
+}
+
+#[tool_handler(router = self.tool_router)]
+impl ServerHandler for FsServer {
+    fn get_info(&self) -> ServerConfig {
+        ServerConfig::new(ServerCapabilities::builder().enable_tools().build())
+            .with_server_info(tern_tool_common::implementation(
+                env!("CARGO_PKG_NAME"),
+                env!("CARGO_PKG_VERSION"),
+            ))
+            .with_instructions(self.shared.instructions.clone())
+    }
+}

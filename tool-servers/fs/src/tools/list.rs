@@ -1,0 +1,115 @@
+//! `list_dir`: one directory's entries, sorted, typed, capped.
+
+use std::ffi::{CStr, OsStr};
+use std::os::unix::ffi::OsStrExt;
+
+use rmcp::model::CallToolResult;
+use rustix::fs::{self as rfs, AtFlags, Dir, FileType};
+use schemars::JsonSchema;
+use serde::Deserialize;
+use serde_json::json;
+
+use super::{Limits, failure, resolve, shown, success};
+use crate::resolve::{Intent, Roots};
+
+/// Parameters of `list_dir`.
+#[derive(Debug, Deserialize, JsonSchema)]
+pub struct ListDirParams {
+    /// The directory to list: relative to the first root, or an absolute path inside
+    /// a root (default: the first root).
+    #[serde(default)]
+    pub path: Option<String>,
+}
+
+pub(crate) fn list_dir(roots: &Roots, limits: Limits, p: ListDirParams) -> CallToolResult {
+    const ACTION: &str = "list";
+    let asked = p.path.as_deref().unwrap_or(".");
+    let resolved = match resolve(roots, ACTION, asked, Intent::Open) {
+        Ok(r) => r,
+        Err(result) => return result,
+    };
+    let fd = match resolved.open_dir() {
+        Ok(fd) => fd,
+        Err(e) => return failure(ACTION, asked, e),
+    };
+    let mut names: Vec<Vec<u8>> = Vec::new();
+    let dir = match Dir::read_from(&fd) {
+        Ok(d) => d,
+        Err(e) => return failure(ACTION, asked, std::io::Error::from(e)),
+    };
+    for entry in dir {
+        let entry = match entry {
+            Ok(e) => e,
+            Err(e) => return failure(ACTION, asked, std::io::Error::from(e)),
+        };
+        let name = entry.file_name().to_bytes();
+        if name != b"." && name != b".." {
+            names.push(name.to_vec());
+        }
+    }
+    names.sort();
+    let total = names.len();
+    let truncated = total > limits.max_entries;
+    names.truncate(limits.max_entries);
+
+    let path = shown(resolved.path());
+    let mut text = format!("{path}: {total} entries\n");
+    let mut entries = Vec::with_capacity(names.len());
+    for name in &names {
+        let shown_name = String::from_utf8_lossy(name).into_owned();
+        // lstat relative to the open directory: the entry is described, never followed.
+        let stat = rfs::statat(&fd, OsStr::from_bytes(name), AtFlags::SYMLINK_NOFOLLOW);
+        let (kind, size) = match &stat {
+            Ok(s) => (
+                kind_word(FileType::from_raw_mode(s.st_mode)),
+                Some(s.st_size),
+            ),
+            Err(_) => ("unknown", None),
+        };
+        let target = (kind == "symlink")
+            .then(|| rfs::readlinkat(&fd, OsStr::from_bytes(name), Vec::new()).ok())
+            .flatten()
+            .map(|t: std::ffi::CString| lossy(&t));
+        let line = match (kind, &target, size) {
+            ("dir", _, _) => format!("dir      {shown_name}/"),
+            ("symlink", Some(t), _) => format!("symlink  {shown_name} -> {t}"),
+            ("file", _, Some(n)) => format!("file     {shown_name}  ({n} bytes)"),
+            (k, _, _) => format!("{k:<8} {shown_name}"),
+        };
+        text.push_str(&line);
+        text.push('\n');
+        entries.push(json!({
+            "name": shown_name,
+            "type": kind,
+            "size": size,
+            "target": target,
+        }));
+    }
+    if truncated {
+        text.push_str(&format!(
+            "[capped: showed {} of {total} entries; use glob to narrow]\n",
+            names.len()
+        ));
+    }
+    success(
+        text,
+        json!({ "path": path, "entries": entries, "total": total, "truncated": truncated }),
+    )
+}
+
+fn lossy(s: &CStr) -> String {
+    String::from_utf8_lossy(s.to_bytes()).into_owned()
+}
+
+/// The entry types a model needs to tell apart.
+pub(crate) fn kind_word(t: FileType) -> &'static str {
+    match t {
+        FileType::RegularFile => "file",
+        FileType::Directory => "dir",
+        FileType::Symlink => "symlink",
+        FileType::Fifo => "fifo",
+        FileType::Socket => "socket",
+        FileType::CharacterDevice | FileType::BlockDevice => "device",
+        FileType::Unknown => "unknown",
+    }
+}

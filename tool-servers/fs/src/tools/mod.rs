@@ -1,0 +1,63 @@
+//! The tools, one file per job. Each returns a [`CallToolResult`]: refusals and
+//! failures are results with `isError: true` that name the path and the reason
+//! (the model can act on them), never a JSON-RPC error or a panic.
+
+pub(crate) mod edit;
+pub(crate) mod glob;
+pub(crate) mod grep;
+pub(crate) mod list;
+pub(crate) mod read;
+pub(crate) mod write;
+
+use std::path::Path;
+
+use rmcp::model::{CallToolResult, ContentBlock};
+use serde_json::{Value, json};
+
+use crate::resolve::{ResolveError, Resolved, Roots};
+
+/// Limits from the command line, passed to every tool by value.
+#[derive(Debug, Clone, Copy)]
+pub struct Limits {
+    /// Bytes of file content one `read_file` call returns at most.
+    pub max_read_bytes: usize,
+    /// Entries `glob` and `list_dir` return at most.
+    pub max_entries: usize,
+    /// Matches (or files, or counts) `grep` returns at most.
+    pub max_matches: usize,
+}
+
+/// A successful result: `text` for the model, `structured` for programs.
+pub(crate) fn success(text: String, structured: Value) -> CallToolResult {
+    let mut result = CallToolResult::success(vec![ContentBlock::text(text)]);
+    result.structured_content = Some(structured);
+    result
+}
+
+/// A refusal or failure: "cannot {action} `{path}`: {reason}".
+pub(crate) fn failure(action: &str, path: &str, reason: impl std::fmt::Display) -> CallToolResult {
+    let reason = reason.to_string();
+    let mut result = CallToolResult::error(vec![ContentBlock::text(format!(
+        "cannot {action} `{path}`: {reason}"
+    ))]);
+    result.structured_content = Some(json!({ "path": path, "error": reason }));
+    result
+}
+
+/// Resolves `path` or returns the failure result to send back.
+pub(crate) fn resolve(
+    roots: &Roots,
+    action: &str,
+    path: &str,
+    intent: crate::resolve::Intent,
+) -> Result<Resolved, CallToolResult> {
+    roots
+        .resolve(Path::new(path), intent)
+        .map_err(|e: ResolveError| failure(action, path, e))
+}
+
+/// Display form of a path for the model (lossy only for names that are not UTF-8,
+/// which the resolver never accepts as input but a directory may contain).
+pub(crate) fn shown(path: &Path) -> String {
+    path.to_string_lossy().into_owned()
+}

@@ -1,0 +1,308 @@
+//! `read_file`: numbered text lines, bounded per call, never binary, never blocking.
+
+use std::io::{BufRead, BufReader, Read};
+
+use rmcp::model::CallToolResult;
+use schemars::JsonSchema;
+use serde::Deserialize;
+use serde_json::json;
+
+use super::{Limits, failure, resolve, shown, success};
+use crate::resolve::{Intent, Roots};
+
+/// Bytes at the start of a file inspected to decide whether it is text
+/// (the same window `git` and ripgrep use for their binary heuristics).
+const SNIFF_BYTES: usize = 8 * 1024;
+
+/// Parameters of `read_file`.
+#[derive(Debug, Deserialize, JsonSchema)]
+pub struct ReadFileParams {
+    /// The file to read: relative to the first root, or an absolute path inside a root.
+    pub path: String,
+    /// First line to show, counting from 1 (default 1). When a read is cut, its
+    /// result gives the `next_offset` to continue from.
+    #[serde(default)]
+    pub offset: Option<u64>,
+    /// Maximum number of lines to show (default: as many as fit in the per-call byte limit).
+    #[serde(default)]
+    pub limit: Option<u64>,
+}
+
+/// Why a read stopped before the end of the file.
+enum Stop {
+    /// Reached the end of the file.
+    Eof,
+    /// Shown `limit` lines; more follow.
+    Limit,
+    /// The per-call byte budget ran out; more follows.
+    Bytes,
+}
+
+pub(crate) fn read_file(roots: &Roots, limits: Limits, p: ReadFileParams) -> CallToolResult {
+    const ACTION: &str = "read";
+    let resolved = match resolve(roots, ACTION, &p.path, Intent::Open) {
+        Ok(r) => r,
+        Err(result) => return result,
+    };
+    let (mut file, stat) = match resolved.open_file() {
+        Ok(f) => f,
+        Err(e) => return failure(ACTION, &p.path, e),
+    };
+    let total_bytes = u64::try_from(stat.st_size).unwrap_or(0);
+    let mut head = Vec::with_capacity(SNIFF_BYTES);
+    if let Err(e) = (&mut file).take(SNIFF_BYTES as u64).read_to_end(&mut head) {
+        return failure(ACTION, &p.path, e);
+    }
+    if looks_binary(&head) {
+        return failure(
+            ACTION,
+            &p.path,
+            format!(
+                "it looks like a binary file ({total_bytes} bytes; a NUL byte or invalid UTF-8 \
+                 in its first 8 KiB); read_file shows text only"
+            ),
+        );
+    }
+    let mut reader = BufReader::with_capacity(64 * 1024, std::io::Cursor::new(head).chain(file));
+
+    let offset = p.offset.unwrap_or(1).max(1);
+    let path = shown(resolved.path());
+    match render(&mut reader, offset, p.limit, limits.max_read_bytes) {
+        Ok(r) => finish(&path, total_bytes, offset, limits.max_read_bytes, r),
+        Err(e) => failure(ACTION, &p.path, e),
+    }
+}
+
+/// What [`render`] produced.
+struct Rendered {
+    text: String,
+    shown: u64,
+    /// Lines in the file, when the read reached its end.
+    lines_before_offset: u64,
+    stop: Stop,
+    next_offset: Option<u64>,
+    /// The single line shown was cut at the byte limit.
+    cut_line: bool,
+}
+
+fn render(
+    reader: &mut impl BufRead,
+    offset: u64,
+    limit: Option<u64>,
+    budget: usize,
+) -> std::io::Result<Rendered> {
+    let mut out = Rendered {
+        text: String::new(),
+        shown: 0,
+        lines_before_offset: 0,
+        stop: Stop::Eof,
+        next_offset: None,
+        cut_line: false,
+    };
+    let mut line_no = 1;
+    let mut scratch = Vec::new();
+    while line_no < offset {
+        if read_line_capped(reader, 0, &mut scratch)? == 0 {
+            out.lines_before_offset = line_no - 1;
+            return Ok(out);
+        }
+        line_no += 1;
+    }
+    out.lines_before_offset = line_no - 1;
+    let mut left = budget;
+    let mut line = Vec::new();
+    loop {
+        if limit.is_some_and(|l| out.shown >= l) {
+            if !reader.fill_buf()?.is_empty() {
+                out.stop = Stop::Limit;
+                out.next_offset = Some(line_no);
+            }
+            break;
+        }
+        line.clear();
+        let len = read_line_capped(reader, left, &mut line)?;
+        if len == 0 {
+            break;
+        }
+        if len > left {
+            out.stop = Stop::Bytes;
+            if out.shown == 0 {
+                // One line longer than the whole budget: show its start rather than nothing.
+                push_line(&mut out.text, line_no, &line);
+                out.shown = 1;
+                out.cut_line = true;
+                line_no += 1;
+                if !reader.fill_buf()?.is_empty() {
+                    out.next_offset = Some(line_no);
+                }
+            } else {
+                out.next_offset = Some(line_no);
+            }
+            break;
+        }
+        push_line(&mut out.text, line_no, &line);
+        left -= len;
+        out.shown += 1;
+        line_no += 1;
+    }
+    Ok(out)
+}
+
+fn finish(path: &str, total_bytes: u64, offset: u64, max: usize, r: Rendered) -> CallToolResult {
+    let mut text = r.text;
+    let last = offset + r.shown.saturating_sub(1);
+    let truncated = matches!(r.stop, Stop::Bytes);
+    if r.shown == 0 && offset > 1 {
+        text.push_str(&format!(
+            "[offset {offset} is past the end of the file: it has {} lines]\n",
+            r.lines_before_offset
+        ));
+    } else if total_bytes == 0 && r.shown == 0 {
+        text.push_str("[empty file]\n");
+    }
+    if r.cut_line {
+        text.push_str(&format!(
+            "\n[line {offset} is longer than the {max}-byte limit per call and was cut]\n"
+        ));
+    }
+    match (&r.stop, r.next_offset) {
+        (Stop::Bytes, Some(next)) => text.push_str(&format!(
+            "\n[truncated: showed lines {offset}-{last} of a {total_bytes}-byte file \
+             ({max}-byte limit per call); continue with offset={next}]\n"
+        )),
+        (Stop::Limit, Some(next)) => text.push_str(&format!(
+            "\n[showed lines {offset}-{last}; more follow, continue with offset={next}]\n"
+        )),
+        _ => {}
+    }
+    success(
+        text,
+        json!({
+            "path": path,
+            "total_bytes": total_bytes,
+            "start_line": offset,
+            "lines_shown": r.shown,
+            "truncated": truncated,
+            "next_offset": r.next_offset,
+        }),
+    )
+}
+
+/// `cat -n` layout; a trailing `\r\n` or `\n` is not part of the text shown.
+fn push_line(text: &mut String, line_no: u64, line: &[u8]) {
+    let line = line.strip_suffix(b"\n").unwrap_or(line);
+    let line = line.strip_suffix(b"\r").unwrap_or(line);
+    text.push_str(&format!(
+        "{line_no:>6}\t{}\n",
+        String::from_utf8_lossy(line)
+    ));
+}
+
+/// Reads one line (through its `\n`), keeping at most `cap` bytes of it in `out`
+/// and returning its full length, so a 1 GB line never costs 1 GB of memory.
+/// A kept prefix is cut back to a UTF-8 character boundary.
+fn read_line_capped(
+    reader: &mut impl BufRead,
+    cap: usize,
+    out: &mut Vec<u8>,
+) -> std::io::Result<usize> {
+    let mut total = 0;
+    loop {
+        let buf = reader.fill_buf()?;
+        if buf.is_empty() {
+            break;
+        }
+        let (chunk, done) = match memchr_newline(buf) {
+            Some(i) => (&buf[..=i], true),
+            None => (buf, false),
+        };
+        let room = cap.saturating_sub(out.len());
+        out.extend_from_slice(&chunk[..chunk.len().min(room)]);
+        let n = chunk.len();
+        total += n;
+        reader.consume(n);
+        if done {
+            break;
+        }
+    }
+    if total > cap {
+        // Drop a partial character at the cut.
+        while !out.is_empty() && std::str::from_utf8(out).is_err_and(|e| e.error_len().is_none()) {
+            out.pop();
+        }
+    }
+    Ok(total)
+}
+
+fn memchr_newline(buf: &[u8]) -> Option<usize> {
+    buf.iter().position(|b| *b == b'\n')
+}
+
+/// NUL anywhere, or invalid UTF-8, in the first [`SNIFF_BYTES`]; a character
+/// cut by the end of the window does not count.
+fn looks_binary(head: &[u8]) -> bool {
+    if head.contains(&0) {
+        return true;
+    }
+    match std::str::from_utf8(head) {
+        Ok(_) => false,
+        Err(e) => !(e.error_len().is_none() && head.len() == SNIFF_BYTES),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    #![allow(clippy::unwrap_used)]
+    use super::*;
+
+    fn run(data: &str, offset: u64, limit: Option<u64>, budget: usize) -> Rendered {
+        render(
+            &mut std::io::Cursor::new(data.as_bytes()),
+            offset,
+            limit,
+            budget,
+        )
+        .unwrap()
+    }
+
+    #[test]
+    fn numbers_lines_like_cat_n() {
+        let r = run("a\nb\r\nc", 1, None, 100);
+        assert_eq!(r.text, "     1\ta\n     2\tb\n     3\tc\n");
+        assert!(matches!(r.stop, Stop::Eof));
+    }
+
+    #[test]
+    fn offset_and_limit_are_line_based() {
+        let r = run("1\n2\n3\n4\n", 2, Some(2), 100);
+        assert_eq!(r.text, "     2\t2\n     3\t3\n");
+        assert_eq!(r.next_offset, Some(4));
+        assert!(matches!(r.stop, Stop::Limit));
+    }
+
+    #[test]
+    fn byte_budget_cuts_between_lines() {
+        let r = run("aaaa\nbbbb\ncccc\n", 1, None, 12);
+        assert_eq!(r.shown, 2);
+        assert_eq!(r.next_offset, Some(3));
+        assert!(matches!(r.stop, Stop::Bytes));
+    }
+
+    #[test]
+    fn one_huge_line_is_shown_cut_at_a_char_boundary() {
+        let r = run(&format!("{}\nnext\n", "é".repeat(100)), 1, None, 11);
+        assert!(r.cut_line);
+        assert_eq!(r.text, format!("     1\t{}\n", "é".repeat(5)));
+        assert_eq!(r.next_offset, Some(2));
+    }
+
+    #[test]
+    fn binary_heuristics() {
+        assert!(looks_binary(b"ab\0c"));
+        assert!(looks_binary(b"caf\xe9 latin-1"));
+        assert!(!looks_binary("héllo".as_bytes()));
+        let mut cut = vec![b'a'; SNIFF_BYTES - 1];
+        cut.push(0xc3); // first byte of a two-byte character, cut by the window
+        assert!(!looks_binary(&cut));
+    }
+}
