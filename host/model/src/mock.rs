@@ -217,6 +217,7 @@ pub fn split_sse_events(body: &[u8]) -> Vec<Vec<u8>> {
 struct Shared {
     queue: Mutex<VecDeque<MockResponse>>,
     requests: Mutex<Vec<RecordedRequest>>,
+    disconnects: Mutex<usize>,
     arrived: Notify,
 }
 
@@ -261,6 +262,26 @@ impl MockModelServer {
     /// Responses not yet served.
     pub fn pending(&self) -> usize {
         lock(&self.shared.queue).len()
+    }
+
+    /// How many clients hung up while their response was paused at a [`Gate`]: proof that a
+    /// cancelled or dropped stream closes the connection.
+    pub fn disconnects(&self) -> usize {
+        *lock(&self.shared.disconnects)
+    }
+
+    /// Waits until a paused response sees its client hang up, or `timeout` passes.
+    pub async fn wait_for_disconnect(&self, timeout: Duration) -> bool {
+        let deadline = tokio::time::Instant::now() + timeout;
+        loop {
+            let notified = self.shared.arrived.notified();
+            if self.disconnects() > 0 {
+                return true;
+            }
+            if tokio::time::timeout_at(deadline, notified).await.is_err() {
+                return self.disconnects() > 0;
+            }
+        }
     }
 
     /// Waits until at least `n` requests have arrived, or `timeout` passes; returns how many did.
@@ -315,7 +336,7 @@ async fn serve(mut socket: TcpStream, shared: &Shared) -> std::io::Result<()> {
                 "message": "mock model server: no response queued for this request"}}),
         )
     });
-    write_response(&mut socket, response).await
+    write_response(&mut socket, response, shared).await
 }
 
 async fn read_request(socket: &mut TcpStream) -> std::io::Result<Option<RecordedRequest>> {
@@ -366,7 +387,11 @@ async fn read_request(socket: &mut TcpStream) -> std::io::Result<Option<Recorded
     }))
 }
 
-async fn write_response(socket: &mut TcpStream, response: MockResponse) -> std::io::Result<()> {
+async fn write_response(
+    socket: &mut TcpStream,
+    response: MockResponse,
+    shared: &Shared,
+) -> std::io::Result<()> {
     let mut head = format!(
         "HTTP/1.1 {} {}\r\n",
         response.status,
@@ -389,7 +414,20 @@ async fn write_response(socket: &mut TcpStream, response: MockResponse) -> std::
                 socket.flush().await?;
             }
             Part::Sleep(d) => tokio::time::sleep(d).await,
-            Part::Wait(gate) => gate.0.notified().await,
+            Part::Wait(gate) => {
+                // While paused, notice a client that hangs up (cancelled or dropped stream).
+                let mut probe = [0u8; 1];
+                tokio::select! {
+                    () = gate.0.notified() => {}
+                    read = socket.read(&mut probe) => {
+                        if matches!(read, Ok(0) | Err(_)) {
+                            *lock(&shared.disconnects) += 1;
+                            shared.arrived.notify_waiters();
+                            return Ok(());
+                        }
+                    }
+                }
+            }
         }
     }
     if response.ending == Ending::Complete {

@@ -1,1 +1,2 @@
-
+//! One integration binary for tern-model (link once): see suite/.
+mod suite;

@@ -1,0 +1,7 @@
+mod anthropic_errors;
+mod anthropic_fixtures;
+mod anthropic_requests;
+mod common;
+mod config;
+mod openai;
+mod streaming;
