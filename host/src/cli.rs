@@ -1,13 +1,34 @@
 //! Command-line interface: the `tern` binary's arguments.
 
-use clap::{Parser, Subcommand};
+use std::path::PathBuf;
+
+use clap::{Args, Parser, Subcommand};
 
 /// tern — a terminal AI agent whose every capability is an MCP server.
+///
+/// Exit codes: 0 success, 1 failure (a failed run, a failing server), 2 usage or
+/// config error, 130 interrupted.
 #[derive(Debug, Parser)]
 #[command(name = "tern", version, about, long_about = None)]
 pub struct Cli {
+    #[command(flatten)]
+    pub global: GlobalArgs,
     #[command(subcommand)]
     pub command: Command,
+}
+
+/// Options every command understands.
+#[derive(Debug, Clone, Args)]
+pub struct GlobalArgs {
+    /// Work in DIR instead of the current directory.
+    #[arg(short = 'C', long = "cd", value_name = "DIR", global = true)]
+    pub cd: Option<PathBuf>,
+    /// An extra config file, above the user and project configs.
+    #[arg(long, value_name = "FILE", global = true)]
+    pub config: Option<PathBuf>,
+    /// Override one config key (TOML value), e.g. `-c mcp_servers.web.enabled=false`.
+    #[arg(short = 'c', value_name = "KEY=VALUE", global = true)]
+    pub overrides: Vec<String>,
 }
 
 #[derive(Debug, Subcommand)]
@@ -19,6 +40,49 @@ pub enum Command {
     Serve {
         #[command(subcommand)]
         server: ServeCommand,
+    },
+    /// Manage and inspect the configured MCP servers.
+    Mcp {
+        #[command(subcommand)]
+        command: McpCommand,
+    },
+    /// Show the merged tool table the model sees.
+    Tools {
+        /// Stable JSON for scripts.
+        #[arg(long)]
+        json: bool,
+    },
+    /// Trust this project's `.tern/config.toml` (until it changes).
+    Trust,
+}
+
+/// `tern mcp …`
+#[derive(Debug, Subcommand)]
+pub enum McpCommand {
+    /// Start every server and show its status.
+    List {
+        /// Stable JSON for scripts.
+        #[arg(long)]
+        json: bool,
+    },
+    /// Start servers and lint them: schemas, descriptions, names, token cost.
+    /// Exits 1 when a server fails.
+    Doctor {
+        /// Only this server.
+        name: Option<String>,
+        /// Stable JSON for scripts.
+        #[arg(long)]
+        json: bool,
+    },
+    /// Add the servers of a Claude/Cursor-style `.mcp.json` to your config.toml.
+    Import {
+        /// The `.mcp.json` file.
+        file: PathBuf,
+    },
+    /// Accept the current tool definitions of a server whose tools changed.
+    Approve {
+        /// The server.
+        name: String,
     },
 }
 

@@ -1,7 +1,9 @@
 //! The tern host: CLI, agent loop, server pool, gateway, context and events.
 //!
 //! The engine (loop, gateway, pool) emits typed events and never prints;
-//! renderers subscribe to them.
+//! renderers subscribe to them. Commands write to the writer they are given.
 #![deny(clippy::print_stdout, clippy::print_stderr)]
 
 pub mod cli;
+pub mod commands;
+pub mod servers;

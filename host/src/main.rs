@@ -1,24 +1,86 @@
-//! The `tern` binary. Errors are printed once, here, at the edge.
-use std::process::ExitCode;
+//! The `tern` binary. Errors are printed once, here, at the edge, as
+//! `error: … / caused by: …`. Exit codes: 0 success, 1 failure, 2 usage or
+//! config error, 130 interrupted.
+use std::{io::Write, process::ExitCode};
 
 use clap::Parser;
-use tern::cli::{Cli, Command, ServeCommand};
+use tern::{
+    cli::{Cli, Command, McpCommand, ServeCommand},
+    commands::{self, ConfigFailure, Ctx},
+};
 
 fn main() -> ExitCode {
     let cli = Cli::parse();
-    match cli.command {
-        Command::Serve { server } => serve(server),
+    if let Command::Serve { server } = cli.command {
+        return serve(server);
+    }
+    init_tracing();
+    let runtime = match runtime() {
+        Ok(rt) => rt,
+        Err(e) => return report(&e.into()),
+    };
+    let result = runtime.block_on(async {
+        let ctx = Ctx::load(&cli.global)?;
+        let mut err = std::io::stderr();
+        for notice in ctx.notices() {
+            let _ = writeln!(err, "notice: {notice}");
+        }
+        let stdout = std::io::stdout();
+        let mut out = stdout.lock();
+        match cli.command {
+            Command::Serve { .. } => Ok(0),
+            Command::Tools { json } => commands::tools::run(&ctx, json, &mut out, &mut err).await,
+            Command::Trust => commands::trust(&ctx, &mut out),
+            Command::Mcp { command } => match command {
+                McpCommand::List { json } => commands::mcp::list(&ctx, json, &mut out).await,
+                McpCommand::Doctor { name, json } => {
+                    commands::mcp::doctor(&ctx, name.as_deref(), json, &mut out).await
+                }
+                McpCommand::Import { file } => commands::mcp::import(&ctx, &file, &mut out),
+                McpCommand::Approve { name } => commands::mcp::approve(&ctx, &name, &mut out).await,
+            },
+        }
+    });
+    match result {
+        Ok(code) => ExitCode::from(u8::try_from(code).unwrap_or(1)),
+        Err(e) => report(&e),
+    }
+}
+
+fn runtime() -> std::io::Result<tokio::runtime::Runtime> {
+    tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(2)
+        .enable_all()
+        .build()
+}
+
+fn init_tracing() {
+    let filter = tracing_subscriber::EnvFilter::try_from_env("TERN_LOG")
+        .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new("warn"));
+    let _ = tracing_subscriber::fmt()
+        .with_env_filter(filter)
+        .with_writer(std::io::stderr)
+        .try_init();
+}
+
+/// Prints an error chain once and picks the exit code (2 for config errors).
+fn report(e: &anyhow::Error) -> ExitCode {
+    let mut err = std::io::stderr();
+    let _ = writeln!(err, "error: {e}");
+    for cause in e.chain().skip(1) {
+        let _ = writeln!(err, "caused by: {cause}");
+    }
+    if e.downcast_ref::<ConfigFailure>().is_some() {
+        ExitCode::from(2)
+    } else {
+        ExitCode::FAILURE
     }
 }
 
 /// `tern serve NAME`: the same code path as the standalone binaries.
 fn serve(server: ServeCommand) -> ExitCode {
     tern_tool_common::init_tracing();
-    let runtime = match tokio::runtime::Builder::new_multi_thread()
-        .worker_threads(2)
-        .enable_all()
-        .build()
-    {
+    let runtime = match runtime() {
         Ok(rt) => rt,
         Err(e) => {
             tracing::error!("cannot start the async runtime: {e}");

@@ -1,0 +1,284 @@
+//! `tern mcp list | doctor | import | approve`.
+
+use std::{io::Write, time::Duration};
+
+use anyhow::Context as _;
+use serde::Serialize;
+use tern_mcp::{ServerState, ServerStatus, pins::PinStore};
+
+use super::{ConfigFailure, Ctx};
+use crate::servers::{StartedPool, specs, start_pool};
+
+/// Starts the configured servers (or only `only`) and waits until each is ready or failed.
+pub async fn start_and_settle(ctx: &Ctx, only: Option<&str>) -> anyhow::Result<StartedPool> {
+    let specs = specs(&ctx.config, &ctx.tern_exe, &ctx.env, only)?;
+    if let Some(name) = only
+        && specs.is_empty()
+    {
+        anyhow::bail!("no enabled server named `{name}` in the config");
+    }
+    let started = start_pool(specs, &ctx.paths, &ctx.cwd, ctx.env.clone(), None)?;
+    started.pool.wait_settled().await;
+    Ok(started)
+}
+
+/// `tern mcp list`.
+pub async fn list(ctx: &Ctx, json: bool, out: &mut dyn Write) -> anyhow::Result<i32> {
+    let started = start_and_settle(ctx, None).await?;
+    let statuses = started.pool.statuses();
+    started.pool.shutdown().await;
+    if json {
+        serde_json::to_writer_pretty(&mut *out, &statuses)?;
+        writeln!(out)?;
+        return Ok(0);
+    }
+    let width = statuses
+        .iter()
+        .map(|s| s.name.len())
+        .max()
+        .unwrap_or(4)
+        .max(4);
+    writeln!(
+        out,
+        "{:width$}  {:<10}  {:<9}  {:>7}  {:>5}  {:>8}",
+        "NAME", "STATUS", "TRANSPORT", "PID", "TOOLS", "STARTUP"
+    )?;
+    for s in &statuses {
+        let (status, pid, startup) = match &s.state {
+            ServerState::Ready {
+                pid, startup_ms, ..
+            } => (
+                "ready",
+                pid.map_or("-".to_string(), |p| p.to_string()),
+                format!("{startup_ms} ms"),
+            ),
+            other => (label(other), "-".to_string(), "-".to_string()),
+        };
+        writeln!(
+            out,
+            "{:width$}  {:<10}  {:<9}  {:>7}  {:>5}  {:>8}",
+            s.name, status, s.transport, pid, s.tools, startup
+        )?;
+        describe_problems(s, out)?;
+    }
+    Ok(0)
+}
+
+fn label(state: &ServerState) -> &'static str {
+    match state {
+        ServerState::Starting => "starting",
+        ServerState::Ready { .. } => "ready",
+        ServerState::Restarting { .. } => "restarting",
+        ServerState::Failed { .. } => "failed",
+        ServerState::Stopped => "stopped",
+    }
+}
+
+fn describe_problems(s: &ServerStatus, out: &mut dyn Write) -> std::io::Result<()> {
+    if let Some(e) = &s.last_error {
+        writeln!(out, "    error: {e}")?;
+    }
+    if !s.stderr_tail.is_empty() {
+        writeln!(out, "    stderr (last {} lines):", s.stderr_tail.len())?;
+        for line in &s.stderr_tail {
+            writeln!(out, "      {line}")?;
+        }
+    }
+    for h in &s.held {
+        writeln!(
+            out,
+            "    held: tool `{}` changed since approved; run `tern mcp approve {}`",
+            h.tool, s.name
+        )?;
+        for line in h.diff.lines() {
+            writeln!(out, "      {line}")?;
+        }
+    }
+    Ok(())
+}
+
+/// One server's lint report.
+#[derive(Debug, Serialize)]
+struct DoctorReport {
+    server: String,
+    ok: bool,
+    status: ServerStatus,
+    tools: usize,
+    tokens: usize,
+    findings: Vec<Finding>,
+}
+
+#[derive(Debug, Serialize)]
+struct Finding {
+    level: &'static str,
+    tool: Option<String>,
+    message: String,
+}
+
+/// `tern mcp doctor [NAME]`.
+pub async fn doctor(
+    ctx: &Ctx,
+    name: Option<&str>,
+    json: bool,
+    out: &mut dyn Write,
+) -> anyhow::Result<i32> {
+    let started = start_and_settle(ctx, name).await?;
+    let (table, dropped) = started.pool.table();
+    let statuses = started.pool.statuses();
+    started.pool.shutdown().await;
+
+    let mut reports = Vec::new();
+    for status in statuses {
+        let mut findings = Vec::new();
+        let ok = !matches!(status.state, ServerState::Failed { .. });
+        if let ServerState::Failed { reason } = &status.state {
+            findings.push(Finding {
+                level: "error",
+                tool: None,
+                message: format!("failed to start: {reason}"),
+            });
+        }
+        let entries: Vec<_> = table
+            .entries()
+            .iter()
+            .filter(|e| e.server == status.name)
+            .collect();
+        for d in dropped.iter().filter(|d| d.server == status.name) {
+            findings.push(Finding {
+                level: "error",
+                tool: Some(d.tool.clone()),
+                message: format!("left out of the table: {}", d.reason),
+            });
+        }
+        for h in &status.held {
+            findings.push(Finding {
+                level: "warning",
+                tool: Some(h.tool.clone()),
+                message: format!(
+                    "definition changed since approved; held out (`tern mcp approve {}`)",
+                    status.name
+                ),
+            });
+        }
+        for e in &entries {
+            if e.def.description.trim().is_empty() {
+                findings.push(Finding {
+                    level: "warning",
+                    tool: Some(e.tool.clone()),
+                    message: "no description: the model has to guess what it does".into(),
+                });
+            }
+            let plain = format!("{}__{}", e.server, e.tool);
+            if e.name != plain {
+                let why = if plain.len() > tern_mcp::table::MAX_NAME_LEN {
+                    "too long for providers (64 characters max)"
+                } else {
+                    "not a valid provider name or collides with another tool"
+                };
+                findings.push(Finding {
+                    level: "warning",
+                    tool: Some(e.tool.clone()),
+                    message: format!("exposed as `{}`: `{plain}` is {why}", e.name),
+                });
+            }
+            let tokens = e.def.estimated_tokens();
+            if tokens > 1000 {
+                findings.push(Finding {
+                    level: "warning",
+                    tool: Some(e.tool.clone()),
+                    message: format!("definition costs ~{tokens} tokens on every request"),
+                });
+            }
+        }
+        reports.push(DoctorReport {
+            server: status.name.clone(),
+            ok,
+            tools: entries.len(),
+            tokens: entries.iter().map(|e| e.def.estimated_tokens()).sum(),
+            status,
+            findings,
+        });
+    }
+    let failed = reports.iter().any(|r| !r.ok);
+    if json {
+        serde_json::to_writer_pretty(&mut *out, &reports)?;
+        writeln!(out)?;
+    } else {
+        for r in &reports {
+            let mark = if r.ok { "ok" } else { "FAILED" };
+            writeln!(
+                out,
+                "{} [{mark}] {} tools, ~{} tokens of definitions",
+                r.server, r.tools, r.tokens
+            )?;
+            for f in &r.findings {
+                match &f.tool {
+                    Some(t) => writeln!(out, "  {}: {t}: {}", f.level, f.message)?,
+                    None => writeln!(out, "  {}: {}", f.level, f.message)?,
+                }
+            }
+            if !r.ok && !r.status.stderr_tail.is_empty() {
+                writeln!(out, "  stderr (last {} lines):", r.status.stderr_tail.len())?;
+                for line in &r.status.stderr_tail {
+                    writeln!(out, "    {line}")?;
+                }
+            }
+        }
+    }
+    Ok(if failed { 1 } else { 0 })
+}
+
+/// `tern mcp import FILE`.
+pub fn import(ctx: &Ctx, file: &std::path::Path, out: &mut dyn Write) -> anyhow::Result<i32> {
+    let json =
+        std::fs::read_to_string(file).with_context(|| format!("cannot read {}", file.display()))?;
+    let target = &ctx.paths.user_config;
+    let current = match std::fs::read_to_string(target) {
+        Ok(t) => t,
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => String::new(),
+        Err(e) => return Err(e).with_context(|| format!("cannot read {}", target.display())),
+    };
+    let report = tern_config::import_mcp_json(&json, &current).map_err(ConfigFailure)?;
+    if let Some(dir) = target.parent() {
+        std::fs::create_dir_all(dir).with_context(|| format!("cannot create {}", dir.display()))?;
+    }
+    std::fs::write(target, &report.config_text)
+        .with_context(|| format!("cannot write {}", target.display()))?;
+    for w in &report.warnings {
+        writeln!(out, "warning: {w}")?;
+    }
+    writeln!(
+        out,
+        "imported {} server(s) into {}: {}",
+        report.imported.len(),
+        target.display(),
+        report.imported.join(", ")
+    )?;
+    Ok(0)
+}
+
+/// `tern mcp approve NAME`.
+pub async fn approve(ctx: &Ctx, name: &str, out: &mut dyn Write) -> anyhow::Result<i32> {
+    let started = start_and_settle(ctx, Some(name)).await?;
+    let listed = started.pool.listed_tools(name);
+    let status = started.pool.statuses().pop();
+    started.pool.shutdown().await;
+    if let Some(ServerStatus {
+        state: ServerState::Failed { reason },
+        ..
+    }) = &status
+    {
+        anyhow::bail!("server `{name}` failed to start, nothing to approve: {reason}");
+    }
+    let tools = listed.unwrap_or_default();
+    let mut pins = PinStore::load(&ctx.paths.pins_file())?;
+    pins.approve(name, &tools);
+    pins.save()?;
+    writeln!(
+        out,
+        "approved the current definitions of {} tool(s) of `{name}`",
+        tools.len()
+    )?;
+    let _ = Duration::ZERO;
+    Ok(0)
+}

@@ -1,0 +1,164 @@
+//! From config to running servers: turns `[mcp_servers]` into pool specs and
+//! starts the pool.
+
+use std::{
+    collections::BTreeMap,
+    path::{Path, PathBuf},
+    sync::{Arc, Mutex},
+};
+
+use tern_config::{Config, ConfigPaths, Launch, ServerConfig, Transport};
+use tern_mcp::{
+    EventSink, PoolEvent, PoolOptions, ServerPool, ServerSpec, TransportSpec, pins::PinStore,
+};
+
+/// Errors turning config into specs.
+#[derive(Debug, thiserror::Error)]
+pub enum SpecError {
+    /// A bearer token or header variable named in the config is not set.
+    #[error("mcp_servers.{server}: environment variable {var} (named by {key}) is not set")]
+    MissingEnv {
+        server: String,
+        key: &'static str,
+        var: String,
+    },
+    /// The pin file is unreadable.
+    #[error(transparent)]
+    Pins(#[from] tern_mcp::pins::PinError),
+}
+
+/// The specs of every enabled server (optionally only `only`), by name.
+pub fn specs(
+    config: &Config,
+    tern_exe: &Path,
+    env: &BTreeMap<String, String>,
+    only: Option<&str>,
+) -> Result<Vec<ServerSpec>, SpecError> {
+    config
+        .enabled_servers()
+        .filter(|s| only.is_none_or(|o| o == s.name))
+        .map(|s| spec(s, tern_exe, env))
+        .collect()
+}
+
+fn spec(
+    server: &ServerConfig,
+    tern_exe: &Path,
+    env: &BTreeMap<String, String>,
+) -> Result<ServerSpec, SpecError> {
+    let transport = match &server.transport {
+        Transport::Stdio {
+            launch,
+            args,
+            env: explicit,
+            env_vars,
+            cwd,
+        } => {
+            let (program, args) = match launch {
+                Launch::Command(cmd) => (cmd.clone(), args.clone()),
+                Launch::Builtin(b) => {
+                    let mut full = vec!["serve".to_string(), b.name().to_string()];
+                    full.extend(args.iter().cloned());
+                    (tern_exe.to_string_lossy().into_owned(), full)
+                }
+            };
+            TransportSpec::Stdio {
+                program,
+                args,
+                env: explicit.clone(),
+                pass_env: env_vars.clone(),
+                cwd: cwd.clone(),
+            }
+        }
+        Transport::Http {
+            url,
+            bearer_token_env_var,
+            headers,
+            env_headers,
+        } => {
+            let bearer_token = match bearer_token_env_var {
+                Some(var) => Some(env.get(var).cloned().ok_or_else(|| SpecError::MissingEnv {
+                    server: server.name.clone(),
+                    key: "bearer_token_env_var",
+                    var: var.clone(),
+                })?),
+                None => None,
+            };
+            let mut headers = headers.clone();
+            for (header, var) in env_headers {
+                let value = env.get(var).cloned().ok_or_else(|| SpecError::MissingEnv {
+                    server: server.name.clone(),
+                    key: "env_http_headers",
+                    var: var.clone(),
+                })?;
+                headers.insert(header.clone(), value);
+            }
+            TransportSpec::Http {
+                url: url.clone(),
+                bearer_token,
+                headers,
+            }
+        }
+    };
+    Ok(ServerSpec {
+        name: server.name.clone(),
+        transport,
+        required: server.required,
+        startup_timeout: server.startup_timeout,
+        tool_timeout: server.tool_timeout,
+        enabled_tools: server.enabled_tools.clone(),
+        disabled_tools: server
+            .disabled_tools
+            .iter()
+            .cloned()
+            .chain(
+                server
+                    .tools
+                    .iter()
+                    .filter(|(_, t)| t.enabled == Some(false))
+                    .map(|(name, _)| name.clone()),
+            )
+            .collect(),
+    })
+}
+
+/// A started pool and the events it has reported so far.
+pub struct StartedPool {
+    pub pool: Arc<ServerPool>,
+    pub events: Arc<Mutex<Vec<PoolEvent>>>,
+}
+
+/// Starts `specs` with tern's standard options (roots = `cwd`, logs and pins under `$TERN_HOME`).
+pub fn start_pool(
+    specs: Vec<ServerSpec>,
+    paths: &ConfigPaths,
+    cwd: &Path,
+    env: BTreeMap<String, String>,
+    extra_sink: Option<EventSink>,
+) -> Result<StartedPool, SpecError> {
+    let events: Arc<Mutex<Vec<PoolEvent>>> = Arc::default();
+    let collected = events.clone();
+    let sink: EventSink = Arc::new(move |e: PoolEvent| {
+        if let Some(extra) = &extra_sink {
+            extra(e.clone());
+        }
+        if let Ok(mut v) = collected.lock() {
+            v.push(e);
+        }
+    });
+    let pins = PinStore::load(&paths.pins_file())?;
+    let opts = PoolOptions {
+        roots: vec![cwd.to_path_buf()],
+        log_dir: Some(logs_dir(paths)),
+        host_env: env,
+        ..PoolOptions::default()
+    };
+    Ok(StartedPool {
+        pool: ServerPool::start(specs, opts, pins, sink),
+        events,
+    })
+}
+
+fn logs_dir(paths: &ConfigPaths) -> PathBuf {
+    paths.logs_dir()
+}
