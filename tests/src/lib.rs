@@ -27,3 +27,25 @@ pub fn bin(name: &str) -> PathBuf {
     );
     path
 }
+
+/// A third-party MCP peer installed by `.ci/install-test-deps` under `.deps/`.
+///
+/// Missing means the test setup is incomplete: fail loudly, never skip.
+pub fn dep(rel: &str) -> PathBuf {
+    let path = workspace_root().join(".deps").join(rel);
+    assert!(
+        path.exists(),
+        "{} is missing: run `.ci/install-test-deps` first (the README's test setup does)",
+        path.display()
+    );
+    path
+}
+
+/// A `tern` command with its own `$TERN_HOME`, run in `cwd`.
+pub fn tern(home: &Path, cwd: &Path) -> std::process::Command {
+    let mut cmd = std::process::Command::new(bin("tern"));
+    cmd.env("TERN_HOME", home)
+        .env_remove("TERN_LOG")
+        .current_dir(cwd);
+    cmd
+}

@@ -1,2 +1,3 @@
+mod cli_mcp;
 mod pool;
 mod serve;
