@@ -1,3 +1,4 @@
 mod cli_mcp;
+mod interop_servers;
 mod pool;
 mod serve;

@@ -59,7 +59,11 @@ fn host_env() -> BTreeMap<String, String> {
 
 impl Harness {
     pub async fn start(specs: Vec<ServerSpec>) -> Harness {
-        let dir = tempfile::tempdir().unwrap();
+        Self::start_in(tempfile::tempdir().unwrap(), specs).await
+    }
+
+    /// Starts `specs` with `dir` as the root offered to servers (`roots/list`).
+    pub async fn start_in(dir: tempfile::TempDir, specs: Vec<ServerSpec>) -> Harness {
         let events: Arc<Mutex<Vec<PoolEvent>>> = Arc::default();
         let sink_events = events.clone();
         let sink: EventSink = Arc::new(move |e| sink_events.lock().unwrap().push(e));
