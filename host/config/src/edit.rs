@@ -40,15 +40,15 @@ fn edit_error(message: &str) -> ConfigError {
     }
 }
 
-/// Pushes `rule`, copying the element indentation of a multi-line array.
+/// Pushes `rule`, copying the element indentation of a multi-line array (only the indentation: a
+/// comment before the last element stays its own).
 fn push_in_style(array: &mut Array, rule: &str) {
     let multiline_prefix = array
         .iter()
         .last()
         .and_then(|last| last.decor().prefix())
         .and_then(|prefix| prefix.as_str())
-        .filter(|prefix| prefix.contains('\n'))
-        .map(str::to_owned);
+        .and_then(|prefix| prefix.rfind('\n').map(|i| prefix[i..].to_owned()));
     match multiline_prefix {
         Some(prefix) => {
             // The text after the last element (comments, newline before `]`) stays after the new one.

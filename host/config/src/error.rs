@@ -3,6 +3,8 @@
 use std::fmt;
 use std::path::PathBuf;
 
+use crate::expand::ExpandError;
+
 /// `Result` with [`ConfigError`].
 pub type Result<T, E = ConfigError> = std::result::Result<T, E>;
 
@@ -62,7 +64,7 @@ pub enum ConfigError {
         message: String,
     },
     /// A `${VAR}` that cannot be expanded.
-    #[error("{at}: mcp_servers.{server}.{key}: {message}")]
+    #[error("{at}: mcp_servers.{server}.{key}: {error}")]
     Expand {
         /// Where the server is defined (the last layer that set it).
         at: Location,
@@ -70,10 +72,8 @@ pub enum ConfigError {
         server: String,
         /// The key holding the reference, e.g. `env.TOKEN` or `args[2]`.
         key: String,
-        /// The variable, when the problem is an undefined one.
-        variable: Option<String>,
-        /// What is wrong.
-        message: String,
+        /// What is wrong; [`ExpandError::variable`] names the variable.
+        error: ExpandError,
     },
     /// A `-c key=value` argument that is not of that shape.
     #[error("-c {arg:?}: {message}")]

@@ -1,7 +1,8 @@
 //! `tern mcp import FILE`: Claude Code / Cursor `.mcp.json` → `[mcp_servers.NAME]` entries.
 //!
 //! The entries are added to the user's config.toml with `toml_edit`, so the file's comments, order and
-//! formatting survive. Policy, chosen so a re-run is safe and nothing is half-written:
+//! formatting survive; the new `[mcp_servers.NAME]` tables go right after the file's existing ones (at
+//! the end if it has none), in `.mcp.json` order. Policy, chosen so a re-run is safe and nothing is half-written:
 //! - a server name that the config already has is an **error** and nothing is imported (the user
 //!   decides which definition wins, by editing or removing one);
 //! - an `"sse"` server is **skipped** with a warning: SSE is deprecated by MCP and tern does not speak
@@ -72,7 +73,9 @@ pub fn import_mcp_json(json_text: &str, config_text: &str) -> Result<ImportRepor
         let Some(mut table) = convert(&name, entry, &mut report.warnings)? else {
             continue;
         };
-        table.decor_mut().set_prefix("\n");
+        if !(config_text.trim().is_empty() && report.imported.is_empty()) {
+            table.decor_mut().set_prefix("\n");
+        }
         servers.insert(&name, Item::Table(table));
         report.imported.push(name);
     }

@@ -145,8 +145,10 @@ impl Config {
             layers.push(loaded(LayerKind::User, &paths.user_config));
         }
 
-        if let (Some(project_dir), Some(config)) = (&paths.project_dir, paths.project_config()) {
-            if let Some(text) = read_optional(&config)? {
+        if let (Some(project_dir), Some(config)) = (&paths.project_dir, paths.project_config())
+            && let Some(text) = read_optional(&config)?
+        {
+            {
                 let store = TrustStore::for_paths(paths);
                 match store.status(project_dir, text.as_bytes())? {
                     TrustStatus::Trusted => {

@@ -108,8 +108,10 @@ fn toml_error(source: &SourceText<'_>, err: &toml::de::Error) -> ConfigError {
 /// one of command, args, …`, and prefixes other messages with the key they are about.
 fn describe(message: &str, key: Option<&str>) -> String {
     let message = message.trim_end();
-    if let Some(rest) = message.strip_prefix("unknown field `") {
-        if let Some((field, expected)) = rest.split_once('`') {
+    if let Some(rest) = message.strip_prefix("unknown field `")
+        && let Some((field, expected)) = rest.split_once('`')
+    {
+        {
             let table = key.and_then(|key| key.rsplit_once('.')).map_or_else(
                 || "the top level".to_owned(),
                 |(table, _)| format!("[{table}]"),

@@ -132,8 +132,7 @@ pub(crate) fn expand_server(server: &mut ServerConfig, env: EnvLookup<'_>) -> Re
             at: at.clone(),
             server: name.clone(),
             key,
-            variable: err.variable().map(str::to_owned),
-            message: err.to_string(),
+            error: err,
         })?;
         Ok(())
     };

@@ -1,0 +1,363 @@
+//! Every key parses into the expected value; mistakes are reported at their exact file:line.
+
+use std::collections::BTreeMap;
+use std::path::PathBuf;
+use std::time::Duration;
+
+use tern_config::{
+    AgentSection, Builtin, ConfigError, Launch, Location, ModelSection, PermissionMode,
+    Permissions, Provider, RuleSource, ServerConfig, ToolSettings, Transport,
+};
+
+use super::Fixture;
+
+const FULL: &str = r#"# Every key tern-config knows.
+[model]
+provider = "openai"
+name = "gpt-4o"
+base_url = "http://127.0.0.1:8080/v1"
+api_key_env = "MY_KEY"
+max_tokens = 2048
+context_window = 128000
+max_retries = 4
+
+[agent]
+max_steps = 12
+
+[permissions]
+mode = "read-only"
+allow = ["fs__read_file", "shell__run(cargo test *)"]
+ask = ["web__fetch(url: domain:*.example.com)"]
+deny = ["*(path: ~/.ssh/**)"]
+
+[mcp_servers.git]
+command = "uvx"
+args = ["mcp-server-git", "--repository", "."]
+env = { GIT_PAGER = "cat" }
+env_vars = ["GIT_AUTHOR_NAME"]
+cwd = "/srv/repo"
+enabled = false
+required = true
+startup_timeout_sec = 2.5
+tool_timeout_sec = 30
+enabled_tools = ["git_log", "git_status"]
+disabled_tools = ["git_reset"]
+
+[mcp_servers.git.tools.git_log]
+timeout_sec = 5
+max_output_chars = 1000
+command_arg = "query"
+enabled = true
+
+[mcp_servers.remote]
+url = "https://mcp.example.com/mcp"
+bearer_token_env_var = "REMOTE_TOKEN"
+http_headers = { "X-Team" = "core" }
+env_http_headers = { "X-Org" = "ORG_ID" }
+
+[mcp_servers.files]
+builtin = "fs"
+args = ["--root", "/data"]
+"#;
+
+#[test]
+fn a_full_file_parses_into_the_expected_config() {
+    let fx = Fixture::new();
+    let file = fx.user_config(FULL);
+    let config = fx.load(&Default::default()).unwrap();
+    let at = |line| Location {
+        file: file.clone(),
+        line,
+        column: 14,
+    };
+
+    assert_eq!(
+        config.model,
+        ModelSection {
+            provider: Some(Provider::Openai),
+            name: Some("gpt-4o".into()),
+            base_url: Some("http://127.0.0.1:8080/v1".into()),
+            api_key_env: Some("MY_KEY".into()),
+            max_tokens: Some(2048),
+            context_window: Some(128000),
+            max_retries: Some(4),
+        }
+    );
+    assert_eq!(config.agent, AgentSection { max_steps: 12 });
+    let rule = |rule: &str, line| RuleSource {
+        rule: rule.into(),
+        file: file.clone(),
+        line,
+    };
+    assert_eq!(
+        config.permissions,
+        Permissions {
+            mode: PermissionMode::ReadOnly,
+            allow: vec![
+                rule("fs__read_file", line_of(FULL, "allow =")),
+                rule("shell__run(cargo test *)", line_of(FULL, "allow ="))
+            ],
+            ask: vec![rule(
+                "web__fetch(url: domain:*.example.com)",
+                line_of(FULL, "ask =")
+            )],
+            deny: vec![rule("*(path: ~/.ssh/**)", line_of(FULL, "deny ="))],
+        }
+    );
+
+    let git = ServerConfig {
+        name: "git".into(),
+        transport: Transport::Stdio {
+            launch: Launch::Command("uvx".into()),
+            args: vec!["mcp-server-git".into(), "--repository".into(), ".".into()],
+            env: BTreeMap::from([("GIT_PAGER".into(), "cat".into())]),
+            env_vars: vec!["GIT_AUTHOR_NAME".into()],
+            cwd: Some(PathBuf::from("/srv/repo")),
+        },
+        enabled: false,
+        required: true,
+        startup_timeout: Duration::from_millis(2500),
+        tool_timeout: Duration::from_secs(30),
+        enabled_tools: Some(vec!["git_log".into(), "git_status".into()]),
+        disabled_tools: vec!["git_reset".into()],
+        tools: BTreeMap::from([(
+            "git_log".into(),
+            ToolSettings {
+                timeout: Some(Duration::from_secs(5)),
+                max_output_chars: Some(1000),
+                command_arg: Some("query".into()),
+                enabled: Some(true),
+            },
+        )]),
+        defined_at: at(line_of(FULL, "[mcp_servers.git]")),
+    };
+    assert_eq!(config.mcp_servers["git"], git);
+
+    let remote = ServerConfig {
+        name: "remote".into(),
+        transport: Transport::Http {
+            url: "https://mcp.example.com/mcp".into(),
+            bearer_token_env_var: Some("REMOTE_TOKEN".into()),
+            headers: BTreeMap::from([("X-Team".into(), "core".into())]),
+            env_headers: BTreeMap::from([("X-Org".into(), "ORG_ID".into())]),
+        },
+        enabled: true,
+        required: false,
+        startup_timeout: Duration::from_secs(10),
+        tool_timeout: Duration::from_secs(60),
+        enabled_tools: None,
+        disabled_tools: vec![],
+        tools: BTreeMap::new(),
+        defined_at: at(line_of(FULL, "[mcp_servers.remote]")),
+    };
+    assert_eq!(config.mcp_servers["remote"], remote);
+
+    let files = &config.mcp_servers["files"];
+    assert_eq!(
+        files.transport,
+        Transport::Stdio {
+            launch: Launch::Builtin(Builtin::Fs),
+            args: vec!["--root".into(), "/data".into()],
+            env: BTreeMap::new(),
+            env_vars: vec![],
+            cwd: None,
+        }
+    );
+    // The defaults' built-in servers are still there.
+    let names: Vec<_> = config.mcp_servers.keys().map(String::as_str).collect();
+    assert_eq!(names, ["files", "fs", "git", "remote", "shell", "web"]);
+
+    // Helpers the pool and gateway use.
+    assert!(git.tool_enabled("git_log"));
+    assert!(!git.tool_enabled("git_reset"));
+    assert!(!git.tool_enabled("git_push"), "not in enabled_tools");
+    assert_eq!(git.tool_timeout("git_log"), Duration::from_secs(5));
+    assert_eq!(git.tool_timeout("git_status"), Duration::from_secs(30));
+}
+
+/// The 1-based line of the first line of `text` containing `needle`.
+pub fn line_of(text: &str, needle: &str) -> usize {
+    text.lines().position(|line| line.contains(needle)).unwrap() + 1
+}
+
+/// Loads `text` as the user config and returns the error's display and the error.
+fn user_error(text: &str) -> (String, ConfigError, PathBuf) {
+    let fx = Fixture::new();
+    let file = fx.user_config(text);
+    let err = fx.load(&Default::default()).unwrap_err();
+    (err.to_string(), err, file)
+}
+
+#[test]
+fn an_unknown_key_names_file_line_table_and_the_expected_keys() {
+    let (message, err, file) = user_error(
+        "# my config\n[model]\nname = \"x\"\n\n[mcp_servers.git]\ncommand = \"git-mcp\"\ncomand = \"oops\"\n",
+    );
+    let expected = format!(
+        "{}:7:1: unknown key \"comand\" in [mcp_servers.git]; expected one of command, builtin, args, env, env_vars, cwd, url,",
+        file.display()
+    );
+    assert!(message.starts_with(&expected), "{message}");
+    let ConfigError::Toml { key, at, .. } = err else {
+        panic!("{err:?}")
+    };
+    assert_eq!(key.as_deref(), Some("mcp_servers.git.comand"));
+    assert_eq!((at.line, at.column), (7, 1));
+
+    let (message, _, file) = user_error("[model]\nname = \"x\"\n\n[modle]\nname = \"y\"\n");
+    assert!(
+        message.starts_with(&format!(
+            "{}:4:2: unknown key \"modle\" in the top level; expected one of model, permissions, agent, mcp_servers",
+            file.display()
+        )),
+        "{message}"
+    );
+
+    let (message, _, _) = user_error(
+        "[mcp_servers.git]\ncommand = \"g\"\n[mcp_servers.git.tools.log]\ntimeout = 3\n",
+    );
+    assert!(
+        message.contains(":4:1: unknown key \"timeout\" in [mcp_servers.git.tools.log]; expected one of timeout_sec, max_output_chars, command_arg, enabled"),
+        "{message}"
+    );
+}
+
+#[test]
+fn a_wrong_type_names_the_key_and_its_line() {
+    let (message, err, file) = user_error(
+        "[agent]\nmax_steps = 3\n\n[mcp_servers.git]\ncommand = \"g\"\nstartup_timeout_sec = \"ten\"\n",
+    );
+    assert_eq!(
+        message,
+        format!(
+            "{}:6:23: mcp_servers.git.startup_timeout_sec: invalid type: string \"ten\", expected f64",
+            file.display()
+        )
+    );
+    assert!(
+        matches!(err, ConfigError::Toml { key: Some(ref k), .. } if k == "mcp_servers.git.startup_timeout_sec")
+    );
+
+    let (message, _, _) = user_error("[permissions]\nallow = [\n  \"a\",\n  3,\n]\n");
+    assert!(
+        message
+            .contains(":4:3: permissions.allow[1]: invalid type: integer `3`, expected a string"),
+        "{message}"
+    );
+
+    let (message, _, _) = user_error("[permissions]\nmode = \"careful\"\n");
+    assert!(
+        message.contains(":2:8: permissions.mode: unknown variant `careful`, expected one of `default`, `accept-edits`, `read-only`, `yolo`"),
+        "{message}"
+    );
+
+    let (message, _, _) = user_error("[mcp_servers.x]\nbuiltin = \"git\"\n");
+    assert!(message.contains(":2:11: mcp_servers.x.builtin: unknown variant `git`, expected one of `fs`, `shell`, `web`"), "{message}");
+}
+
+#[test]
+fn bad_toml_names_the_line() {
+    let (message, err, file) = user_error("[model]\nname = \"x\"\nmax_tokens = \n");
+    assert!(
+        message.starts_with(&format!("{}:3:14: ", file.display())),
+        "{message}"
+    );
+    assert!(matches!(err, ConfigError::Toml { .. }));
+
+    let (message, _, _) = user_error("[model]\nname = \"unterminated\n[agent]\n");
+    assert!(message.contains(":2:"), "{message}");
+
+    let (message, _, _) = user_error("[model]\nname = \"a\"\nname = \"b\"\n");
+    assert!(message.contains(":3:1: "), "duplicate key: {message}");
+}
+
+#[test]
+fn semantic_mistakes_name_file_line_and_key() {
+    let cases = [
+        (
+            "\n[mcp_servers.\"bad.name\"]\ncommand = \"x\"\n",
+            ":2:14: mcp_servers.bad.name: a server name may only use letters, digits, '_' and '-'",
+        ),
+        (
+            "[mcp_servers.both]\ncommand = \"x\"\nurl = \"http://h\"\n",
+            ":1:14: mcp_servers.both: sets both `command` and `url`",
+        ),
+        (
+            "[mcp_servers.none]\nenabled = true\n",
+            ":1:14: mcp_servers.none: needs `command` (a program), `builtin` (fs, shell or web) or `url`",
+        ),
+        (
+            "[mcp_servers.h]\nurl = \"http://h\"\nargs = [\"x\"]\n",
+            ":1:14: mcp_servers.h.args: applies to stdio servers (`command` or `builtin`) only",
+        ),
+        (
+            "[mcp_servers.s]\ncommand = \"x\"\nbearer_token_env_var = \"T\"\n",
+            ":1:14: mcp_servers.s.bearer_token_env_var: applies to HTTP servers (`url`) only",
+        ),
+        (
+            "[mcp_servers.s]\ncommand = \"x\"\n\ntool_timeout_sec = -1\n",
+            ":4:20: mcp_servers.s.tool_timeout_sec: must be a positive number of seconds",
+        ),
+        (
+            "[mcp_servers.s]\ncommand = \"\"\n",
+            ":1:14: mcp_servers.s.command: is empty",
+        ),
+        (
+            "[permissions]\ndeny = [\n  \"ok\",\n  \"shell__run(rm -rf *\",\n]\n",
+            ":4:3: permissions.deny: rule \"shell__run(rm -rf *\" has unbalanced parentheses",
+        ),
+        (
+            "[agent]\nmax_steps = 0\n",
+            ":2:13: agent.max_steps: must be at least 1",
+        ),
+    ];
+    for (text, want) in cases {
+        let (message, err, file) = user_error(text);
+        assert!(matches!(err, ConfigError::Invalid { .. }), "{err:?}");
+        assert!(
+            message.starts_with(&file.display().to_string()),
+            "{message}"
+        );
+        assert!(message.contains(want), "want {want:?} in {message}");
+    }
+}
+
+#[test]
+fn errors_in_the_config_flag_file_and_overrides_name_their_source() {
+    let fx = Fixture::new();
+    let file = fx.write("elsewhere/cfg.toml", "[agent]\nmax_steps = \"many\"\n");
+    let err = fx.load(&super::with_config_file(file.clone())).unwrap_err();
+    assert!(
+        err.to_string()
+            .starts_with(&format!("{}:2:13: agent.max_steps", file.display())),
+        "{err}"
+    );
+
+    let missing = fx.root.join("missing.toml");
+    let err = fx
+        .load(&super::with_config_file(missing.clone()))
+        .unwrap_err();
+    assert!(
+        matches!(err, ConfigError::Io { ref path, .. } if *path == missing),
+        "{err:?}"
+    );
+
+    let options = tern_config::LoadOptions {
+        overrides: vec!["agent.max_steps=3".into(), "mcp_servers.fs.comand=x".into()],
+        ..Default::default()
+    };
+    let err = fx.load(&options).unwrap_err();
+    assert!(
+        err.to_string()
+            .starts_with("-c:2: unknown key \"comand\" in [mcp_servers.fs]"),
+        "{err}"
+    );
+    let options = tern_config::LoadOptions {
+        overrides: vec!["agent.max_steps".into()],
+        ..Default::default()
+    };
+    assert!(matches!(
+        fx.load(&options),
+        Err(ConfigError::Override { .. })
+    ));
+}
