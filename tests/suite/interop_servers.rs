@@ -10,7 +10,9 @@ use tern_mcp::{CallOptions, ServerState};
 use super::pool::{Harness, stdio_spec};
 
 fn npm(b: &str) -> String {
-    dep(&format!("npm/node_modules/.bin/{b}")).to_string_lossy().into_owned()
+    dep(&format!("npm/node_modules/.bin/{b}"))
+        .to_string_lossy()
+        .into_owned()
 }
 
 fn py(b: &str) -> String {
@@ -62,10 +64,19 @@ async fn every_reference_server_answers_a_call_through_the_pool() {
         let pool = h.pool.clone();
         async move {
             let out = pool
-                .call(server, tool, args.as_object().cloned(), CallOptions::default())
+                .call(
+                    server,
+                    tool,
+                    args.as_object().cloned(),
+                    CallOptions::default(),
+                )
                 .await
                 .unwrap_or_else(|e| panic!("{server}/{tool}: {e}"));
-            assert!(!out.is_error, "{server}/{tool} returned an error: {}", out.text);
+            assert!(
+                !out.is_error,
+                "{server}/{tool} returned an error: {}",
+                out.text
+            );
             out.text
         }
     };

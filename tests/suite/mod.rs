@@ -1,4 +1,5 @@
 mod cli_mcp;
+mod interop_clients;
 mod interop_servers;
 mod pool;
 mod serve;

@@ -1,0 +1,153 @@
+//! Other MCP clients run tern's built-in servers as they are: the official
+//! Python SDK (`mcp` on PyPI) lists and calls tools on tern-fs, tern-shell and
+//! tern-web, launched both standalone and as `tern serve NAME`.
+
+use std::{
+    io::{Read, Write},
+    net::TcpListener,
+    path::Path,
+    process::Command,
+};
+
+use serde_json::{Value, json};
+use tern_e2e::{bin, dep, workspace_root};
+
+/// Runs `tests/interop/py_client.py` against `server` and returns its JSON report.
+fn python_client(calls: Value, server: &[String]) -> Value {
+    let python = dep("venv/bin/python");
+    let script = workspace_root().join("tests/interop/py_client.py");
+    let out = Command::new(python)
+        .arg(script)
+        .arg(calls.to_string())
+        .arg("--")
+        .args(server)
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "python client failed: {}\n{}",
+        String::from_utf8_lossy(&out.stderr),
+        String::from_utf8_lossy(&out.stdout)
+    );
+    serde_json::from_slice(&out.stdout).unwrap_or_else(|e| {
+        panic!("{e}: {}", String::from_utf8_lossy(&out.stdout));
+    })
+}
+
+fn s(p: &Path) -> String {
+    p.to_string_lossy().into_owned()
+}
+
+fn call_text(report: &Value, i: usize) -> String {
+    report["calls"][i]["content"][0]["text"]
+        .as_str()
+        .unwrap_or_default()
+        .to_string()
+}
+
+#[test]
+fn python_sdk_drives_tern_fs_standalone_and_via_tern_serve() {
+    let dir = tempfile::tempdir().unwrap();
+    std::fs::write(dir.path().join("notes.txt"), "first line\nsecond line\n").unwrap();
+    let calls = json!([
+        {"name": "read_file", "arguments": {"path": "notes.txt"}},
+        {"name": "read_file", "arguments": {"path": "/etc/passwd"}},
+        {"name": "write_file", "arguments": {"path": "sub/new.txt", "content": "made by python"}},
+    ]);
+    for server in [
+        vec![s(&bin("tern-fs")), "--root".into(), s(dir.path())],
+        vec![
+            s(&bin("tern")),
+            "serve".into(),
+            "fs".into(),
+            "--root".into(),
+            s(dir.path()),
+        ],
+    ] {
+        let report = python_client(calls.clone(), &server);
+        assert_eq!(report["server_info"]["name"], "tern-fs", "{report}");
+        let names: Vec<&str> = report["tools"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|t| t["name"].as_str().unwrap())
+            .collect();
+        for want in [
+            "read_file",
+            "write_file",
+            "edit_file",
+            "list_dir",
+            "glob",
+            "grep",
+        ] {
+            assert!(names.contains(&want), "{names:?}");
+        }
+        let read = report["tools"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .find(|t| t["name"] == "read_file")
+            .unwrap();
+        assert_eq!(read["annotations"]["readOnlyHint"], true);
+        assert!(call_text(&report, 0).contains("second line"), "{report}");
+        assert_eq!(
+            report["calls"][1]["isError"], true,
+            "escape must be refused: {report}"
+        );
+        assert_eq!(
+            std::fs::read_to_string(dir.path().join("sub/new.txt")).unwrap(),
+            "made by python"
+        );
+        std::fs::remove_dir_all(dir.path().join("sub")).unwrap();
+    }
+}
+
+#[test]
+fn python_sdk_drives_tern_shell() {
+    let dir = tempfile::tempdir().unwrap();
+    let report = python_client(
+        json!([{"name": "run", "arguments": {"command": "echo hello-from-shell; exit 3"}}]),
+        &[s(&bin("tern-shell")), "--root".into(), s(dir.path())],
+    );
+    assert_eq!(report["server_info"]["name"], "tern-shell", "{report}");
+    assert_eq!(report["tools"][0]["name"], "run");
+    assert!(
+        call_text(&report, 0).contains("hello-from-shell"),
+        "{report}"
+    );
+    assert_eq!(
+        report["calls"][0]["structuredContent"]["exit_code"], 3,
+        "{report}"
+    );
+}
+
+#[test]
+fn python_sdk_drives_tern_web_against_a_loopback_page() {
+    let listener = TcpListener::bind("127.0.0.1:0").unwrap();
+    let port = listener.local_addr().unwrap().port();
+    std::thread::spawn(move || {
+        for stream in listener.incoming().take(4) {
+            let Ok(mut stream) = stream else { continue };
+            let mut buf = [0u8; 4096];
+            let _ = stream.read(&mut buf);
+            let body = "<html><head><title>T</title></head><body><h1>Interop page</h1><p>Served on loopback.</p></body></html>";
+            let _ = write!(
+                stream,
+                "HTTP/1.1 200 OK\r\nContent-Type: text/html; charset=utf-8\r\nContent-Length: {}\r\nConnection: close\r\n\r\n{body}",
+                body.len()
+            );
+        }
+    });
+    let url = format!("http://127.0.0.1:{port}/");
+    let calls = json!([{"name": "fetch", "arguments": {"url": url}}]);
+    let report = python_client(
+        calls.clone(),
+        &[s(&bin("tern-web")), "--allow-private".into()],
+    );
+    assert_eq!(report["server_info"]["name"], "tern-web", "{report}");
+    let text = call_text(&report, 0);
+    assert!(text.contains("# Interop page"), "{report}");
+    // Without --allow-private the same loopback URL is refused (SSRF guard).
+    let report = python_client(calls, &[s(&bin("tern")), "serve".into(), "web".into()]);
+    assert_eq!(report["calls"][0]["isError"], true, "{report}");
+}
