@@ -99,8 +99,14 @@ pub(crate) fn parse(source: &SourceText<'_>) -> Result<RawConfig> {
 fn toml_error(source: &SourceText<'_>, err: &toml::de::Error) -> ConfigError {
     let span = err.span();
     let at = source.locate_span(span.clone());
-    let key = span.and_then(|span| source.key_at(span.start));
-    let message = describe(err.message(), key.as_deref());
+    let key = span.clone().and_then(|span| source.key_at(span.start));
+    let mut message = describe(err.message(), key.as_deref());
+    // The text does not parse, so no key path; a duplicate key's span is the key itself.
+    if message == "duplicate key"
+        && let Some(name) = span.and_then(|span| source.text.get(span))
+    {
+        message = format!("duplicate key {:?}", name.trim());
+    }
     ConfigError::Toml { at, key, message }
 }
 
