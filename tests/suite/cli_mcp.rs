@@ -344,3 +344,29 @@ fn a_changed_tool_is_held_until_approved() {
     assert!(out.status.success(), "{}", stderr(&out));
     assert!(has_echo(&p).0, "approved definitions are allowed again");
 }
+
+#[test]
+fn an_http_server_from_config_gets_its_token_from_the_named_env_var() {
+    let (mut child, url) = super::pool::http_test_server();
+    let p = Project::new();
+    p.user_config(&format!(
+        "{NO_BUILTINS}[mcp_servers.remote]\nurl = {url:?}\nbearer_token_env_var = \"REMOTE_TOKEN\"\nhttp_headers = {{ X-Tern-Test = \"yes\" }}\n"
+    ));
+    let out = tern(p.home.path(), p.dir.path())
+        .args(["mcp", "list", "--json"])
+        .env("REMOTE_TOKEN", "tok-xyz")
+        .output()
+        .unwrap();
+    assert!(out.status.success(), "{}", stderr(&out));
+    let servers: Vec<Value> = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(servers[0]["name"], "remote");
+    assert_eq!(servers[0]["transport"], "http");
+    assert_eq!(servers[0]["status"], "ready", "{servers:?}");
+
+    // Without the variable: a clear error naming it.
+    let out = p.run(&["mcp", "list"]);
+    assert!(!out.status.success());
+    assert!(stderr(&out).contains("REMOTE_TOKEN"), "{}", stderr(&out));
+    let _ = child.kill();
+    let _ = child.wait();
+}

@@ -512,3 +512,57 @@ async fn progress_notifications_reach_the_caller_and_roots_are_offered() {
     assert!(roots.contains(&format!("file://{dir}")), "{roots}");
     h.pool.shutdown().await;
 }
+
+/// Starts `tern-test-server --http 127.0.0.1:0` and returns it with its URL.
+pub(crate) fn http_test_server() -> (std::process::Child, String) {
+    use std::io::BufRead;
+    let mut child = std::process::Command::new(tern_e2e::bin("tern-test-server"))
+        .args(["--http", "127.0.0.1:0"])
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::null())
+        .spawn()
+        .unwrap();
+    let mut line = String::new();
+    std::io::BufReader::new(child.stdout.take().unwrap())
+        .read_line(&mut line)
+        .unwrap();
+    let addr = line
+        .trim()
+        .strip_prefix("listening on ")
+        .unwrap()
+        .to_string();
+    (child, format!("http://{addr}/mcp"))
+}
+
+#[tokio::test]
+async fn streamable_http_servers_get_the_bearer_token_and_headers() {
+    let (mut child, url) = http_test_server();
+    let spec = ServerSpec {
+        transport: TransportSpec::Http {
+            url,
+            bearer_token: Some("tok-123".into()),
+            headers: [("X-Tern-Test".to_string(), "yes".to_string())].into(),
+        },
+        ..test_server_spec("remote", &[])
+    };
+    let h = Harness::start(vec![spec]).await;
+    assert!(
+        matches!(h.state("remote"), ServerState::Ready { pid: None, .. }),
+        "{:?}",
+        h.state("remote")
+    );
+    assert_eq!(h.echo("remote", "over http").await.unwrap(), "over http");
+    let headers: serde_json::Value = serde_json::from_str(
+        &h.pool
+            .call("remote", "headers", None, CallOptions::default())
+            .await
+            .unwrap()
+            .text,
+    )
+    .unwrap();
+    assert_eq!(headers["authorization"], "Bearer tok-123", "{headers}");
+    assert_eq!(headers["x-tern-test"], "yes", "{headers}");
+    h.pool.shutdown().await;
+    let _ = child.kill();
+    let _ = child.wait();
+}

@@ -68,6 +68,10 @@ struct Args {
     /// Append every tools/call received to this file, one JSON line each.
     #[arg(long)]
     audit: Option<PathBuf>,
+    /// Serve streamable HTTP on this address (e.g. 127.0.0.1:0) instead of stdio;
+    /// the bound address is printed on stdout as `listening on ADDR`.
+    #[arg(long)]
+    http: Option<String>,
 }
 
 #[derive(Clone)]
@@ -130,6 +134,12 @@ impl TestServer {
                 false,
             ),
             tool("noop", "Do nothing.", empty.clone(), true),
+            tool(
+                "headers",
+                "Return the HTTP request headers this call arrived with (HTTP mode).",
+                empty.clone(),
+                true,
+            ),
             tool(
                 "big",
                 "Return `chars` characters of text.",
@@ -276,6 +286,25 @@ impl ServerHandler for TestServer {
                     Err(e) => Ok(text(format!("roots/list failed: {e}"))),
                 }
             }
+            "headers" => {
+                let headers: serde_json::Map<String, Value> = context
+                    .extensions
+                    .get::<http::request::Parts>()
+                    .map(|parts| {
+                        parts
+                            .headers
+                            .iter()
+                            .map(|(k, v)| {
+                                (
+                                    k.to_string(),
+                                    Value::String(v.to_str().unwrap_or("?").to_string()),
+                                )
+                            })
+                            .collect()
+                    })
+                    .unwrap_or_default();
+                Ok(text(Value::Object(headers).to_string()))
+            }
             "crash" => {
                 eprintln!("test-server: dying mid-call on purpose");
                 let _ = std::io::stderr().flush();
@@ -313,6 +342,10 @@ async fn main() {
         args: args.clone(),
         changed: Arc::new(AtomicBool::new(false)),
     };
+    if let Some(addr) = &args.http {
+        serve_http(server, addr).await;
+        return;
+    }
     let service = match server.clone().serve(rmcp::transport::stdio_pipes()).await {
         Ok(s) => s,
         Err(e) => {
@@ -330,4 +363,29 @@ async fn main() {
         });
     }
     let _ = service.waiting().await;
+}
+
+/// Streamable HTTP mode: `/mcp` on `addr`, for the pool's HTTP transport tests.
+async fn serve_http(server: TestServer, addr: &str) {
+    use rmcp::transport::streamable_http_server::{
+        StreamableHttpServerConfig, StreamableHttpService, session::local::LocalSessionManager,
+    };
+    let service = StreamableHttpService::new(
+        move || Ok(server.clone()),
+        Arc::new(LocalSessionManager::default()),
+        StreamableHttpServerConfig::default(),
+    );
+    let router = axum::Router::new().nest_service("/mcp", service);
+    let listener = match tokio::net::TcpListener::bind(addr).await {
+        Ok(l) => l,
+        Err(e) => {
+            eprintln!("test-server: cannot bind {addr}: {e}");
+            std::process::exit(1);
+        }
+    };
+    if let Ok(local) = listener.local_addr() {
+        println!("listening on {local}");
+        let _ = std::io::stdout().flush();
+    }
+    let _ = axum::serve(listener, router).await;
 }
