@@ -111,8 +111,8 @@ pub fn decode(body: &[u8], content_type: Option<&str>) -> String {
 pub fn html_to_markdown(html: &str) -> String {
     let converter = htmd::HtmlToMarkdown::builder()
         .skip_tags(vec![
-            "head", "script", "style", "noscript", "template", "svg", "canvas", "iframe",
-            "object", "embed", "form", "button", "input", "select", "textarea",
+            "head", "script", "style", "noscript", "template", "svg", "canvas", "iframe", "object",
+            "embed", "form", "button", "input", "select", "textarea",
         ])
         .build();
     match converter.convert(html) {
@@ -167,7 +167,10 @@ mod tests {
         assert_eq!(classify(Some("application/json"), b""), Kind::Text);
         assert_eq!(classify(Some("application/ld+json"), b""), Kind::Text);
         assert_eq!(classify(Some("image/png"), b"<html>"), Kind::Binary);
-        assert_eq!(classify(Some("application/octet-stream"), b"abc"), Kind::Binary);
+        assert_eq!(
+            classify(Some("application/octet-stream"), b"abc"),
+            Kind::Binary
+        );
         assert_eq!(classify(Some("application/pdf"), b""), Kind::Binary);
     }
 
@@ -176,12 +179,18 @@ mod tests {
         assert_eq!(classify(None, b"  <!DOCTYPE html><p>x"), Kind::Html);
         assert_eq!(classify(Some(""), b"plain words\n"), Kind::Text);
         assert_eq!(classify(None, b"\x89PNG\r\n\x1a\n\0\0"), Kind::Binary);
-        assert_eq!(classify(None, "caf\u{e9}".as_bytes().split_at(4).0), Kind::Text);
+        assert_eq!(
+            classify(None, "caf\u{e9}".as_bytes().split_at(4).0),
+            Kind::Text
+        );
     }
 
     #[test]
     fn charsets_are_honoured() {
-        assert_eq!(decode(b"caf\xe9", Some("text/plain; charset=ISO-8859-1")), "café");
+        assert_eq!(
+            decode(b"caf\xe9", Some("text/plain; charset=ISO-8859-1")),
+            "café"
+        );
         assert_eq!(decode("café".as_bytes(), Some("text/plain")), "café");
         assert_eq!(decode(b"a\xffb", None), "a\u{FFFD}b");
     }

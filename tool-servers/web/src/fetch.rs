@@ -52,7 +52,10 @@ pub struct Fetched {
 #[derive(Debug, thiserror::Error)]
 pub enum FetchError {
     #[error("`{url}` is not a valid URL: {source}")]
-    InvalidUrl { url: String, source: url::ParseError },
+    InvalidUrl {
+        url: String,
+        source: url::ParseError,
+    },
     #[error(
         "refused to fetch {url}: {reason} (tern-web does not reach private, loopback or \
          link-local addresses unless started with --allow-private)"
@@ -80,12 +83,23 @@ pub enum FetchError {
         status: u16,
         snippet: String,
     },
-    #[error(
-        "{url} returned binary content ({content_type}); only HTML and text are returned"
-    )]
+    #[error("{url} returned binary content ({content_type}); only HTML and text are returned")]
     Binary { url: Url, content_type: String },
     #[error("cannot start the HTTP client: {0}")]
     Client(String),
+    /// A later hop failed: says where the redirect chain started.
+    #[error("{source} (reached by redirect from {from})")]
+    Redirected { from: Url, source: Box<FetchError> },
+}
+
+impl FetchError {
+    /// The error itself, without redirect context.
+    pub fn root(&self) -> &FetchError {
+        match self {
+            FetchError::Redirected { source, .. } => source.root(),
+            other => other,
+        }
+    }
 }
 
 /// Characters of an error page shown in a status error.
@@ -143,20 +157,35 @@ impl Fetcher {
     }
 
     async fn follow(&self, start: Url) -> Result<Fetched, FetchError> {
+        self.follow_hops(start.clone())
+            .await
+            .map_err(|(error, hops)| match hops {
+                0 => error,
+                _ => FetchError::Redirected {
+                    from: start,
+                    source: Box::new(error),
+                },
+            })
+    }
+
+    /// The redirect loop; an error comes with the number of hops taken.
+    async fn follow_hops(&self, start: Url) -> Result<Fetched, (FetchError, usize)> {
         let mut url = start.clone();
         for redirects in 0..=self.limits.max_redirects {
             // IP literals never reach the resolver, so they are checked here;
             // names are checked by the resolver when the connection is made.
-            check_url(&url, &self.policy).map_err(|reason| match reason {
-                UrlRefusal::Address { .. } => FetchError::Blocked {
-                    url: url.clone(),
-                    reason: reason.to_string(),
-                },
-                _ => FetchError::Refused {
-                    url: url.clone(),
-                    reason,
-                },
-            })?;
+            check_url(&url, &self.policy)
+                .map_err(|reason| match reason {
+                    UrlRefusal::Address { .. } => FetchError::Blocked {
+                        url: url.clone(),
+                        reason: reason.to_string(),
+                    },
+                    _ => FetchError::Refused {
+                        url: url.clone(),
+                        reason,
+                    },
+                })
+                .map_err(|e| (e, redirects))?;
             let response = self
                 .client
                 .get(url.clone())
@@ -166,25 +195,33 @@ impl Fetcher {
                 )
                 .send()
                 .await
-                .map_err(|e| request_error(&url, &e))?;
+                .map_err(|e| (request_error(&url, &e), redirects))?;
             let status = response.status();
-            if status.is_redirection() {
-                if let Some(location) = response.headers().get(LOCATION) {
-                    let location = String::from_utf8_lossy(location.as_bytes()).into_owned();
-                    url = url.join(&location).map_err(|_| FetchError::BadRedirect {
+            // A 3xx without Location (304, 300) is an ordinary response.
+            if status.is_redirection()
+                && let Some(location) = response.headers().get(LOCATION)
+            {
+                let location = String::from_utf8_lossy(location.as_bytes()).into_owned();
+                url = url.join(&location).map_err(|_| {
+                    let error = FetchError::BadRedirect {
                         url: url.clone(),
                         status: status.as_u16(),
                         location,
-                    })?;
-                    continue;
-                }
+                    };
+                    (error, redirects)
+                })?;
+                continue;
             }
-            return self.read(start, url, redirects, response).await;
+            return self
+                .read(start, url, redirects, response)
+                .await
+                .map_err(|e| (e, redirects));
         }
-        Err(FetchError::TooManyRedirects {
-            url,
+        let error = FetchError::TooManyRedirects {
+            url: start,
             max: self.limits.max_redirects,
-        })
+        };
+        Err((error, 0))
     }
 
     async fn read(
@@ -283,12 +320,10 @@ fn request_error(url: &Url, error: &reqwest::Error) -> FetchError {
                     url: url.clone(),
                     reason: resolve.to_string(),
                 },
-                ResolveError::Lookup { .. } | ResolveError::NoAddresses { .. } => {
-                    FetchError::Dns {
-                        url: url.clone(),
-                        reason: resolve.to_string(),
-                    }
-                }
+                ResolveError::Lookup { .. } | ResolveError::NoAddresses { .. } => FetchError::Dns {
+                    url: url.clone(),
+                    reason: resolve.to_string(),
+                },
             };
         }
         source = e.source();

@@ -39,7 +39,7 @@ impl std::fmt::Display for Blocked {
         f.write_str(match self {
             Blocked::Loopback => "a loopback address",
             Blocked::Private => "a private-network address",
-            Blocked::LinkLocal => "a link-local address (cloud metadata lives here)",
+            Blocked::LinkLocal => "a link-local address, where cloud metadata services live",
             Blocked::Unspecified => "the unspecified address",
             Blocked::SharedCgnat => "a carrier-grade NAT address",
             Blocked::Multicast => "a multicast address",
@@ -247,7 +247,10 @@ mod tests {
             "https://[::1]:443/",
         ] {
             match refusal(spelling) {
-                UrlRefusal::Address { reason: Blocked::Loopback, .. } => {}
+                UrlRefusal::Address {
+                    reason: Blocked::Loopback,
+                    ..
+                } => {}
                 other => panic!("{spelling}: {other:?}"),
             }
         }
@@ -255,9 +258,18 @@ mod tests {
 
     #[test]
     fn the_unspecified_address_in_any_spelling_is_refused() {
-        for spelling in ["http://0/", "http://0.0.0.0/", "http://0x0/", "http://[::]/", "http://0.1.2.3/"] {
+        for spelling in [
+            "http://0/",
+            "http://0.0.0.0/",
+            "http://0x0/",
+            "http://[::]/",
+            "http://0.1.2.3/",
+        ] {
             match refusal(spelling) {
-                UrlRefusal::Address { reason: Blocked::Unspecified, .. } => {}
+                UrlRefusal::Address {
+                    reason: Blocked::Unspecified,
+                    ..
+                } => {}
                 other => panic!("{spelling}: {other:?}"),
             }
         }
@@ -266,7 +278,10 @@ mod tests {
     #[test]
     fn metadata_private_and_other_internal_ranges_are_refused() {
         let cases = [
-            ("http://169.254.169.254/latest/meta-data/", Blocked::LinkLocal),
+            (
+                "http://169.254.169.254/latest/meta-data/",
+                Blocked::LinkLocal,
+            ),
             ("http://[::ffff:169.254.169.254]/", Blocked::LinkLocal),
             ("http://2852039166/", Blocked::LinkLocal),
             ("http://[fe80::1]/", Blocked::LinkLocal),
@@ -313,10 +328,19 @@ mod tests {
 
     #[test]
     fn only_http_and_https_without_credentials_are_fetched() {
-        assert_eq!(refusal("ftp://example.com/"), UrlRefusal::Scheme("ftp".into()));
-        assert_eq!(refusal("file:///etc/passwd"), UrlRefusal::Scheme("file".into()));
+        assert_eq!(
+            refusal("ftp://example.com/"),
+            UrlRefusal::Scheme("ftp".into())
+        );
+        assert_eq!(
+            refusal("file:///etc/passwd"),
+            UrlRefusal::Scheme("file".into())
+        );
         assert_eq!(refusal("gopher://x/"), UrlRefusal::Scheme("gopher".into()));
-        assert_eq!(refusal("http://user:pw@example.com/"), UrlRefusal::Credentials);
+        assert_eq!(
+            refusal("http://user:pw@example.com/"),
+            UrlRefusal::Credentials
+        );
         let ok = Url::parse("https://example.com/a").unwrap();
         assert_eq!(
             check_url(&ok, &deny()).unwrap(),
@@ -326,12 +350,21 @@ mod tests {
 
     #[test]
     fn allow_private_and_trusted_addresses_open_the_gate() {
-        let open = AddressPolicy { allow_private: true, trusted: vec![] };
+        let open = AddressPolicy {
+            allow_private: true,
+            trusted: vec![],
+        };
         let url = Url::parse("http://127.0.0.1:9/").unwrap();
         assert!(check_url(&url, &open).is_ok());
-        let one = AddressPolicy { allow_private: false, trusted: vec!["127.0.0.2".parse().unwrap()] };
+        let one = AddressPolicy {
+            allow_private: false,
+            trusted: vec!["127.0.0.2".parse().unwrap()],
+        };
         assert!(one.check("127.0.0.2".parse().unwrap()).is_ok());
         assert!(one.check("::ffff:127.0.0.2".parse().unwrap()).is_ok());
-        assert_eq!(one.check("127.0.0.1".parse().unwrap()), Err(Blocked::Loopback));
+        assert_eq!(
+            one.check("127.0.0.1".parse().unwrap()),
+            Err(Blocked::Loopback)
+        );
     }
 }

@@ -72,10 +72,14 @@ pub async fn run(args: Args) -> Result<(), tern_tool_common::ServeError> {
 pub fn server_from(args: Args) -> Result<WebServer, tern_tool_common::ServeError> {
     let config = |msg: String| tern_tool_common::ServeError::Config(msg);
     if args.max_bytes == 0 || args.max_chars_limit == 0 {
-        return Err(config("--max-bytes and --max-chars-limit must be at least 1".into()));
+        return Err(config(
+            "--max-bytes and --max-chars-limit must be at least 1".into(),
+        ));
     }
     if args.timeout == 0 || args.connect_timeout == 0 {
-        return Err(config("--timeout and --connect-timeout must be at least 1 second".into()));
+        return Err(config(
+            "--timeout and --connect-timeout must be at least 1 second".into(),
+        ));
     }
     if args.allow_private {
         tracing::warn!("--allow-private: internal addresses can be fetched");

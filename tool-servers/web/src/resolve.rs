@@ -152,9 +152,15 @@ mod tests {
                 ("local.test".into(), vec!["127.0.0.1".parse().unwrap()]),
                 (
                     "mixed.test".into(),
-                    vec!["93.184.215.14".parse().unwrap(), "10.0.0.7".parse().unwrap()],
+                    vec![
+                        "93.184.215.14".parse().unwrap(),
+                        "10.0.0.7".parse().unwrap(),
+                    ],
                 ),
-                ("mapped.test".into(), vec!["::ffff:169.254.169.254".parse().unwrap()]),
+                (
+                    "mapped.test".into(),
+                    vec!["::ffff:169.254.169.254".parse().unwrap()],
+                ),
             ],
         };
         GuardedResolver::new(Arc::new(table), Arc::new(policy))
@@ -184,8 +190,14 @@ mod tests {
     #[tokio::test]
     async fn unknown_names_are_lookup_errors_and_allow_private_opens() {
         let r = resolver(AddressPolicy::default());
-        assert!(matches!(r.vetted("nope.test").await, Err(ResolveError::Lookup { .. })));
-        let open = resolver(AddressPolicy { allow_private: true, trusted: vec![] });
+        assert!(matches!(
+            r.vetted("nope.test").await,
+            Err(ResolveError::Lookup { .. })
+        ));
+        let open = resolver(AddressPolicy {
+            allow_private: true,
+            trusted: vec![],
+        });
         assert!(open.vetted("local.test").await.is_ok());
     }
 }

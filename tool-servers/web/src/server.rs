@@ -167,7 +167,7 @@ async fn render(page: Fetched, max_chars: usize) -> CallToolResult {
 }
 
 fn error_result(requested: &str, error: &FetchError) -> CallToolResult {
-    let (kind, status) = match error {
+    let (kind, status) = match error.root() {
         FetchError::InvalidUrl { .. } => ("invalid_url", None),
         FetchError::Blocked { .. } => ("blocked_address", None),
         FetchError::Refused { .. } => ("refused", None),
@@ -179,6 +179,7 @@ fn error_result(requested: &str, error: &FetchError) -> CallToolResult {
         FetchError::Status { status, .. } => ("http_status", Some(*status)),
         FetchError::Binary { .. } => ("binary_content", None),
         FetchError::Client(_) => ("client", None),
+        FetchError::Redirected { .. } => ("redirected", None),
     };
     let mut result = CallToolResult::error(vec![ContentBlock::text(error.to_string())]);
     result.structured_content = Some(serde_json::json!({

@@ -1,0 +1,4 @@
+mod fetching;
+mod http;
+mod ssrf;
+mod support;
