@@ -44,8 +44,12 @@ impl Wire {
 
     fn delta(self, text: &str) -> String {
         match self {
-            Wire::Anthropic => format!("event: content_block_delta\ndata: {{\"type\":\"content_block_delta\",\"index\":0,\"delta\":{{\"type\":\"text_delta\",\"text\":\"{text}\"}}}}\n\n"),
-            Wire::OpenAi => format!("data: {{\"id\":\"c\",\"object\":\"chat.completion.chunk\",\"choices\":[{{\"index\":0,\"delta\":{{\"content\":\"{text}\"}},\"finish_reason\":null}}]}}\n\n"),
+            Wire::Anthropic => format!(
+                "event: content_block_delta\ndata: {{\"type\":\"content_block_delta\",\"index\":0,\"delta\":{{\"type\":\"text_delta\",\"text\":\"{text}\"}}}}\n\n"
+            ),
+            Wire::OpenAi => format!(
+                "data: {{\"id\":\"c\",\"object\":\"chat.completion.chunk\",\"choices\":[{{\"index\":0,\"delta\":{{\"content\":\"{text}\"}},\"finish_reason\":null}}]}}\n\n"
+            ),
         }
     }
 
@@ -137,7 +141,10 @@ fn latency(rt: &tokio::runtime::Runtime, wire: Wire) -> Vec<f64> {
     });
     rt.block_on(async {
         let adapter = adapter_for(wire, port);
-        let mut stream = adapter.stream(&request(), CancellationToken::new()).await.unwrap();
+        let mut stream = adapter
+            .stream(&request(), CancellationToken::new())
+            .await
+            .unwrap();
         while let Some(event) = stream.next().await {
             if let ModelEvent::TextDelta(_) = event.unwrap() {
                 ack_tx.send(Instant::now()).unwrap();
@@ -153,7 +160,11 @@ fn process_cpu_ns() -> u64 {
     for task in std::fs::read_dir("/proc/self/task").unwrap() {
         let path = task.unwrap().path().join("schedstat");
         if let Ok(s) = std::fs::read_to_string(path) {
-            total += s.split_whitespace().next().and_then(|v| v.parse::<u64>().ok()).unwrap_or(0);
+            total += s
+                .split_whitespace()
+                .next()
+                .and_then(|v| v.parse::<u64>().ok())
+                .unwrap_or(0);
         }
     }
     total
@@ -182,7 +193,10 @@ fn cpu(rt: &tokio::runtime::Runtime, wire: Wire) -> (f64, f64, f64) {
     });
     let (cpu_ns, wall, count) = rt.block_on(async {
         let adapter = adapter_for(wire, port);
-        let mut stream = adapter.stream(&request(), CancellationToken::new()).await.unwrap();
+        let mut stream = adapter
+            .stream(&request(), CancellationToken::new())
+            .await
+            .unwrap();
         tokio::time::sleep(Duration::from_millis(50)).await; // let the request go out first
         let cpu0 = process_cpu_ns();
         let t0 = Instant::now();
@@ -198,7 +212,11 @@ fn cpu(rt: &tokio::runtime::Runtime, wire: Wire) -> (f64, f64, f64) {
     server.join().unwrap();
     assert_eq!(count, CPU_DELTAS);
     let per_1000_us = cpu_ns as f64 / 1e3 / (CPU_DELTAS as f64 / 1000.0);
-    (per_1000_us, wall.as_secs_f64() * 1e3, CPU_DELTAS as f64 / wall.as_secs_f64())
+    (
+        per_1000_us,
+        wall.as_secs_f64() * 1e3,
+        CPU_DELTAS as f64 / wall.as_secs_f64(),
+    )
 }
 
 fn percentile(sorted: &[f64], p: f64) -> f64 {
@@ -221,8 +239,12 @@ fn main() {
     }
     println!("tern-model adapter overhead (loopback, release build, 2 tokio workers)");
     println!();
-    println!("| wire      | chunk written → ModelEvent p50 | p99      | max      | CPU per 1 000 deltas | throughput       |");
-    println!("|-----------|--------------------------------|----------|----------|----------------------|------------------|");
+    println!(
+        "| wire      | chunk written → ModelEvent p50 | p99      | max      | CPU per 1 000 deltas | throughput       |"
+    );
+    println!(
+        "|-----------|--------------------------------|----------|----------|----------------------|------------------|"
+    );
     for wire in [Wire::Anthropic, Wire::OpenAi] {
         let _ = latency(&rt, wire); // warm-up: connection setup, allocator, page faults
         let mut lat = latency(&rt, wire);
