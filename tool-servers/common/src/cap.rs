@@ -51,17 +51,38 @@ impl HeadTail {
     /// Appends text. Memory stays bounded by the limit whatever is pushed.
     pub fn push_str(&mut self, s: &str) {
         self.total_bytes += s.len() as u64;
-        for c in s.chars() {
-            self.total_chars += 1;
-            if self.head_chars < self.head_budget {
+        let mut rest = s;
+        if self.head_chars < self.head_budget {
+            let mut chars = rest.char_indices();
+            let mut split = rest.len();
+            for (i, c) in chars.by_ref() {
+                if self.head_chars == self.head_budget {
+                    split = i;
+                    break;
+                }
                 self.head.push(c);
                 self.head_chars += 1;
-            } else if self.tail_budget > 0 {
-                if self.tail.len() == self.tail_budget {
-                    self.tail.pop_front();
-                }
-                self.tail.push_back(c);
             }
+            self.total_chars += rest[..split].chars().count() as u64;
+            rest = &rest[split..];
+        }
+        if rest.is_empty() {
+            return;
+        }
+        let n = rest.chars().count();
+        self.total_chars += n as u64;
+        if self.tail_budget == 0 {
+            return;
+        }
+        // A flood pushes chunks larger than the tail: only their last
+        // `tail_budget` characters can survive, so skip the rest unseen.
+        if n >= self.tail_budget {
+            self.tail.clear();
+            self.tail.extend(rest.chars().skip(n - self.tail_budget));
+        } else {
+            let overflow = (self.tail.len() + n).saturating_sub(self.tail_budget);
+            self.tail.drain(..overflow);
+            self.tail.extend(rest.chars());
         }
     }
 
@@ -136,6 +157,27 @@ mod tests {
         assert!(out.text.starts_with("éé"));
         assert!(out.text.ends_with("éé"));
         assert_eq!(out.total_bytes, 14);
+    }
+
+    #[test]
+    fn chunked_and_whole_pushes_agree() {
+        let text: String = (0..5000)
+            .map(|i| char::from(b'a' + (i % 26) as u8))
+            .collect::<String>()
+            + "é→x";
+        let mut whole = HeadTail::new(300);
+        whole.push_str(&text);
+        let whole = whole.finish();
+        for chunk in [1, 7, 150, 299, 300, 301, 1000] {
+            let mut parts = HeadTail::new(300);
+            let chars: Vec<char> = text.chars().collect();
+            for piece in chars.chunks(chunk) {
+                parts.push_str(&piece.iter().collect::<String>());
+            }
+            assert_eq!(parts.finish(), whole, "chunk {chunk}");
+        }
+        assert!(whole.text.ends_with("é→x"));
+        assert_eq!(whole.total_chars, 5003);
     }
 
     #[test]

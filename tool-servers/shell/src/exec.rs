@@ -38,8 +38,9 @@ pub const DRAIN_AFTER_EXIT: Duration = Duration::from_millis(300);
 /// How often a progress callback fires.
 pub const PROGRESS_INTERVAL: Duration = Duration::from_secs(1);
 
-/// Size of one read from the output pipe.
-const READ_CHUNK: usize = 16 * 1024;
+/// Size of one read from the output pipe: a full default pipe buffer, so a
+/// flood is taken in few, large reads.
+const READ_CHUNK: usize = 64 * 1024;
 
 /// What to run and under which limits.
 #[derive(Debug)]
