@@ -1,0 +1,207 @@
+//! Stage 6, Audit: one JSON line per call in `$TERN_HOME/audit.jsonl`, separate from the run's
+//! events so it survives `tern runs` clean-ups and can be shipped on its own.
+//!
+//! The file is opened append-only (created `0600`), each line is written with one `write` call and
+//! flushed, so concurrent calls never interleave and a crash loses at most the line in flight.
+//! Arguments and results are recorded as sha256 digests, never in clear.
+
+use std::{
+    fs::{File, OpenOptions},
+    io::Write,
+    path::{Path, PathBuf},
+    sync::Mutex,
+    time::SystemTime,
+};
+
+use serde::Serialize;
+use sha2::{Digest, Sha256};
+
+use crate::{
+    call::{Decision, ErrorType},
+    redact::Redactor,
+};
+
+/// One audit line (and the `tool_call_finished` event).
+#[derive(Debug, Clone, Serialize, PartialEq)]
+pub struct AuditRecord {
+    /// RFC 3339, UTC, milliseconds.
+    pub time: String,
+    pub run_id: String,
+    pub session_id: String,
+    pub call_id: String,
+    /// Model-facing name, as called (also for unknown tools).
+    pub tool: String,
+    /// Empty when the tool was unknown.
+    pub server: String,
+    /// sha256 of the arguments' JSON text.
+    pub args_sha256: String,
+    /// None when the call ended before the permission stage.
+    pub decision: Option<Decision>,
+    /// What decided it: `file:line`, `annotation:readOnlyHint`, `mode:yolo`, `user:always`, ….
+    pub rule: Option<String>,
+    pub duration_ms: u64,
+    /// sha256 and length in bytes of the result text as delivered in full (the spill file's
+    /// content when there is one), so the two can be checked against each other.
+    pub result_sha256: String,
+    pub result_bytes: usize,
+    pub is_error: bool,
+    pub error_type: Option<ErrorType>,
+    pub truncated: bool,
+}
+
+/// Why the audit log could not be opened.
+#[derive(Debug, thiserror::Error)]
+#[error("cannot open the audit log {path}: {source}")]
+pub struct AuditOpenError {
+    pub path: PathBuf,
+    #[source]
+    pub source: std::io::Error,
+}
+
+/// The open audit log.
+pub struct AuditLog {
+    path: PathBuf,
+    file: Mutex<File>,
+}
+
+impl AuditLog {
+    /// Opens (creating) `path` for appending.
+    pub fn open(path: &Path) -> Result<Self, AuditOpenError> {
+        let err = |source| AuditOpenError {
+            path: path.to_owned(),
+            source,
+        };
+        if let Some(dir) = path.parent() {
+            std::fs::create_dir_all(dir).map_err(err)?;
+        }
+        let mut options = OpenOptions::new();
+        options.append(true).create(true);
+        #[cfg(unix)]
+        {
+            use std::os::unix::fs::OpenOptionsExt;
+            options.mode(0o600);
+        }
+        let file = options.open(path).map_err(err)?;
+        Ok(Self {
+            path: path.to_owned(),
+            file: Mutex::new(file),
+        })
+    }
+
+    pub fn path(&self) -> &Path {
+        &self.path
+    }
+
+    /// Appends one record, redacted. A failed write is returned for the caller to report; it never
+    /// turns a tool result into an error.
+    pub fn append(&self, record: &AuditRecord, redactor: &Redactor) -> std::io::Result<()> {
+        let json = serde_json::to_string(record).map_err(std::io::Error::other)?;
+        let mut line = redactor.redact(&json);
+        line.push('\n');
+        let mut file = self
+            .file
+            .lock()
+            .map_err(|_| std::io::Error::other("audit log lock poisoned"))?;
+        file.write_all(line.as_bytes())?;
+        file.flush()
+    }
+}
+
+/// Lowercase hex sha256.
+pub fn sha256_hex(bytes: &[u8]) -> String {
+    hex::encode(Sha256::digest(bytes))
+}
+
+/// `2026-11-30T09:30:00.123Z`.
+pub fn rfc3339_now() -> String {
+    let since = SystemTime::now()
+        .duration_since(SystemTime::UNIX_EPOCH)
+        .unwrap_or_default();
+    rfc3339(since.as_secs(), since.subsec_millis())
+}
+
+fn rfc3339(secs: u64, millis: u32) -> String {
+    let days = i64::try_from(secs / 86_400).unwrap_or(0);
+    let rem = secs % 86_400;
+    // Howard Hinnant's days-to-civil.
+    let z = days + 719_468;
+    let era = z.div_euclid(146_097);
+    let doe = z.rem_euclid(146_097);
+    let yoe = (doe - doe / 1460 + doe / 36_524 - doe / 146_096) / 365;
+    let doy = doe - (365 * yoe + yoe / 4 - yoe / 100);
+    let mp = (5 * doy + 2) / 153;
+    let day = doy - (153 * mp + 2) / 5 + 1;
+    let month = if mp < 10 { mp + 3 } else { mp - 9 };
+    let year = yoe + era * 400 + i64::from(month <= 2);
+    format!(
+        "{year:04}-{month:02}-{day:02}T{:02}:{:02}:{:02}.{millis:03}Z",
+        rem / 3600,
+        rem % 3600 / 60,
+        rem % 60
+    )
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn record(call_id: &str) -> AuditRecord {
+        AuditRecord {
+            time: rfc3339_now(),
+            run_id: "r".into(),
+            session_id: "s".into(),
+            call_id: call_id.into(),
+            tool: "t__x".into(),
+            server: "t".into(),
+            args_sha256: sha256_hex(b"{}"),
+            decision: Some(Decision::Allow),
+            rule: Some("mode:yolo".into()),
+            duration_ms: 1,
+            result_sha256: sha256_hex(b""),
+            result_bytes: 0,
+            is_error: false,
+            error_type: None,
+            truncated: false,
+        }
+    }
+
+    #[test]
+    fn dates_format_as_rfc3339() {
+        assert_eq!(rfc3339(0, 0), "1970-01-01T00:00:00.000Z");
+        assert_eq!(rfc3339(951_782_400, 5), "2000-02-29T00:00:00.005Z");
+        assert_eq!(rfc3339(1_796_117_400, 123), "2026-12-01T09:30:00.123Z");
+    }
+
+    #[test]
+    fn lines_are_appended_never_truncated_and_redacted() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("sub/audit.jsonl");
+        std::fs::create_dir_all(path.parent().unwrap()).unwrap();
+        std::fs::write(&path, "{\"earlier\":true}\n").unwrap();
+        let log = AuditLog::open(&path).unwrap();
+        let redactor = Redactor::default();
+        log.append(&record("c1"), &redactor).unwrap();
+        let mut secret = record("c2 sk-ant-api03-canary-secret-value");
+        secret.rule = Some("x".into());
+        log.append(&secret, &redactor).unwrap();
+        drop(log);
+        let text = std::fs::read_to_string(&path).unwrap();
+        let lines: Vec<&str> = text.lines().collect();
+        assert_eq!(lines.len(), 3);
+        assert_eq!(lines[0], "{\"earlier\":true}");
+        let first: serde_json::Value = serde_json::from_str(lines[1]).unwrap();
+        assert_eq!(first["call_id"], "c1");
+        assert_eq!(first["decision"], "allow");
+        assert!(!text.contains("canary-secret"));
+        #[cfg(unix)]
+        {
+            use std::os::unix::fs::PermissionsExt;
+            let log2 = dir.path().join("new.jsonl");
+            AuditLog::open(&log2).unwrap();
+            assert_eq!(
+                std::fs::metadata(&log2).unwrap().permissions().mode() & 0o777,
+                0o600
+            );
+        }
+    }
+}

@@ -1,0 +1,79 @@
+//! tern's permission and audit gateway: the one path from the agent to any tool (issue 4).
+//!
+//! Every tool call goes through the same stages, in order, each a module of its own:
+//! [`resolve`](mod@resolve) the name → [`validate`](mod@validate) the arguments against the tool's
+//! JSON Schema (the server never sees invalid ones) → decide the [`permission`] from the rules, the
+//! tool's annotations and the mode, asking an [`Approver`] when it must → [`dispatch`] with the
+//! tool's timeout and the turn's cancellation → [`cap`] the text for the model, spilling the full
+//! output to a file → [`audit`] one JSON line per call. A failure at any stage is a
+//! [`ToolResult`], never a panic, and every call gets exactly one.
+//!
+//! The gateway never prints: it reports through an [`EventSink`]. Everything it writes (audit,
+//! spill files, events, and the text handed to the model) passes the [`Redactor`].
+//!
+//! ```no_run
+//! # async fn example(
+//! #     pool: std::sync::Arc<tern_mcp::ServerPool>,
+//! #     config: tern_config::Config,
+//! #     paths: tern_config::ConfigPaths,
+//! # ) -> Result<(), tern_gateway::GatewayError> {
+//! use std::sync::Arc;
+//! use tern_gateway::*;
+//!
+//! let cwd = std::env::current_dir().unwrap_or_default();
+//! let settings = GatewaySettings::from_config(
+//!     &config,
+//!     &paths,
+//!     cwd.clone(),
+//!     vec![cwd],
+//!     std::env::home_dir(),
+//!     vec![Secret::new(std::env::var("ANTHROPIC_API_KEY").unwrap_or_default())],
+//! );
+//! let events: EventSink = Arc::new(|event| { let _ = event; /* onto the bus */ });
+//! let gateway = Gateway::new(pool, settings, Arc::new(HeadlessApprover), events)?;
+//! let tools = gateway.table(); // what to offer the model
+//! let result = gateway
+//!     .call(
+//!         ToolCall {
+//!             call_id: "toolu_01".into(),
+//!             name: "fs__read_file".into(),
+//!             arguments: serde_json::json!({"path": "README.md"}),
+//!         },
+//!         CallContext { run_id: "20261130-093000-a1b2c3".into(), session_id: "s1".into(), ..Default::default() },
+//!     )
+//!     .await;
+//! # let _ = (tools, result);
+//! # Ok(()) }
+//! ```
+#![deny(clippy::print_stdout, clippy::print_stderr)]
+
+mod approver;
+mod ask;
+pub mod audit;
+mod call;
+pub mod cap;
+pub mod dispatch;
+mod event;
+mod gateway;
+pub mod paths;
+pub mod permission;
+mod redact;
+pub mod resolve;
+pub mod rules;
+mod settings;
+pub mod shell;
+pub mod validate;
+
+pub use approver::{
+    Approval, ApprovalRequest, Approver, HeadlessApprover, ParsedCommand, ResolvedPath,
+    escape_control, headless_hint,
+};
+pub use ask::{USER_ALWAYS, USER_ONCE, save_rules};
+pub use audit::AuditRecord;
+pub use call::{CallContext, Decision, ErrorType, ResultMetadata, ToolCall, ToolResult};
+pub use cap::DEFAULT_MAX_OUTPUT_CHARS;
+pub use event::{EventSink, GatewayEvent, ignore_events};
+pub use gateway::{Gateway, GatewayError};
+pub use paths::Workspace;
+pub use redact::{REDACTED, Redactor, Secret};
+pub use settings::{GatewaySettings, ServerPolicy};

@@ -1,0 +1,169 @@
+//! Where a path argument really points: `~`, `.`, `..` and the working directory resolved, and
+//! whether that is inside the roots or inside a protected config location.
+//!
+//! Rules match the *normalized absolute* path (issue 4, item 2), so `./src/../.env`,
+//! `/work/p/.env` and `.env` are the same file to a rule. Normalization is lexical (the file may
+//! not exist yet); protection additionally resolves symlinks of the part that does exist, so a
+//! link pointing into `.tern/` does not launder a write.
+
+use std::path::{Component, Path, PathBuf};
+
+/// The directories a path is resolved against and checked for.
+#[derive(Debug, Clone)]
+pub struct Workspace {
+    /// The working directory relative paths start from.
+    pub cwd: PathBuf,
+    /// The directories tools may work in (what the pool offers as MCP roots).
+    pub roots: Vec<PathBuf>,
+    /// The user's home, for `~`.
+    pub home: Option<PathBuf>,
+    /// `$TERN_HOME`: write-protected, like every `.tern/` directory.
+    pub tern_home: PathBuf,
+}
+
+impl Workspace {
+    /// `raw` as a normalized absolute path: `~` expanded, relative paths joined to `cwd`, `.` and
+    /// `..` folded (never above `/`).
+    pub fn normalize(&self, raw: &str) -> PathBuf {
+        self.normalize_from(&self.cwd, raw)
+    }
+
+    /// Like [`Workspace::normalize`], relative to `base` (a shell command's `cd`).
+    pub fn normalize_from(&self, base: &Path, raw: &str) -> PathBuf {
+        let expanded = match (raw.strip_prefix('~'), &self.home) {
+            (Some(""), Some(home)) => home.clone(),
+            (Some(rest), Some(home)) if rest.starts_with('/') => {
+                home.join(rest.trim_start_matches('/'))
+            }
+            _ => PathBuf::from(raw),
+        };
+        let joined = if expanded.is_absolute() {
+            expanded
+        } else {
+            base.join(expanded)
+        };
+        lexical(&joined)
+    }
+
+    /// Whether `path` (normalized) lies inside one of the roots.
+    pub fn in_roots(&self, path: &Path) -> bool {
+        self.roots
+            .iter()
+            .any(|root| path.starts_with(lexical(root)))
+    }
+
+    /// Whether `path` (normalized) is a protected config location or inside one: `$TERN_HOME`, or
+    /// any directory named `.tern`, compared without regard to case (case-insensitive
+    /// filesystems would otherwise let `.TERN/config.toml` through), also after following the
+    /// symlinks of the part of the path that exists.
+    pub fn is_protected(&self, path: &Path) -> bool {
+        self.protected_lexically(path) || self.protected_lexically(&resolve_existing(path))
+    }
+
+    fn protected_lexically(&self, path: &Path) -> bool {
+        let lower = |p: &Path| PathBuf::from(p.to_string_lossy().to_lowercase());
+        let path = lower(path);
+        let homes = [lexical(&self.tern_home), resolve_existing(&self.tern_home)];
+        if homes.iter().any(|home| path.starts_with(lower(home))) {
+            return true;
+        }
+        path.components()
+            .any(|c| matches!(c, Component::Normal(name) if name == ".tern"))
+    }
+}
+
+/// Folds `.` and `..` without touching the filesystem.
+pub fn lexical(path: &Path) -> PathBuf {
+    let mut out = PathBuf::new();
+    for component in path.components() {
+        match component {
+            Component::CurDir => {}
+            Component::ParentDir => {
+                out.pop();
+            }
+            other => out.push(other.as_os_str()),
+        }
+    }
+    out
+}
+
+/// The canonical form of the longest existing prefix of `path`, with the rest appended: symlinks
+/// resolved as far as the filesystem knows them, for files that do not exist yet too.
+fn resolve_existing(path: &Path) -> PathBuf {
+    let mut existing = path.to_path_buf();
+    let mut rest = Vec::new();
+    loop {
+        if let Ok(canonical) = existing.canonicalize() {
+            let mut out = canonical;
+            for part in rest.iter().rev() {
+                out.push(part);
+            }
+            return lexical(&out);
+        }
+        match (
+            existing.file_name().map(ToOwned::to_owned),
+            existing.parent(),
+        ) {
+            (Some(name), Some(parent)) => {
+                rest.push(name);
+                existing = parent.to_path_buf();
+            }
+            _ => return path.to_path_buf(),
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn ws(dir: &Path) -> Workspace {
+        Workspace {
+            cwd: dir.join("proj"),
+            roots: vec![dir.join("proj")],
+            home: Some(dir.join("home")),
+            tern_home: dir.join("home/.config/tern-home"),
+        }
+    }
+
+    #[test]
+    fn normalizes_tilde_dot_and_dotdot() {
+        let w = ws(Path::new("/x"));
+        assert_eq!(w.normalize("a/./b/../c"), Path::new("/x/proj/a/c"));
+        assert_eq!(w.normalize("~/.ssh/id"), Path::new("/x/home/.ssh/id"));
+        assert_eq!(w.normalize("~"), Path::new("/x/home"));
+        assert_eq!(w.normalize("/../../etc"), Path::new("/etc"));
+        assert_eq!(w.normalize("../other"), Path::new("/x/other"));
+        assert!(w.in_roots(&w.normalize("src/x")));
+        assert!(!w.in_roots(&w.normalize("../proj2/x")));
+    }
+
+    #[test]
+    fn config_locations_are_protected_in_any_case_and_before_they_exist() {
+        let dir = tempfile::tempdir().unwrap();
+        let w = ws(dir.path());
+        for p in [
+            ".tern/config.toml",
+            ".TERN/Config.toml",
+            "sub/.Tern/new-file",
+            "../home/.config/tern-home/config.toml",
+            "../home/.config/TERN-HOME/audit.jsonl",
+        ] {
+            assert!(w.is_protected(&w.normalize(p)), "{p}");
+        }
+        for p in ["src/main.rs", ".ternx/a", "tern/a"] {
+            assert!(!w.is_protected(&w.normalize(p)), "{p}");
+        }
+    }
+
+    #[cfg(unix)]
+    #[test]
+    fn a_symlink_into_a_config_dir_is_followed() {
+        let dir = tempfile::tempdir().unwrap();
+        let w = ws(dir.path());
+        std::fs::create_dir_all(dir.path().join("proj/.tern")).unwrap();
+        std::os::unix::fs::symlink(dir.path().join("proj/.tern"), dir.path().join("proj/link"))
+            .unwrap();
+        assert!(w.is_protected(&w.normalize("link/config.toml")));
+    }
+}

@@ -1,0 +1,314 @@
+use serde_json::{Value, json};
+use tern_config::{PermissionMode, RuleList};
+use tern_mcp::ToolAnnotations;
+
+use super::*;
+use crate::paths::Workspace;
+use crate::rules::Rule;
+use crate::shell::analyze;
+
+fn ws() -> Workspace {
+    Workspace {
+        cwd: "/p".into(),
+        roots: vec!["/p".into()],
+        home: Some("/home/u".into()),
+        tern_home: "/home/u/.tern".into(),
+    }
+}
+
+fn rules(list: &[(RuleList, &str, &str)]) -> RuleSet {
+    let mut set = RuleSet::default();
+    for (l, text, origin) in list {
+        set.push(Rule::compile(text, *l, (*origin).into(), &ws()).unwrap());
+    }
+    set
+}
+
+struct Case {
+    name: &'static str,
+    args: Value,
+    command_arg: Option<&'static str>,
+    read_only: Option<bool>,
+    trusted: bool,
+    is_edit: bool,
+    mode: PermissionMode,
+}
+
+impl Case {
+    fn new(name: &'static str, args: Value) -> Self {
+        Self {
+            name,
+            args,
+            command_arg: None,
+            read_only: None,
+            trusted: true,
+            is_edit: false,
+            mode: PermissionMode::Default,
+        }
+    }
+    fn shell(command: &str) -> Self {
+        Self {
+            command_arg: Some("command"),
+            ..Self::new("shell__run", json!({ "command": command }))
+        }
+    }
+    fn decide(&self, rules: &RuleSet) -> Verdict {
+        self.decide_with(rules, &RuleSet::default())
+    }
+    fn decide_with(&self, rules: &RuleSet, session: &RuleSet) -> Verdict {
+        let w = ws();
+        let shell = self
+            .command_arg
+            .and_then(|a| self.args.get(a))
+            .and_then(Value::as_str)
+            .map(|c| analyze(c, &w));
+        let f = CallFacts {
+            name: self.name,
+            args: self.args.as_object().unwrap(),
+            command_arg: self.command_arg,
+            shell: shell.as_ref(),
+            ws: &w,
+        };
+        let annotations = ToolAnnotations {
+            read_only: self.read_only,
+            ..Default::default()
+        };
+        let tool = ToolFacts {
+            annotations: &annotations,
+            trusted: self.trusted,
+            is_edit: self.is_edit,
+            mode: self.mode,
+        };
+        decide(&f, &tool, rules, session)
+    }
+}
+
+fn allow(rule: &str) -> Verdict {
+    Verdict::Allow { rule: rule.into() }
+}
+
+fn rule_of(v: &Verdict) -> &str {
+    match v {
+        Verdict::Allow { rule } | Verdict::Deny { rule, .. } | Verdict::Ask { rule, .. } => rule,
+    }
+}
+
+#[test]
+fn deny_beats_ask_beats_allow_across_layers() {
+    use RuleList::*;
+    let set = rules(&[
+        (Allow, "shell__run", "user.toml:3"),
+        (Ask, "shell__run(git push *)", "project.toml:2"),
+        (Deny, "shell__run(rm -rf *)", "<defaults>:9"),
+    ]);
+    assert_eq!(Case::shell("ls").decide(&set), allow("user.toml:3"));
+    let v = Case::shell("git push origin").decide(&set);
+    assert!(
+        matches!(v, Verdict::Ask { .. }) && rule_of(&v) == "project.toml:2",
+        "{v:?}"
+    );
+    let v = Case::shell("git push && rm -rf /").decide(&set);
+    assert!(
+        matches!(v, Verdict::Deny { .. }) && rule_of(&v) == "<defaults>:9",
+        "{v:?}"
+    );
+    // A deny in any layer wins even in yolo mode.
+    let mut c = Case::shell("rm -rf x");
+    c.mode = PermissionMode::Yolo;
+    assert!(matches!(c.decide(&set), Verdict::Deny { .. }));
+}
+
+#[test]
+fn a_rule_beats_a_hint_and_hints_only_count_from_trusted_servers() {
+    use RuleList::*;
+    let mut c = Case::new("srv__look", json!({}));
+    c.read_only = Some(true);
+    assert_eq!(
+        c.decide(&RuleSet::default()),
+        allow("annotation:readOnlyHint")
+    );
+    let set = rules(&[(Deny, "srv__*", "u:1")]);
+    assert!(matches!(c.decide(&set), Verdict::Deny { .. }));
+    let set = rules(&[(Ask, "srv__look", "u:2")]);
+    assert!(matches!(c.decide(&set), Verdict::Ask { .. }));
+    c.trusted = false;
+    assert!(matches!(c.decide(&RuleSet::default()), Verdict::Ask { .. }));
+    // No annotations at all: destructive, so ask.
+    let c = Case::new("srv__do", json!({}));
+    let v = c.decide(&RuleSet::default());
+    assert!(
+        matches!(v, Verdict::Ask { .. }) && rule_of(&v) == "mode:default",
+        "{v:?}"
+    );
+}
+
+#[test]
+fn modes() {
+    let none = RuleSet::default();
+    let allow_all = rules(&[(RuleList::Allow, "*", "u:1")]);
+    let mut c = Case::new("srv__do", json!({}));
+    c.mode = PermissionMode::Yolo;
+    assert_eq!(c.decide(&none), allow("mode:yolo"));
+    c.mode = PermissionMode::ReadOnly;
+    let v = c.decide(&allow_all);
+    assert!(
+        matches!(v, Verdict::Deny { .. }) && rule_of(&v) == "mode:read-only",
+        "{v:?}"
+    );
+    c.read_only = Some(true);
+    assert_eq!(c.decide(&none), allow("annotation:readOnlyHint"));
+
+    let mut edit = Case::new("fs__write_file", json!({"path": "src/a.rs", "content": ""}));
+    edit.is_edit = true;
+    assert!(matches!(edit.decide(&none), Verdict::Ask { .. }));
+    edit.mode = PermissionMode::AcceptEdits;
+    assert_eq!(edit.decide(&none), allow("mode:accept-edits"));
+    edit.args = json!({"path": "../elsewhere/a.rs", "content": ""});
+    assert!(matches!(edit.decide(&none), Verdict::Ask { .. }));
+    let mut other = Case::new("x__write", json!({"path": "a"}));
+    other.mode = PermissionMode::AcceptEdits;
+    assert!(matches!(other.decide(&none), Verdict::Ask { .. }));
+}
+
+#[test]
+fn compound_commands_need_every_part_allowed() {
+    let set = rules(&[
+        (RuleList::Allow, "shell__run(git status)", "u:1"),
+        (RuleList::Allow, "shell__run(git log *)", "u:2"),
+        (RuleList::Allow, "shell__run(true)", "u:3"),
+        (RuleList::Allow, "shell__run(find *)", "u:4"),
+        (RuleList::Allow, "shell__run(git *)", "u:5"),
+    ]);
+    assert_eq!(Case::shell("git status").decide(&set), allow("u:1"));
+    assert_eq!(
+        Case::shell("git status && git log -1").decide(&set),
+        allow("u:1 + u:2")
+    );
+    let fifty = format!("{}rm -rf x", "true && ".repeat(50));
+    for line in [
+        "git status && curl x | sh",
+        "git status; rm x",
+        "git status\nrm x",
+        "git status $(rm x)",
+        "git status `rm x`",
+        "find . -exec rm {} +",
+        "git -c core.pager=sh log",
+        "/usr/bin/git push",
+        fifty.as_str(),
+    ] {
+        let v = Case::shell(line).decide(&set);
+        if line == "/usr/bin/git push" {
+            // Normalized to `git push`, which `git *` allows: the path trick gains nothing.
+            assert_eq!(v, allow("u:5"), "{line}");
+            continue;
+        }
+        assert!(matches!(v, Verdict::Ask { .. }), "{line}: {v:?}");
+    }
+    // `/usr/bin/git push` does not dodge a deny on `git push`.
+    let deny = rules(&[(RuleList::Deny, "shell__run(git push *)", "u:9")]);
+    assert!(matches!(
+        Case::shell("/usr/bin/git push").decide(&deny),
+        Verdict::Deny { .. }
+    ));
+    assert!(matches!(
+        Case::shell("env A=1 git push -f").decide(&deny),
+        Verdict::Deny { .. }
+    ));
+    // Risky commands are never allowed by a rule, but yolo still allows what nothing denies.
+    let mut c = Case::shell("git status $(id)");
+    c.mode = PermissionMode::Yolo;
+    assert_eq!(c.decide(&set), allow("mode:yolo"));
+}
+
+#[test]
+fn config_locations_are_write_protected() {
+    let allow_all = rules(&[(RuleList::Allow, "*", "u:1")]);
+    for path in [
+        ".tern/config.toml",
+        ".TERN/x",
+        "/home/u/.tern/config.toml",
+        "/HOME/U/.Tern/new",
+    ] {
+        let mut c = Case::new("fs__write_file", json!({"path": path, "content": ""}));
+        c.mode = PermissionMode::Yolo;
+        let v = c.decide(&allow_all);
+        assert!(
+            matches!(v, Verdict::Deny { .. }) && rule_of(&v) == "protected:config",
+            "{path}: {v:?}"
+        );
+    }
+    // Trusted read-only tools may read config.
+    let mut read = Case::new("fs__read_file", json!({"path": ".tern/config.toml"}));
+    read.read_only = Some(true);
+    assert_eq!(
+        read.decide(&RuleSet::default()),
+        allow("annotation:readOnlyHint")
+    );
+    let mut c = Case::shell("echo x > .tern/config.toml");
+    c.mode = PermissionMode::Yolo;
+    assert!(matches!(c.decide(&allow_all), Verdict::Deny { .. }));
+}
+
+#[test]
+fn domain_rules_respect_dot_boundaries() {
+    let set = rules(&[(RuleList::Allow, "web__fetch(url: domain:docs.rs)", "u:1")]);
+    let ok = Case::new("web__fetch", json!({"url": "https://docs.rs/serde"}));
+    assert_eq!(ok.decide(&set), allow("u:1"));
+    for url in [
+        "https://docs.rs.evil.com/",
+        "https://evildocs.rs/",
+        "https://docs.rs@evil.com/",
+    ] {
+        let c = Case::new("web__fetch", json!({ "url": url }));
+        assert!(matches!(c.decide(&set), Verdict::Ask { .. }), "{url}");
+    }
+}
+
+#[test]
+fn always_rules_are_exact_and_verified() {
+    let w = ws();
+    let none = RuleSet::default();
+    let check = |name: &str, args: Value, command_arg: Option<&str>| {
+        let shell = command_arg
+            .and_then(|a| args.get(a))
+            .and_then(Value::as_str)
+            .map(|c| analyze(c, &w));
+        let f = CallFacts {
+            name,
+            args: args.as_object().unwrap(),
+            command_arg,
+            shell: shell.as_ref(),
+            ws: &w,
+        };
+        always_rules(&f, &none, &none)
+    };
+    assert_eq!(
+        check(
+            "shell__run",
+            json!({"command": "cargo build && cargo test"}),
+            Some("command")
+        ),
+        ["shell__run(cargo build)", "shell__run(cargo test)"]
+    );
+    assert!(
+        check(
+            "shell__run",
+            json!({"command": "echo $(id)"}),
+            Some("command")
+        )
+        .is_empty()
+    );
+    assert_eq!(
+        check("web__fetch", json!({"url": "https://docs.rs/x"}), None),
+        ["web__fetch(url: domain:docs.rs)"]
+    );
+    assert_eq!(
+        check(
+            "fs__write_file",
+            json!({"path": "a b.txt", "content": "x"}),
+            None
+        ),
+        ["fs__write_file(path: \"/p/a b.txt\")"]
+    );
+    assert_eq!(check("time__now", json!({}), None), ["time__now"]);
+}

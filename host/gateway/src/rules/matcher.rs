@@ -1,0 +1,321 @@
+//! Compiled patterns: how one argument value is compared with one pattern.
+//!
+//! The same pattern text means different things depending on the argument: over a shell command
+//! it matches each simple command's canonical words; over a path it is a glob on the normalized
+//! absolute path (`*` stays within a directory, `**` crosses them); over a URL, `domain:` compares
+//! the host at a dot boundary; over anything else it is a plain `*` wildcard.
+
+use globset::{GlobBuilder, GlobMatcher};
+use serde_json::Value;
+
+use crate::paths::Workspace;
+use crate::shell::{canonical, split_pattern};
+
+/// How a rule treats an array of values, and what it does with a value it cannot read.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Quantifier {
+    /// Deny and ask rules: one matching element is enough, and an unreadable URL counts as a match
+    /// (fail closed).
+    Any,
+    /// Allow rules: every element must match, and an unreadable URL does not.
+    All,
+}
+
+/// A `domain:` pattern.
+#[derive(Debug, Clone)]
+pub struct Domain {
+    /// Lowercased host without a trailing dot.
+    host: String,
+    /// `*.example.com`: subdomains only.
+    subdomains_only: bool,
+}
+
+impl Domain {
+    pub fn new(pattern: &str) -> Self {
+        let p = pattern.trim().trim_end_matches('.').to_ascii_lowercase();
+        match p.strip_prefix("*.") {
+            Some(rest) => Self {
+                host: rest.to_owned(),
+                subdomains_only: true,
+            },
+            None => Self {
+                host: p,
+                subdomains_only: false,
+            },
+        }
+    }
+
+    /// `docs.rs` matches `docs.rs` and `api.docs.rs`, never `docs.rs.evil.com` nor `evildocs.rs`.
+    pub fn matches_host(&self, host: &str) -> bool {
+        let host = host.trim_end_matches('.').to_ascii_lowercase();
+        let sub = host
+            .strip_suffix(&self.host)
+            .is_some_and(|head| head.ends_with('.') && head.len() > 1);
+        sub || (!self.subdomains_only && host == self.host)
+    }
+
+    fn matches(&self, value: &str, q: Quantifier) -> bool {
+        match url::Url::parse(value)
+            .ok()
+            .and_then(|u| u.host_str().map(str::to_owned))
+        {
+            Some(host) => self.matches_host(host.trim_start_matches('[').trim_end_matches(']')),
+            None => q == Quantifier::Any,
+        }
+    }
+}
+
+/// A glob pattern, compiled for each way it may be used.
+#[derive(Debug, Clone)]
+pub struct Glob {
+    raw: String,
+    /// Canonical words, for commands.
+    command: String,
+    /// Case-sensitive path glob (allow rules): `None` when the text is not a valid glob.
+    path: Option<GlobMatcher>,
+    /// Case-insensitive path glob (deny and ask rules err on the side of matching).
+    path_ci: Option<GlobMatcher>,
+}
+
+impl Glob {
+    pub fn new(raw: &str, ws: &Workspace) -> Self {
+        let path_pattern = if raw.starts_with("**") {
+            raw.to_owned()
+        } else {
+            ws.normalize(raw).to_string_lossy().into_owned()
+        };
+        let build = |ci: bool| {
+            GlobBuilder::new(&path_pattern)
+                .literal_separator(true)
+                .case_insensitive(ci)
+                .backslash_escape(true)
+                .build()
+                .ok()
+                .map(|g| g.compile_matcher())
+        };
+        Self {
+            raw: raw.to_owned(),
+            command: canonical(&split_pattern(raw)),
+            path: build(false),
+            path_ci: build(true),
+        }
+    }
+
+    /// Whether the pattern is written as a path, which makes it a path pattern for any argument.
+    pub fn path_shaped(&self) -> bool {
+        let r = &self.raw;
+        r.starts_with('/') || r.starts_with('~') || r.starts_with('.') || r.contains('/')
+    }
+
+    /// Against one canonical simple command.
+    pub fn matches_command(&self, text: &str) -> bool {
+        wildcard(&self.command, text)
+            || self
+                .command
+                .strip_suffix(" *")
+                .is_some_and(|head| head == text)
+    }
+
+    /// Against a path argument (already normalized by the caller).
+    pub fn matches_path(&self, path: &std::path::Path, q: Quantifier) -> bool {
+        let m = match q {
+            Quantifier::Any => &self.path_ci,
+            Quantifier::All => &self.path,
+        };
+        m.as_ref().is_some_and(|m| m.is_match(path))
+    }
+
+    /// Against any other value: strings as they are, other JSON as its text.
+    pub fn matches_plain(&self, value: &Value) -> bool {
+        match value {
+            Value::String(s) => wildcard(&self.raw, s),
+            other => wildcard(&self.raw, &other.to_string()),
+        }
+    }
+}
+
+/// A compiled pattern.
+#[derive(Debug, Clone)]
+pub enum Matcher {
+    Domain(Domain),
+    Glob(Box<Glob>),
+}
+
+impl Matcher {
+    /// Matches a URL-ish or plain value (not a command, not a path argument).
+    pub fn matches_value(
+        &self,
+        value: &Value,
+        path_arg: bool,
+        ws: &Workspace,
+        q: Quantifier,
+    ) -> bool {
+        match value {
+            Value::Array(items) if !items.is_empty() => match q {
+                Quantifier::Any => items.iter().any(|v| self.matches_value(v, path_arg, ws, q)),
+                Quantifier::All => items.iter().all(|v| self.matches_value(v, path_arg, ws, q)),
+            },
+            _ => self.matches_scalar(value, path_arg, ws, q),
+        }
+    }
+
+    fn matches_scalar(&self, value: &Value, path_arg: bool, ws: &Workspace, q: Quantifier) -> bool {
+        match (self, value) {
+            (Matcher::Domain(d), Value::String(s)) => d.matches(s, q),
+            (Matcher::Domain(_), _) => q == Quantifier::Any,
+            (Matcher::Glob(g), Value::String(s)) if path_arg || g.path_shaped() => {
+                g.matches_path(&ws.normalize(s), q)
+            }
+            (Matcher::Glob(g), v) => g.matches_plain(v),
+        }
+    }
+}
+
+/// `*` matches any run of characters (spaces included); everything else is literal.
+pub fn wildcard(pattern: &str, text: &str) -> bool {
+    let p: Vec<char> = pattern.chars().collect();
+    let t: Vec<char> = text.chars().collect();
+    let (mut pi, mut ti) = (0, 0);
+    let mut star: Option<(usize, usize)> = None;
+    while ti < t.len() {
+        if pi < p.len() && p[pi] == '*' {
+            star = Some((pi, ti));
+            pi += 1;
+        } else if pi < p.len() && p[pi] == t[ti] {
+            pi += 1;
+            ti += 1;
+        } else if let Some((sp, st)) = star {
+            pi = sp + 1;
+            ti = st + 1;
+            star = Some((sp, st + 1));
+        } else {
+            return false;
+        }
+    }
+    p[pi..].iter().all(|&c| c == '*')
+}
+
+/// Argument names that hold paths (so a plain pattern over them is a path glob, and writes
+/// through them are checked for protected locations).
+pub fn is_path_arg(name: &str) -> bool {
+    let n = name.to_ascii_lowercase();
+    const NAMES: &[&str] = &[
+        "path",
+        "paths",
+        "file",
+        "files",
+        "filename",
+        "filepath",
+        "dir",
+        "directory",
+        "cwd",
+        "root",
+        "dest",
+        "destination",
+        "target",
+        "source",
+        "src",
+        "output",
+        "out",
+    ];
+    NAMES.contains(&n.as_str())
+        || ["_path", "_dir", "_file", "_directory"]
+            .iter()
+            .any(|s| n.ends_with(s))
+}
+
+#[cfg(test)]
+mod tests {
+    use std::path::Path;
+
+    use super::*;
+
+    fn ws() -> Workspace {
+        Workspace {
+            cwd: "/p".into(),
+            roots: vec!["/p".into()],
+            home: Some("/home/u".into()),
+            tern_home: "/home/u/.tern".into(),
+        }
+    }
+
+    #[test]
+    fn wildcard_crosses_words() {
+        assert!(wildcard("cargo test *", "cargo test --all -- x"));
+        assert!(!wildcard("cargo test *", "cargo build"));
+        assert!(wildcard("*", ""));
+        assert!(wildcard("a*b*c", "aXbYc"));
+        assert!(!wildcard("a*b", "aXbY"));
+    }
+
+    #[test]
+    fn command_patterns_match_canonical_words_and_a_bare_prefix() {
+        let g = Glob::new("cargo test *", &ws());
+        assert!(g.matches_command("cargo test"));
+        assert!(g.matches_command("cargo test -p x"));
+        assert!(!g.matches_command("cargo testx"));
+        let g = Glob::new("git commit -m \"a b\"", &ws());
+        assert!(g.matches_command("git commit -m 'a b'"));
+    }
+
+    #[test]
+    fn domains_match_at_a_dot_boundary() {
+        let d = Domain::new("docs.rs");
+        assert!(d.matches_host("docs.rs"));
+        assert!(d.matches_host("DOCS.rs."));
+        assert!(d.matches_host("api.docs.rs"));
+        assert!(!d.matches_host("docs.rs.evil.com"));
+        assert!(!d.matches_host("evildocs.rs"));
+        let d = Domain::new("*.example.com");
+        assert!(d.matches_host("a.example.com"));
+        assert!(d.matches_host("a.b.example.com"));
+        assert!(!d.matches_host("example.com"));
+        assert!(!d.matches_host("badexample.com"));
+        let m = Matcher::Domain(Domain::new("docs.rs"));
+        let v = |s: &str| Value::String(s.into());
+        assert!(m.matches_value(&v("https://docs.rs/x"), false, &ws(), Quantifier::All));
+        assert!(!m.matches_value(
+            &v("https://docs.rs.evil.com/"),
+            false,
+            &ws(),
+            Quantifier::All
+        ));
+        assert!(!m.matches_value(
+            &v("https://docs.rs@evil.com/"),
+            false,
+            &ws(),
+            Quantifier::All
+        ));
+        // Unreadable URLs: deny/ask fail closed, allow does not.
+        assert!(m.matches_value(&v("not a url"), false, &ws(), Quantifier::Any));
+        assert!(!m.matches_value(&v("not a url"), false, &ws(), Quantifier::All));
+    }
+
+    #[test]
+    fn path_globs_match_normalized_absolute_paths() {
+        let w = ws();
+        let env = Glob::new("**/.env", &w);
+        assert!(env.matches_path(&w.normalize(".env"), Quantifier::All));
+        assert!(env.matches_path(&w.normalize("a/b/../.env"), Quantifier::All));
+        assert!(!env.matches_path(&w.normalize(".env.example"), Quantifier::All));
+        let ssh = Glob::new("~/.ssh/**", &w);
+        assert!(ssh.matches_path(&w.normalize("/home/u/.ssh/id_rsa"), Quantifier::All));
+        assert!(ssh.matches_path(&w.normalize("../home/u/.ssh/id_rsa"), Quantifier::All));
+        assert!(!ssh.matches_path(Path::new("/p/.ssh/id"), Quantifier::All));
+        let src = Glob::new("src/*", &w);
+        assert!(src.matches_path(&w.normalize("./src/x.rs"), Quantifier::All));
+        assert!(!src.matches_path(&w.normalize("src/a/x.rs"), Quantifier::All));
+        // Deny/ask compare without case.
+        assert!(env.matches_path(&w.normalize(".ENV"), Quantifier::Any));
+        assert!(!env.matches_path(&w.normalize(".ENV"), Quantifier::All));
+    }
+
+    #[test]
+    fn arrays_any_versus_all() {
+        let w = ws();
+        let m = Matcher::Glob(Box::new(Glob::new("src/**", &w)));
+        let v = serde_json::json!(["src/a", "/etc/passwd"]);
+        assert!(m.matches_value(&v, true, &w, Quantifier::Any));
+        assert!(!m.matches_value(&v, true, &w, Quantifier::All));
+    }
+}

@@ -1,0 +1,304 @@
+//! Permission rules, compiled, and how they apply to one call.
+//!
+//! Deny and ask rules fire when *any* part of a call matches (any simple command of a shell line,
+//! any element of an array); allow rules must cover *all* of it — every simple command matched by
+//! some allow rule — so adding `&& rm -rf ~` to an allowed command never rides along.
+
+mod matcher;
+mod parse;
+
+use globset::GlobMatcher;
+use serde_json::{Map, Value};
+use tern_config::{Permissions, RuleList, RuleSource};
+
+use crate::paths::Workspace;
+use crate::shell::Analysis;
+pub use matcher::{Domain, Quantifier, is_path_arg, wildcard};
+use matcher::{Glob, Matcher};
+pub use parse::{ArgTarget, RawArg, RawPattern, RawRule, RuleParseError, parse_rule};
+
+/// One compiled rule.
+#[derive(Debug, Clone)]
+pub struct Rule {
+    /// The text as written, e.g. `shell__run(cargo test *)`.
+    pub text: String,
+    /// Which list it is in.
+    pub list: RuleList,
+    /// Where it came from, as the audit names it: `file:line`, `--allow:1`, `user:always`.
+    pub origin: String,
+    tool: GlobMatcher,
+    args: Vec<(ArgTarget, Matcher)>,
+}
+
+/// The facts of one call that rules look at.
+#[derive(Debug, Clone, Copy)]
+pub struct CallFacts<'a> {
+    /// The model-facing tool name, `server__tool`.
+    pub name: &'a str,
+    /// The arguments (an object; validated).
+    pub args: &'a Map<String, Value>,
+    /// The argument holding a shell command, when the tool has one.
+    pub command_arg: Option<&'a str>,
+    /// That command, analyzed.
+    pub shell: Option<&'a Analysis>,
+    pub ws: &'a Workspace,
+}
+
+/// Which parts of a call an allow rule covers.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Coverage {
+    /// None of it.
+    Nothing,
+    /// All of it (the rule has no command pattern and the rest matched).
+    Whole,
+    /// These simple commands of the shell line (by index).
+    Commands(Vec<usize>),
+}
+
+impl Rule {
+    /// Compiles `text` for `list`, with path patterns resolved in `ws`.
+    pub fn compile(
+        text: &str,
+        list: RuleList,
+        origin: String,
+        ws: &Workspace,
+    ) -> Result<Self, RuleParseError> {
+        let raw = parse_rule(text)?;
+        let tool = globset::GlobBuilder::new(&raw.tool_glob)
+            .literal_separator(false)
+            .build()
+            .map_err(|e| RuleParseError {
+                rule: text.to_owned(),
+                message: format!("bad tool glob: {e}"),
+            })?
+            .compile_matcher();
+        let args = raw
+            .args
+            .into_iter()
+            .map(|a| {
+                let m = match a.pattern {
+                    RawPattern::Domain(d) => Matcher::Domain(Domain::new(&d)),
+                    RawPattern::Glob(g) => Matcher::Glob(Box::new(Glob::new(&g, ws))),
+                };
+                (a.target, m)
+            })
+            .collect();
+        Ok(Self {
+            text: text.to_owned(),
+            list,
+            origin,
+            tool,
+            args,
+        })
+    }
+
+    /// Whether the rule names this tool at all.
+    pub fn names_tool(&self, name: &str) -> bool {
+        self.tool.is_match(name)
+    }
+
+    /// Deny/ask semantics: does any part of the call match?
+    pub fn matches_any(&self, f: &CallFacts<'_>) -> bool {
+        if !self.names_tool(f.name) {
+            return false;
+        }
+        self.args
+            .iter()
+            .all(|(target, m)| match resolve(target, f) {
+                Target::Command => match (f.shell, m) {
+                    (Some(a), Matcher::Glob(g)) => {
+                        a.commands.iter().any(|c| g.matches_command(&c.text))
+                    }
+                    _ => false,
+                },
+                Target::Value(name, v) => {
+                    m.matches_value(v, is_path_arg(name), f.ws, Quantifier::Any)
+                }
+                Target::Missing => false,
+            })
+    }
+
+    /// Allow semantics: which parts of the call does this rule cover?
+    pub fn covers(&self, f: &CallFacts<'_>) -> Coverage {
+        if !self.names_tool(f.name) {
+            return Coverage::Nothing;
+        }
+        let mut commands: Option<Vec<usize>> = None;
+        for (target, m) in &self.args {
+            match resolve(target, f) {
+                Target::Command => {
+                    let (Some(a), Matcher::Glob(g)) = (f.shell, m) else {
+                        return Coverage::Nothing;
+                    };
+                    let hit: Vec<usize> = (0..a.commands.len())
+                        .filter(|&i| g.matches_command(&a.commands[i].text))
+                        .filter(|i| commands.as_ref().is_none_or(|c| c.contains(i)))
+                        .collect();
+                    commands = Some(hit);
+                }
+                Target::Value(name, v) => {
+                    if !m.matches_value(v, is_path_arg(name), f.ws, Quantifier::All) {
+                        return Coverage::Nothing;
+                    }
+                }
+                Target::Missing => return Coverage::Nothing,
+            }
+        }
+        match commands {
+            None => Coverage::Whole,
+            Some(c) if c.is_empty() => Coverage::Nothing,
+            Some(c) => Coverage::Commands(c),
+        }
+    }
+}
+
+enum Target<'a> {
+    Command,
+    Value(&'a str, &'a Value),
+    Missing,
+}
+
+fn resolve<'a>(target: &'a ArgTarget, f: &CallFacts<'a>) -> Target<'a> {
+    match target {
+        ArgTarget::Command => match f.command_arg {
+            Some(_) if f.shell.is_some() => Target::Command,
+            _ => Target::Missing,
+        },
+        ArgTarget::Named(name) if f.command_arg == Some(name.as_str()) && f.shell.is_some() => {
+            Target::Command
+        }
+        ArgTarget::Named(name) => match f.args.get_key_value(name.as_str()) {
+            Some((k, v)) => Target::Value(k.as_str(), v),
+            None => Target::Missing,
+        },
+        ArgTarget::Url => ["url", "uri", "href", "link"]
+            .iter()
+            .find_map(|k| f.args.get_key_value(*k))
+            .map_or(Target::Missing, |(k, v)| Target::Value(k.as_str(), v)),
+    }
+}
+
+/// Every rule from config, by list.
+#[derive(Debug, Clone, Default)]
+pub struct RuleSet {
+    pub deny: Vec<Rule>,
+    pub ask: Vec<Rule>,
+    pub allow: Vec<Rule>,
+}
+
+impl RuleSet {
+    /// Compiles config's `[permissions]` lists. Every rule that fails is reported with its origin.
+    pub fn from_permissions(p: &Permissions, ws: &Workspace) -> Result<Self, Vec<RuleParseError>> {
+        let mut set = RuleSet::default();
+        let mut errors = Vec::new();
+        for (list, sources) in [
+            (RuleList::Deny, &p.deny),
+            (RuleList::Ask, &p.ask),
+            (RuleList::Allow, &p.allow),
+        ] {
+            for source in sources {
+                match Rule::compile(&source.rule, list, origin(source), ws) {
+                    Ok(rule) => set.push(rule),
+                    Err(mut e) => {
+                        e.rule = format!("{} ({})", e.rule, origin(source));
+                        errors.push(e);
+                    }
+                }
+            }
+        }
+        if errors.is_empty() {
+            Ok(set)
+        } else {
+            Err(errors)
+        }
+    }
+
+    /// Adds one rule to its list.
+    pub fn push(&mut self, rule: Rule) {
+        match rule.list {
+            RuleList::Deny => self.deny.push(rule),
+            RuleList::Ask => self.ask.push(rule),
+            RuleList::Allow => self.allow.push(rule),
+        }
+    }
+}
+
+/// `file:line`, as the audit log names a rule's origin.
+pub fn origin(source: &RuleSource) -> String {
+    format!("{}:{}", source.file.display(), source.line)
+}
+
+#[cfg(test)]
+mod tests {
+    use serde_json::json;
+
+    use super::*;
+    use crate::shell::analyze;
+
+    fn ws() -> Workspace {
+        Workspace {
+            cwd: "/p".into(),
+            roots: vec!["/p".into()],
+            home: Some("/home/u".into()),
+            tern_home: "/home/u/.tern".into(),
+        }
+    }
+
+    fn rule(text: &str, list: RuleList) -> Rule {
+        Rule::compile(text, list, "t:1".into(), &ws()).unwrap()
+    }
+
+    #[test]
+    fn allow_must_cover_every_simple_command() {
+        let w = ws();
+        let args = json!({"command": "git status && rm -rf x"});
+        let args = args.as_object().unwrap();
+        let a = analyze("git status && rm -rf x", &w);
+        let f = CallFacts {
+            name: "shell__run",
+            args,
+            command_arg: Some("command"),
+            shell: Some(&a),
+            ws: &w,
+        };
+        assert_eq!(
+            rule("shell__run(git *)", RuleList::Allow).covers(&f),
+            Coverage::Commands(vec![0])
+        );
+        assert_eq!(
+            rule("shell__run", RuleList::Allow).covers(&f),
+            Coverage::Whole
+        );
+        assert_eq!(rule("fs__*", RuleList::Allow).covers(&f), Coverage::Nothing);
+        assert!(rule("shell__run(rm -rf *)", RuleList::Deny).matches_any(&f));
+        assert!(rule("shell__run(command: rm *)", RuleList::Deny).matches_any(&f));
+        assert!(!rule("shell__run(curl *)", RuleList::Deny).matches_any(&f));
+    }
+
+    #[test]
+    fn keyed_rules_on_paths_and_urls() {
+        let w = ws();
+        let args = json!({"path": "sub/../.env", "url": "https://docs.rs/x"});
+        let f = CallFacts {
+            name: "fs__read_file",
+            args: args.as_object().unwrap(),
+            command_arg: None,
+            shell: None,
+            ws: &w,
+        };
+        assert!(rule("fs__*(path: **/.env)", RuleList::Deny).matches_any(&f));
+        assert!(rule("*(path: /p/.env)", RuleList::Deny).matches_any(&f));
+        assert!(!rule("*(path: ~/.ssh/**)", RuleList::Deny).matches_any(&f));
+        assert!(!rule("*(nope: x)", RuleList::Deny).matches_any(&f));
+        assert_eq!(
+            rule("x__y(url: domain:docs.rs)", RuleList::Allow).covers(&f),
+            Coverage::Nothing
+        );
+        assert_eq!(
+            rule("fs__*(domain:docs.rs)", RuleList::Allow).covers(&f),
+            Coverage::Whole
+        );
+        // A bare command pattern on a tool without a command argument never matches.
+        assert!(!rule("fs__read_file(cat *)", RuleList::Deny).matches_any(&f));
+    }
+}

@@ -1,0 +1,454 @@
+//! Shell commands as permission rules see them (issue 4, item 3).
+//!
+//! A command line is parsed with brush-parser (a real bash grammar, not regexes) into the simple
+//! commands it runs — across `&&`, `||`, `;`, `|`, newlines, `&`, groups, subshells, control flow
+//! and the inside of substitutions — each normalized (`/usr/bin/git` → `git`, `env X=1 git` →
+//! `git`, a leading `cd dir &&` folded into the working directory). An allow rule must match
+//! every one of them. Constructs whose effect the text does not show — substitutions, `eval`,
+//! process substitution, redirections outside the roots, exec-style flags, anything unparsable —
+//! are *risks*: they make the command fall to ask however the allow rules read.
+
+mod flags;
+mod words;
+
+use std::path::PathBuf;
+
+use brush_parser::ast::{
+    self, Command, CommandPrefixOrSuffixItem, CompoundCommand, CompoundList, IoFileRedirectKind,
+    IoFileRedirectTarget, IoRedirect, SimpleCommand,
+};
+
+use crate::paths::Workspace;
+use words::{Literal, literal};
+pub use words::{canonical, quote, split_pattern};
+
+/// How deep command substitutions inside command substitutions are followed before the command
+/// counts as unreadable.
+const MAX_DEPTH: usize = 8;
+
+/// Directories whose programs are the same as the bare name (`/usr/bin/git` is `git`); a path
+/// elsewhere (`./git`, `/tmp/git`) stays a path, which no `git …` rule matches.
+const SYSTEM_BIN_DIRS: &[&str] = &[
+    "/bin",
+    "/usr/bin",
+    "/usr/local/bin",
+    "/sbin",
+    "/usr/sbin",
+    "/usr/local/sbin",
+    "/opt/homebrew/bin",
+];
+
+/// Variables that change which program runs or what it runs, so `PATH=/tmp git status` is not
+/// `git status`.
+fn dangerous_var(name: &str) -> bool {
+    let exact = [
+        "PATH",
+        "BASH_ENV",
+        "ENV",
+        "IFS",
+        "PS4",
+        "PROMPT_COMMAND",
+        "SHELLOPTS",
+        "BASHOPTS",
+        "PAGER",
+        "EDITOR",
+        "VISUAL",
+        "MANPAGER",
+        "LESSOPEN",
+        "LESSCLOSE",
+        "PYTHONPATH",
+        "PYTHONSTARTUP",
+        "NODE_OPTIONS",
+        "PERL5OPT",
+        "RUSTC_WRAPPER",
+        "CARGO_HOME",
+    ];
+    exact.contains(&name) || ["LD_", "DYLD_", "GIT_"].iter().any(|p| name.starts_with(p))
+}
+
+/// One simple command, normalized.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Simple {
+    /// Program first, arguments after, unquoted (raw text for dynamic words).
+    pub words: Vec<String>,
+    /// [`canonical`] form of `words`: what command patterns match.
+    pub text: String,
+}
+
+/// What a command line does, as far as the text tells.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct Analysis {
+    /// Every simple command it runs, in order.
+    pub commands: Vec<Simple>,
+    /// Why it must not be allowed by a rule (empty: rules decide).
+    pub risks: Vec<String>,
+    /// Writes into protected config locations (redirections): always denied.
+    pub protected_writes: Vec<PathBuf>,
+}
+
+/// Parses and normalizes `command` as run in `ws.cwd`.
+pub fn analyze(command: &str, ws: &Workspace) -> Analysis {
+    let mut walker = Walker {
+        ws,
+        cwd: ws.cwd.clone(),
+        out: Analysis::default(),
+    };
+    walker.source(command, 0);
+    walker.out
+}
+
+struct Walker<'a> {
+    ws: &'a Workspace,
+    cwd: PathBuf,
+    out: Analysis,
+}
+
+impl Walker<'_> {
+    fn risk(&mut self, why: impl Into<String>) {
+        let why = why.into();
+        if !self.out.risks.contains(&why) {
+            self.out.risks.push(why);
+        }
+    }
+
+    fn source(&mut self, text: &str, depth: usize) {
+        if depth > MAX_DEPTH {
+            self.risk("command substitutions nested too deep to read");
+            return;
+        }
+        let mut parser = brush_parser::Parser::new(
+            std::io::Cursor::new(text.as_bytes()),
+            &brush_parser::ParserOptions::default(),
+        );
+        match parser.parse_program() {
+            Ok(program) => {
+                for list in &program.complete_commands {
+                    self.list(list, depth);
+                }
+            }
+            Err(err) => {
+                self.risk(format!("the shell parser cannot read it ({err})"));
+                // Deny rules still see the whole text as one command.
+                let words = split_pattern(text);
+                self.out.commands.push(Simple {
+                    text: canonical(&words),
+                    words,
+                });
+            }
+        }
+    }
+
+    fn list(&mut self, list: &CompoundList, depth: usize) {
+        for ast::CompoundListItem(and_or, _separator) in &list.0 {
+            self.pipeline(&and_or.first, depth);
+            for next in &and_or.additional {
+                match next {
+                    ast::AndOr::And(p) | ast::AndOr::Or(p) => self.pipeline(p, depth),
+                }
+            }
+        }
+    }
+
+    fn pipeline(&mut self, pipeline: &ast::Pipeline, depth: usize) {
+        for command in &pipeline.seq {
+            self.command(command, depth);
+        }
+    }
+
+    fn command(&mut self, command: &Command, depth: usize) {
+        match command {
+            Command::Simple(simple) => self.simple(simple, depth),
+            Command::Compound(compound, redirects) => {
+                if let Some(list) = redirects {
+                    for r in &list.0 {
+                        self.redirect(r, depth);
+                    }
+                }
+                self.compound(compound, depth);
+            }
+            Command::Function(f) => {
+                self.risk(format!("it defines a shell function `{}`", f.fname.value));
+                self.compound(&f.body.0, depth);
+            }
+            Command::ExtendedTest(..) => self.risk("a `[[ … ]]` test"),
+        }
+    }
+
+    fn compound(&mut self, compound: &CompoundCommand, depth: usize) {
+        // A subshell's or group's `cd` does not outlive it.
+        let saved = self.cwd.clone();
+        match compound {
+            CompoundCommand::BraceGroup(g) => self.list(&g.list, depth),
+            CompoundCommand::Subshell(s) => self.list(&s.list, depth),
+            CompoundCommand::IfClause(c) => {
+                self.list(&c.condition, depth);
+                self.list(&c.then, depth);
+                for e in c.elses.iter().flatten() {
+                    if let Some(cond) = &e.condition {
+                        self.list(cond, depth);
+                    }
+                    self.list(&e.body, depth);
+                }
+            }
+            CompoundCommand::WhileClause(w) | CompoundCommand::UntilClause(w) => {
+                self.list(&w.0, depth);
+                self.list(&w.1.list, depth);
+            }
+            CompoundCommand::ForClause(f) => {
+                for w in f.values.iter().flatten() {
+                    self.word(&w.value, depth);
+                }
+                // The loop variable makes the body's `$var` dynamic, which the words report.
+                self.list(&f.body.list, depth);
+            }
+            CompoundCommand::CaseClause(c) => {
+                self.word(&c.value.value, depth);
+                for item in &c.cases {
+                    if let Some(list) = &item.cmd {
+                        self.list(list, depth);
+                    }
+                }
+            }
+            CompoundCommand::Arithmetic(_) | CompoundCommand::ArithmeticForClause(_) => {
+                self.risk("arithmetic evaluation (( … ))");
+            }
+            CompoundCommand::Coprocess(c) => {
+                self.risk("a coprocess");
+                self.command(&c.body, depth);
+            }
+        }
+        self.cwd = saved;
+    }
+
+    /// Unquotes a word, following any substitutions inside it.
+    fn word(&mut self, raw: &str, depth: usize) -> Literal {
+        let mut subs = Vec::new();
+        let lit = literal(raw, &mut subs);
+        if let Literal::Dynamic { why, .. } = &lit {
+            self.risk(format!("{why} in `{raw}`"));
+        }
+        for sub in subs {
+            self.source(&sub, depth + 1);
+        }
+        lit
+    }
+
+    fn simple(&mut self, cmd: &SimpleCommand, depth: usize) {
+        let mut items: Vec<&CommandPrefixOrSuffixItem> = Vec::new();
+        items.extend(cmd.prefix.iter().flat_map(|p| p.0.iter()));
+        let mut words: Vec<String> = Vec::new();
+        let mut name_seen = false;
+        let name_item = cmd
+            .word_or_name
+            .as_ref()
+            .map(|w| CommandPrefixOrSuffixItem::Word(w.clone()));
+        items.extend(name_item.iter());
+        items.extend(cmd.suffix.iter().flat_map(|s| s.0.iter()));
+        for item in items {
+            match item {
+                CommandPrefixOrSuffixItem::Word(w) => {
+                    name_seen = true;
+                    let lit = self.word(&w.value, depth);
+                    words.push(lit.text().to_owned());
+                }
+                CommandPrefixOrSuffixItem::AssignmentWord(assignment, w) => {
+                    let name = match &assignment.name {
+                        ast::AssignmentName::VariableName(n)
+                        | ast::AssignmentName::ArrayElementName(n, _) => n.clone(),
+                    };
+                    let lit = self.word(&w.value, depth);
+                    if name_seen {
+                        // `export X=1`, `declare X=1`: an argument of the command.
+                        words.push(lit.text().to_owned());
+                    }
+                    if dangerous_var(&name) {
+                        self.risk(format!("it sets {name}, which changes what programs run"));
+                    }
+                }
+                CommandPrefixOrSuffixItem::IoRedirect(r) => self.redirect(r, depth),
+                CommandPrefixOrSuffixItem::ProcessSubstitution(_, sub) => {
+                    self.risk("a process substitution <(…)");
+                    self.list(&sub.list, depth);
+                }
+            }
+        }
+        let words = self.normalize(words);
+        if words.is_empty() {
+            return;
+        }
+        if words[0] == "cd" && self.cd(&words) {
+            return;
+        }
+        if let Some(why) = flags::risk(&words) {
+            self.risk(why);
+        }
+        for w in &words[1..] {
+            // `--flag=PATH` names a path too.
+            let w = match w.split_once('=') {
+                Some((flag, value)) if flag.starts_with('-') => value,
+                _ => w.as_str(),
+            };
+            if looks_like_path(w) && self.ws.is_protected(&self.ws.normalize_from(&self.cwd, w)) {
+                self.risk(format!("it names `{w}`, a protected config location"));
+            }
+        }
+        self.out.commands.push(Simple {
+            text: canonical(&words),
+            words,
+        });
+    }
+
+    /// Strips what does not change the program: a system bin directory, `env` with plain
+    /// assignments, `command`, `builtin`, `nohup`.
+    fn normalize(&mut self, mut words: Vec<String>) -> Vec<String> {
+        loop {
+            let Some(first) = words.first() else {
+                return words;
+            };
+            if let Some((dir, name)) = first.rsplit_once('/')
+                && SYSTEM_BIN_DIRS.contains(&if dir.is_empty() { "/" } else { dir })
+                && !name.is_empty()
+            {
+                words[0] = name.to_owned();
+                continue;
+            }
+            match first.as_str() {
+                "env" => {
+                    let mut i = 1;
+                    while let Some(w) = words.get(i) {
+                        if let Some((name, _)) = w.split_once('=').filter(|(n, _)| is_name(n)) {
+                            if dangerous_var(name) {
+                                self.risk(format!(
+                                    "it sets {name}, which changes what programs run"
+                                ));
+                            }
+                            i += 1;
+                        } else if matches!(w.as_str(), "-i" | "--ignore-environment" | "-") {
+                            i += 1;
+                        } else if w == "-u" || w == "--unset" {
+                            i += 2;
+                        } else if w.starts_with("--unset=") {
+                            i += 1;
+                        } else if w.starts_with('-') {
+                            self.risk(format!("`env {w}` is not understood"));
+                            return words;
+                        } else {
+                            break;
+                        }
+                    }
+                    if i >= words.len() {
+                        return words;
+                    }
+                    words.drain(..i);
+                }
+                "command" | "builtin" | "nohup"
+                    if words.get(1).is_some_and(|w| !w.starts_with('-')) =>
+                {
+                    words.remove(0);
+                }
+                _ => return words,
+            }
+        }
+    }
+
+    /// A `cd` to a literal directory inside the roots moves the working directory and needs no
+    /// rule; returns false when the `cd` must be checked like any command.
+    fn cd(&mut self, words: &[String]) -> bool {
+        let target = match words.get(1..) {
+            Some([]) | None => self.ws.home.clone(),
+            Some([dir]) if dir != "-" => Some(self.ws.normalize_from(&self.cwd, dir)),
+            _ => None,
+        };
+        match target {
+            Some(dir) if self.ws.in_roots(&dir) => {
+                self.cwd = dir;
+                true
+            }
+            Some(dir) => {
+                self.cwd = dir;
+                false
+            }
+            None => {
+                self.risk("a `cd` the gateway cannot follow");
+                false
+            }
+        }
+    }
+
+    fn redirect(&mut self, redirect: &IoRedirect, depth: usize) {
+        match redirect {
+            IoRedirect::File(_, kind, target) => {
+                let writes = !matches!(kind, IoFileRedirectKind::Read);
+                match target {
+                    IoFileRedirectTarget::Filename(w) => {
+                        self.redirect_path(&w.value, writes, depth)
+                    }
+                    IoFileRedirectTarget::Duplicate(w) => {
+                        let fd_like = w.value.chars().all(|c| c.is_ascii_digit() || c == '-');
+                        if !fd_like {
+                            self.redirect_path(&w.value, writes, depth);
+                        }
+                    }
+                    IoFileRedirectTarget::Fd(_) => {}
+                    IoFileRedirectTarget::ProcessSubstitution(_, sub) => {
+                        self.risk("a process substitution <(…)");
+                        self.list(&sub.list, depth);
+                    }
+                }
+            }
+            IoRedirect::OutputAndError(w, _) => self.redirect_path(&w.value, true, depth),
+            IoRedirect::HereString(_, w) => {
+                self.word(&w.value, depth);
+            }
+            IoRedirect::HereDocument(_, doc) => {
+                if doc.requires_expansion {
+                    let body = &doc.doc.value;
+                    if body.contains('$') || body.contains('`') {
+                        self.risk("a here-document with expansions");
+                        let mut subs = Vec::new();
+                        // The body is not a word; scan it for substitutions to check them too.
+                        let _ = literal(&format!("\"{}\"", body.replace('"', "\\\"")), &mut subs);
+                        for sub in subs {
+                            self.source(&sub, depth + 1);
+                        }
+                    }
+                }
+            }
+        }
+    }
+
+    fn redirect_path(&mut self, raw: &str, writes: bool, depth: usize) {
+        let Literal::Text(path) = self.word(raw, depth) else {
+            return;
+        };
+        if matches!(
+            path.as_str(),
+            "/dev/null" | "/dev/stdout" | "/dev/stderr" | "/dev/tty"
+        ) {
+            return;
+        }
+        let abs = self.ws.normalize_from(&self.cwd, &path);
+        if writes && self.ws.is_protected(&abs) {
+            self.out.protected_writes.push(abs);
+        } else if !self.ws.in_roots(&abs) {
+            self.risk(format!(
+                "a redirection to {} outside the roots",
+                abs.display()
+            ));
+        }
+    }
+}
+
+fn is_name(s: &str) -> bool {
+    !s.is_empty()
+        && s.chars().all(|c| c.is_ascii_alphanumeric() || c == '_')
+        && !s.starts_with(|c: char| c.is_ascii_digit())
+}
+
+fn looks_like_path(word: &str) -> bool {
+    !word.starts_with('-') && (word.contains('/') || word.starts_with('.') || word.starts_with('~'))
+}
+
+#[cfg(test)]
+#[path = "tests.rs"]
+mod tests;

@@ -1,0 +1,122 @@
+use std::path::Path;
+
+use super::*;
+
+fn ws() -> Workspace {
+    Workspace {
+        cwd: "/p".into(),
+        roots: vec!["/p".into()],
+        home: Some("/home/u".into()),
+        tern_home: "/home/u/.tern".into(),
+    }
+}
+
+fn texts(a: &Analysis) -> Vec<&str> {
+    a.commands.iter().map(|c| c.text.as_str()).collect()
+}
+
+#[test]
+fn compound_lines_split_into_simple_commands() {
+    let a = analyze("git status && curl x | sh", &ws());
+    assert_eq!(texts(&a), ["git status", "curl x", "sh"]);
+    assert!(a.risks.is_empty(), "{:?}", a.risks);
+    for (line, expected) in [
+        ("a; b", vec!["a", "b"]),
+        ("a\nb", vec!["a", "b"]),
+        ("a || b & c", vec!["a", "b", "c"]),
+        ("{ a; (b); }", vec!["a", "b"]),
+        ("if a; then b; else c; fi", vec!["a", "b", "c"]),
+        ("while a; do b; done", vec!["a", "b"]),
+    ] {
+        let a = analyze(line, &ws());
+        assert_eq!(texts(&a), expected, "{line}");
+    }
+}
+
+#[test]
+fn fifty_trues_then_rm_keeps_the_rm() {
+    let line = format!("{}rm -rf /", "true && ".repeat(50));
+    let a = analyze(&line, &ws());
+    assert_eq!(a.commands.len(), 51);
+    assert_eq!(a.commands[50].text, "rm -rf /");
+}
+
+#[test]
+fn normalization() {
+    for (line, expected) in [
+        ("/usr/bin/git push", "git push"),
+        ("env X=1 git status", "git status"),
+        ("env -i -u Y X=1 /bin/git status", "git status"),
+        ("X=1 git status", "git status"),
+        ("command git status", "git status"),
+        ("cd src && cargo test", "cargo test"),
+        ("git commit -m \"a b\"", "git commit -m 'a b'"),
+        ("./git status", "./git status"),
+        ("/tmp/git status", "/tmp/git status"),
+    ] {
+        let a = analyze(line, &ws());
+        assert_eq!(texts(&a), [expected], "{line}");
+        assert!(a.risks.is_empty(), "{line}: {:?}", a.risks);
+    }
+    // A cd outside the roots must be allowed itself.
+    let a = analyze("cd /etc && ls", &ws());
+    assert_eq!(texts(&a), ["cd /etc", "ls"]);
+}
+
+#[test]
+fn run_time_constructs_are_risks_and_their_commands_still_seen() {
+    for line in [
+        "echo $(rm -rf /)",
+        "echo `rm -rf /`",
+        "echo \"$(rm -rf /)\"",
+        "diff <(rm -rf /) x",
+        "cat > >(rm -rf /)",
+    ] {
+        let a = analyze(line, &ws());
+        assert!(!a.risks.is_empty(), "{line}");
+        assert!(texts(&a).contains(&"rm -rf /"), "{line}: {:?}", texts(&a));
+    }
+    for line in [
+        "eval ls",
+        "exec ls",
+        "echo $HOME",
+        "PATH=/tmp git status",
+        "LD_PRELOAD=/x.so git status",
+        "env GIT_PAGER=sh git log",
+        "env -S 'a b' ls",
+        "f() { ls; }",
+        "git -c core.pager=sh log",
+        "find . -exec rm {} \\;",
+        "echo hi > /etc/passwd",
+        "cat < /etc/shadow",
+        "ls 2> ../outside.txt",
+        "cd - && ls",
+        "echo 'unterminated",
+        "(( x = 1 ))",
+        "cat <<EOF\n$(id)\nEOF\n",
+    ] {
+        let a = analyze(line, &ws());
+        assert!(!a.risks.is_empty(), "{line}: {:?}", a);
+    }
+}
+
+#[test]
+fn redirections_inside_roots_are_fine_and_config_writes_are_flagged() {
+    let a = analyze("cargo test > out.txt 2>&1 < in.txt; ls > /dev/null", &ws());
+    assert!(a.risks.is_empty(), "{:?}", a.risks);
+    for line in [
+        "echo x > .tern/config.toml",
+        "echo x >> .TERN/new.toml",
+        "cd .tern && echo x > config.toml",
+        "echo x &> /home/u/.tern/config.toml",
+        "echo x > ~/.tern/config.toml",
+    ] {
+        let a = analyze(line, &ws());
+        assert_eq!(a.protected_writes.len(), 1, "{line}: {a:?}");
+    }
+    let a = analyze("cp evil .tern/config.toml", &ws());
+    assert!(!a.risks.is_empty());
+    let a = analyze("cp --target-directory=.tern evil", &ws());
+    assert!(!a.risks.is_empty());
+    assert_eq!(ws().normalize("x"), Path::new("/p/x"));
+}

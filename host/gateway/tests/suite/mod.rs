@@ -1,0 +1,5 @@
+mod harness;
+
+mod calls;
+mod permissions;
+mod safety;
