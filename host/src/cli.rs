@@ -29,10 +29,73 @@ pub struct GlobalArgs {
     /// Override one config key (TOML value), e.g. `-c mcp_servers.web.enabled=false`.
     #[arg(short = 'c', value_name = "KEY=VALUE", global = true)]
     pub overrides: Vec<String>,
+    /// Permission mode for this run.
+    #[arg(long, value_enum, global = true)]
+    pub mode: Option<ModeArg>,
+    /// Allow tool calls matching RULE, e.g. `--allow 'shell__run(cargo test *)'`.
+    #[arg(long = "allow", value_name = "RULE", global = true)]
+    pub allow: Vec<String>,
+    /// Always ask before tool calls matching RULE.
+    #[arg(long = "ask", value_name = "RULE", global = true)]
+    pub ask: Vec<String>,
+    /// Deny tool calls matching RULE (a deny always wins).
+    #[arg(long = "deny", value_name = "RULE", global = true)]
+    pub deny: Vec<String>,
+}
+
+/// `--mode`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
+pub enum ModeArg {
+    /// Ask before anything not marked read-only by a trusted server.
+    Default,
+    /// Also allow file edits inside the roots.
+    AcceptEdits,
+    /// Deny every tool not marked read-only.
+    ReadOnly,
+    /// Allow everything no rule denies.
+    Yolo,
+}
+
+/// Flags of `tern run` and the REPL.
+#[derive(Debug, Clone, Args)]
+pub struct RunFlags {
+    /// Model name as the provider spells it (overrides `[model] name`).
+    #[arg(long)]
+    pub model: Option<String>,
+    /// `anthropic` or `openai` (overrides `[model] provider`).
+    #[arg(long, value_enum)]
+    pub provider: Option<ProviderArg>,
+    /// Model turns before the run stops (default: `[agent] max_steps`, 50).
+    #[arg(long)]
+    pub max_steps: Option<u32>,
+}
+
+/// `--provider`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
+pub enum ProviderArg {
+    Anthropic,
+    Openai,
 }
 
 #[derive(Debug, Subcommand)]
 pub enum Command {
+    /// Run one goal headless and exit (goal from the argument, or stdin).
+    ///
+    /// Tool calls that would need approval are denied, and the result says which
+    /// `--allow` rule would permit them. Exit codes: 0 success, 1 failed run or
+    /// max_steps, 2 usage/config error, 130 interrupted.
+    Run {
+        /// What to do. `-` or nothing reads it from stdin.
+        goal: Option<String>,
+        /// `text` for people, `jsonl` for scripts (stdout is then only events).
+        #[arg(long, value_enum, default_value = "text")]
+        output_format: crate::runner::OutputFormat,
+        /// Continue the most recent session.
+        #[arg(long = "continue")]
+        continue_session: bool,
+        #[command(flatten)]
+        flags: RunFlags,
+    },
     /// Run one of tern's built-in MCP tool servers over stdio.
     ///
     /// Identical to the standalone `tern-fs`, `tern-shell` and `tern-web` binaries;

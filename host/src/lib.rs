@@ -4,6 +4,13 @@
 //! renderers subscribe to them. Commands write to the writer they are given.
 #![deny(clippy::print_stdout, clippy::print_stderr)]
 
+pub mod agent;
 pub mod cli;
 pub mod commands;
+pub mod context;
+pub mod events;
+pub mod render;
+pub mod runner;
 pub mod servers;
+pub mod session;
+pub mod tools;

@@ -6,8 +6,20 @@ use std::{io::Write, process::ExitCode};
 use clap::Parser;
 use tern::{
     cli::{Cli, Command, McpCommand, ServeCommand},
+    cli::{ProviderArg, RunFlags},
     commands::{self, ConfigFailure, Ctx},
+    runner,
 };
+
+fn model_flags(flags: &RunFlags) -> runner::ModelFlags {
+    runner::ModelFlags {
+        model: flags.model.clone(),
+        provider: flags.provider.map(|p| match p {
+            ProviderArg::Anthropic => tern_model::Provider::Anthropic,
+            ProviderArg::Openai => tern_model::Provider::Openai,
+        }),
+    }
+}
 
 fn main() -> ExitCode {
     let cli = Cli::parse();
@@ -25,10 +37,32 @@ fn main() -> ExitCode {
         for notice in ctx.notices() {
             let _ = writeln!(err, "notice: {notice}");
         }
-        let stdout = std::io::stdout();
-        let mut out = stdout.lock();
+        // Not locked for the whole command: the run's printers write to stdout
+        // from other threads.
+        let mut out = std::io::stdout();
         match cli.command {
             Command::Serve { .. } => Ok(0),
+            Command::Run {
+                goal,
+                output_format,
+                continue_session,
+                flags,
+            } => {
+                let goal = runner::read_goal(goal)?;
+                let session = if continue_session {
+                    Some(tern::session::latest(&ctx.paths.sessions_dir())?)
+                } else {
+                    None
+                };
+                let req = runner::RunRequest {
+                    goal,
+                    output: output_format,
+                    max_steps: flags.max_steps,
+                    model: model_flags(&flags),
+                    session,
+                };
+                runner::run_headless(&ctx, req).await
+            }
             Command::Tools { json } => commands::tools::run(&ctx, json, &mut out, &mut err).await,
             Command::Trust => commands::trust(&ctx, &mut out),
             Command::Mcp { command } => match command {
@@ -70,7 +104,10 @@ fn report(e: &anyhow::Error) -> ExitCode {
     for cause in e.chain().skip(1) {
         let _ = writeln!(err, "caused by: {cause}");
     }
-    if e.downcast_ref::<ConfigFailure>().is_some() {
+    if e.downcast_ref::<ConfigFailure>().is_some()
+        || e.downcast_ref::<runner::UsageError>().is_some()
+        || e.downcast_ref::<tern::session::SessionError>().is_some()
+    {
         ExitCode::from(2)
     } else {
         ExitCode::FAILURE

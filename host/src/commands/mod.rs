@@ -42,10 +42,24 @@ impl Ctx {
         let env: BTreeMap<String, String> = std::env::vars().collect();
         let lookup = |k: &str| env.get(k).cloned();
         let paths = ConfigPaths::resolve(&cwd, &lookup).map_err(ConfigFailure)?;
+        let mut rules = Vec::new();
+        for (list, items) in [
+            (tern_config::RuleList::Allow, &global.allow),
+            (tern_config::RuleList::Ask, &global.ask),
+            (tern_config::RuleList::Deny, &global.deny),
+        ] {
+            rules.extend(items.iter().map(|r| (list, r.clone())));
+        }
         let options = LoadOptions {
             config_file: global.config.clone(),
             overrides: global.overrides.clone(),
-            ..LoadOptions::default()
+            rules,
+            mode: global.mode.map(|m| match m {
+                crate::cli::ModeArg::Default => tern_config::PermissionMode::Default,
+                crate::cli::ModeArg::AcceptEdits => tern_config::PermissionMode::AcceptEdits,
+                crate::cli::ModeArg::ReadOnly => tern_config::PermissionMode::ReadOnly,
+                crate::cli::ModeArg::Yolo => tern_config::PermissionMode::Yolo,
+            }),
         };
         let config = Config::load(&paths, &options, &lookup).map_err(ConfigFailure)?;
         let tern_exe = std::env::current_exe().context("cannot find the tern executable")?;

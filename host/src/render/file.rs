@@ -1,0 +1,58 @@
+//! `runs/<run_id>/events.jsonl`: one line per event, flushed per line.
+
+use std::{
+    fs::File,
+    io::{BufWriter, Write},
+    path::{Path, PathBuf},
+};
+
+use crate::events::{Envelope, Subscriber};
+
+/// Writes every event to the run's events file.
+pub struct EventWriter {
+    path: PathBuf,
+    out: Option<BufWriter<File>>,
+}
+
+impl EventWriter {
+    /// Creates `path` (and its directory).
+    pub fn create(path: &Path) -> std::io::Result<Self> {
+        if let Some(dir) = path.parent() {
+            std::fs::create_dir_all(dir)?;
+        }
+        let file = File::options().create(true).append(true).open(path)?;
+        Ok(Self {
+            path: path.to_path_buf(),
+            out: Some(BufWriter::new(file)),
+        })
+    }
+
+    /// The file written.
+    pub fn path(&self) -> &Path {
+        &self.path
+    }
+}
+
+impl Subscriber for EventWriter {
+    fn on_event(&mut self, event: &Envelope) {
+        if let Some(out) = self.out.as_mut() {
+            let ok = serde_json::to_writer(&mut *out, event).is_ok()
+                && out.write_all(b"\n").is_ok()
+                && out.flush().is_ok();
+            if !ok {
+                tracing::warn!(
+                    "cannot write {}; events are no longer recorded",
+                    self.path.display()
+                );
+                self.out = None;
+            }
+        }
+    }
+
+    fn close(&mut self) {
+        if let Some(mut out) = self.out.take() {
+            let _ = out.flush();
+            let _ = out.get_ref().sync_data();
+        }
+    }
+}

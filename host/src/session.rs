@@ -1,0 +1,161 @@
+//! Sessions: a conversation that can be continued (`tern run --continue`,
+//! `tern resume`). `$TERN_HOME/sessions/<session_id>.jsonl` holds one
+//! [`Message`] per line, appended as the conversation grows.
+
+use std::{
+    hash::{BuildHasher, Hasher},
+    io::Write,
+    path::{Path, PathBuf},
+};
+
+use tern_model::Message;
+
+use crate::events::civil;
+
+/// A random hex string of `bytes` bytes (ids, not secrets).
+pub fn random_hex(bytes: usize) -> String {
+    let mut out = String::new();
+    while out.len() < bytes * 2 {
+        let mut h = std::collections::hash_map::RandomState::new().build_hasher();
+        h.write_u128(
+            std::time::SystemTime::now()
+                .duration_since(std::time::UNIX_EPOCH)
+                .unwrap_or_default()
+                .as_nanos(),
+        );
+        h.write_u32(std::process::id());
+        out.push_str(&format!("{:016x}", h.finish()));
+    }
+    out.truncate(bytes * 2);
+    out
+}
+
+/// `20261130-093000-a1b2c3`: sortable by time, unique enough per machine.
+pub fn new_run_id() -> String {
+    let secs = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .unwrap_or_default()
+        .as_secs() as i64;
+    let (y, mo, d, h, mi, s) = civil(secs);
+    format!("{y:04}{mo:02}{d:02}-{h:02}{mi:02}{s:02}-{}", random_hex(3))
+}
+
+/// A new session id.
+pub fn new_session_id() -> String {
+    random_hex(8)
+}
+
+/// The session file of `id`.
+pub fn session_path(sessions_dir: &Path, id: &str) -> PathBuf {
+    sessions_dir.join(format!("{id}.jsonl"))
+}
+
+/// Errors loading a session.
+#[derive(Debug, thiserror::Error)]
+pub enum SessionError {
+    #[error("no session {id} (looked for {path})")]
+    NotFound { id: String, path: PathBuf },
+    #[error("no saved session in {0}")]
+    NoneSaved(PathBuf),
+    #[error("{path}:{line}: not a session message: {source}")]
+    Parse {
+        path: PathBuf,
+        line: usize,
+        source: serde_json::Error,
+    },
+    #[error("{path}: {source}")]
+    Io {
+        path: PathBuf,
+        source: std::io::Error,
+    },
+}
+
+/// Loads the messages of a session.
+pub fn load(sessions_dir: &Path, id: &str) -> Result<Vec<Message>, SessionError> {
+    let path = session_path(sessions_dir, id);
+    let text = std::fs::read_to_string(&path).map_err(|e| match e.kind() {
+        std::io::ErrorKind::NotFound => SessionError::NotFound {
+            id: id.to_string(),
+            path: path.clone(),
+        },
+        _ => SessionError::Io {
+            path: path.clone(),
+            source: e,
+        },
+    })?;
+    text.lines()
+        .enumerate()
+        .filter(|(_, l)| !l.trim().is_empty())
+        .map(|(i, l)| {
+            serde_json::from_str(l).map_err(|source| SessionError::Parse {
+                path: path.clone(),
+                line: i + 1,
+                source,
+            })
+        })
+        .collect()
+}
+
+/// The most recently written session.
+pub fn latest(sessions_dir: &Path) -> Result<String, SessionError> {
+    let entries = std::fs::read_dir(sessions_dir)
+        .map_err(|_| SessionError::NoneSaved(sessions_dir.to_path_buf()))?;
+    entries
+        .filter_map(Result::ok)
+        .filter(|e| e.path().extension().is_some_and(|x| x == "jsonl"))
+        .filter_map(|e| Some((e.metadata().ok()?.modified().ok()?, e.path())))
+        .max()
+        .and_then(|(_, p)| p.file_stem().map(|s| s.to_string_lossy().into_owned()))
+        .ok_or_else(|| SessionError::NoneSaved(sessions_dir.to_path_buf()))
+}
+
+/// Appends `messages` to the session file.
+pub fn append(sessions_dir: &Path, id: &str, messages: &[Message]) -> Result<(), SessionError> {
+    let path = session_path(sessions_dir, id);
+    let io = |source| SessionError::Io {
+        path: path.clone(),
+        source,
+    };
+    std::fs::create_dir_all(sessions_dir).map_err(io)?;
+    let mut f = std::fs::OpenOptions::new()
+        .create(true)
+        .append(true)
+        .open(&path)
+        .map_err(io)?;
+    for m in messages {
+        let line = serde_json::to_string(m).map_err(|e| io(std::io::Error::other(e)))?;
+        writeln!(f, "{line}").map_err(io)?;
+    }
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn run_ids_look_right_and_differ() {
+        let a = new_run_id();
+        let b = new_run_id();
+        assert_eq!(a.len(), "20261130-093000-a1b2c3".len(), "{a}");
+        assert_ne!(a, b);
+        assert!(a.as_bytes()[8] == b'-' && a.as_bytes()[15] == b'-');
+    }
+
+    #[test]
+    fn sessions_round_trip_and_latest_is_found() {
+        let dir = tempfile::tempdir().unwrap();
+        append(dir.path(), "s1", &[Message::user_text("hi")]).unwrap();
+        append(dir.path(), "s1", &[Message::assistant_text("hello")]).unwrap();
+        let msgs = load(dir.path(), "s1").unwrap();
+        assert_eq!(
+            msgs,
+            vec![Message::user_text("hi"), Message::assistant_text("hello")]
+        );
+        assert_eq!(latest(dir.path()).unwrap(), "s1");
+        assert!(matches!(
+            load(dir.path(), "nope"),
+            Err(SessionError::NotFound { .. })
+        ));
+    }
+}

@@ -1,0 +1,466 @@
+//! `tern run` end to end: the real binary, the real built-in tool servers, and a
+//! local mock model server speaking Anthropic's SSE format (and OpenAI's once).
+
+use std::{path::Path, process::Output, time::Duration};
+
+use serde_json::{Value, json};
+use tern_model::mock::{
+    MockModelServer, MockResponse, RecordedRequest,
+    script::{AnthropicTurn, OpenAiTurn},
+};
+
+/// A fake key that must never appear in any file tern writes.
+pub const CANARY: &str = "sk-ant-api03-canary-DO-NOT-LEAK-0123456789abcdef";
+
+pub struct RunEnv {
+    pub home: tempfile::TempDir,
+    pub dir: tempfile::TempDir,
+    pub server: MockModelServer,
+}
+
+impl RunEnv {
+    pub async fn new() -> Self {
+        let env = Self {
+            home: tempfile::tempdir().unwrap(),
+            dir: tempfile::tempdir().unwrap(),
+            server: MockModelServer::start().await.unwrap(),
+        };
+        // Only the servers the scenario uses: fs and shell.
+        std::fs::write(
+            env.home.path().join("config.toml"),
+            "[mcp_servers.web]\nenabled = false\n[model]\nmax_retries = 1\n",
+        )
+        .unwrap();
+        env
+    }
+
+    pub fn command(&self, args: &[&str]) -> tokio::process::Command {
+        let mut cmd = tokio::process::Command::new(tern_e2e::bin("tern"));
+        cmd.args(args)
+            .current_dir(self.dir.path())
+            .env("TERN_HOME", self.home.path())
+            .env("ANTHROPIC_API_KEY", CANARY)
+            .env("ANTHROPIC_BASE_URL", self.server.url())
+            .env_remove("OPENAI_API_KEY")
+            .env_remove("OPENAI_BASE_URL")
+            .env_remove("TERN_LOG")
+            .stdin(std::process::Stdio::null())
+            .kill_on_drop(true);
+        cmd
+    }
+
+    pub async fn run(&self, args: &[&str]) -> Output {
+        tokio::time::timeout(Duration::from_secs(120), self.command(args).output())
+            .await
+            .expect("tern run did not finish in 120 s")
+            .unwrap()
+    }
+
+    /// The only run's events, parsed (every line must be JSON).
+    pub fn events(&self) -> Vec<Value> {
+        let runs = self.home.path().join("runs");
+        let mut dirs: Vec<_> = std::fs::read_dir(&runs)
+            .unwrap()
+            .map(|e| e.unwrap().path())
+            .collect();
+        dirs.sort();
+        let text = std::fs::read_to_string(dirs.last().unwrap().join("events.jsonl")).unwrap();
+        text.lines()
+            .map(|l| serde_json::from_str(l).unwrap_or_else(|e| panic!("not JSON ({e}): {l}")))
+            .collect()
+    }
+}
+
+pub fn of_type<'a>(events: &'a [Value], t: &str) -> Vec<&'a Value> {
+    events.iter().filter(|e| e["type"] == t).collect()
+}
+
+/// Every file under `dir`, for canary scans.
+pub fn all_files(dir: &Path) -> Vec<std::path::PathBuf> {
+    let mut out = Vec::new();
+    let mut stack = vec![dir.to_path_buf()];
+    while let Some(d) = stack.pop() {
+        for e in std::fs::read_dir(&d).into_iter().flatten().flatten() {
+            let p = e.path();
+            if p.is_dir() {
+                stack.push(p);
+            } else {
+                out.push(p);
+            }
+        }
+    }
+    out
+}
+
+fn tool_results(req: &RecordedRequest) -> Vec<(String, String, bool)> {
+    let body = req.json();
+    let last = body["messages"].as_array().unwrap().last().unwrap().clone();
+    assert_eq!(last["role"], "user");
+    last["content"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|b| b["type"] == "tool_result")
+        .map(|b| {
+            let text = match &b["content"] {
+                Value::String(s) => s.clone(),
+                Value::Array(a) => a
+                    .iter()
+                    .filter_map(|x| x["text"].as_str())
+                    .collect::<Vec<_>>()
+                    .join(""),
+                other => other.to_string(),
+            };
+            (
+                b["tool_use_id"].as_str().unwrap().to_string(),
+                text,
+                b["is_error"].as_bool().unwrap_or(false),
+            )
+        })
+        .collect()
+}
+
+#[tokio::test]
+async fn the_regression_sample_reads_edits_tests_and_summarizes() {
+    let env = RunEnv::new().await;
+    let dir = env.dir.path();
+    std::fs::write(dir.join("lib.txt"), "name = tern\nanswer = 41\n").unwrap();
+    std::fs::write(
+        dir.join("check.sh"),
+        "if grep -q 'answer = 42' lib.txt; then echo '1 passed'; else echo '1 failed'; exit 1; fi\n",
+    )
+    .unwrap();
+    std::fs::write(dir.join("AGENTS.md"), "Run `sh check.sh` to test.\n").unwrap();
+    env.server.enqueue(
+        AnthropicTurn::new()
+            .text(&["Let me ", "look."])
+            .tool_use("toolu_1", "fs__read_file", &["{\"path\":", "\"lib.txt\"}"])
+            .finish("tool_use"),
+    );
+    env.server.enqueue(
+        AnthropicTurn::new()
+            .tool_use(
+                "toolu_2",
+                "fs__edit_file",
+                &[r#"{"path":"lib.txt","old_string":"answer = 41","new_string":"answer = 42"}"#],
+            )
+            .finish("tool_use"),
+    );
+    env.server.enqueue(
+        AnthropicTurn::new()
+            .tool_use("toolu_3", "shell__run", &[r#"{"command":"sh check.sh"}"#])
+            .finish("tool_use"),
+    );
+    env.server.enqueue(
+        AnthropicTurn::with_usage(100, 80, 0)
+            .text(&["Fixed: `answer` is now 42 and ", "the tests pass."])
+            .finish("end_turn"),
+    );
+    let out = env
+        .run(&[
+            "run",
+            "fix the answer",
+            "--output-format",
+            "jsonl",
+            "--mode",
+            "accept-edits",
+            "--allow",
+            "shell__run(sh check.sh)",
+        ])
+        .await;
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert_eq!(
+        out.status.code(),
+        Some(0),
+        "stdout:\n{stdout}\nstderr:\n{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+
+    // The file changed as asked.
+    assert_eq!(
+        std::fs::read_to_string(dir.join("lib.txt")).unwrap(),
+        "name = tern\nanswer = 42\n"
+    );
+
+    // stdout in jsonl mode is only JSON lines, and they are the events.
+    let printed: Vec<Value> = stdout
+        .lines()
+        .map(|l| {
+            serde_json::from_str(l).unwrap_or_else(|e| panic!("stdout line is not JSON ({e}): {l}"))
+        })
+        .collect();
+    let events = env.events();
+    assert_eq!(printed, events, "stdout carries exactly the events");
+
+    // One session id threads run_started → run_finished; seq is gap-free.
+    assert_eq!(events.first().unwrap()["type"], "run_started");
+    assert_eq!(events.last().unwrap()["type"], "run_finished");
+    let session = events[0]["session_id"].as_str().unwrap();
+    for (i, e) in events.iter().enumerate() {
+        assert_eq!(e["session_id"], session);
+        assert_eq!(e["run_id"], events[0]["run_id"]);
+        assert_eq!(e["seq"], (i + 1) as u64);
+    }
+    let finished = events.last().unwrap();
+    assert_eq!(finished["status"], "success");
+    assert_eq!(finished["steps"], 4);
+    assert!(
+        finished["answer"]
+            .as_str()
+            .unwrap()
+            .contains("the tests pass")
+    );
+
+    // The trace contains the diff and the test output.
+    let calls = of_type(&events, "tool_call_finished");
+    assert_eq!(calls.len(), 3);
+    let edit = calls.iter().find(|c| c["tool"] == "fs__edit_file").unwrap();
+    let diff = edit["diff"].as_str().unwrap();
+    assert!(
+        diff.contains("-answer = 41") && diff.contains("+answer = 42"),
+        "{diff}"
+    );
+    let test = calls.iter().find(|c| c["tool"] == "shell__run").unwrap();
+    assert!(
+        test["output"].as_str().unwrap().contains("1 passed"),
+        "{test}"
+    );
+    assert!(calls.iter().all(|c| c["is_error"] == false), "{calls:?}");
+    let decisions = of_type(&events, "permission_decided");
+    assert_eq!(decisions.len(), 3);
+
+    // What tern sent: the project rules, and each result paired with its call.
+    let requests = env.server.requests();
+    assert_eq!(requests.len(), 4);
+    let system = requests[0].json()["system"].to_string();
+    assert!(system.contains("Run `sh check.sh` to test."), "{system}");
+    for (req, id, needle) in [
+        (&requests[1], "toolu_1", "answer = 41"),
+        (&requests[2], "toolu_2", "+answer = 42"),
+        (&requests[3], "toolu_3", "1 passed"),
+    ] {
+        let results = tool_results(req);
+        assert_eq!(results.len(), 1, "{results:?}");
+        assert_eq!(results[0].0, id);
+        assert!(results[0].1.contains(needle), "{id}: {}", results[0].1);
+        assert!(!results[0].2);
+    }
+    // Stable prefix: the system prompt and tools are the same on every request.
+    let first = requests[0].json();
+    for r in &requests[1..] {
+        assert_eq!(r.json()["system"], first["system"]);
+        assert_eq!(r.json()["tools"], first["tools"]);
+    }
+
+    // The canary key never reaches a file tern wrote.
+    for f in all_files(env.home.path()) {
+        let text = std::fs::read_to_string(&f).unwrap_or_default();
+        assert!(!text.contains(CANARY), "canary leaked into {}", f.display());
+    }
+}
+
+#[tokio::test]
+async fn the_openai_compatible_path_runs_a_tool_and_answers() {
+    let env = RunEnv::new().await;
+    std::fs::write(env.dir.path().join("hello.txt"), "hello world\n").unwrap();
+    env.server.enqueue(
+        OpenAiTurn::new()
+            .tool_call(0, "call_1", "fs__read_file", &[r#"{"path":"hello.txt"}"#])
+            .finish("tool_calls"),
+    );
+    env.server
+        .enqueue(OpenAiTurn::new().text(&["It says hello."]).finish("stop"));
+    let out = env
+        .command(&[
+            "run",
+            "what does hello.txt say?",
+            "--provider",
+            "openai",
+            "--model",
+            "local-model",
+        ])
+        .env_remove("ANTHROPIC_API_KEY")
+        .env("OPENAI_BASE_URL", env.server.url())
+        .output()
+        .await
+        .unwrap();
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert_eq!(
+        out.status.code(),
+        Some(0),
+        "{stdout}\n{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert!(stdout.contains("It says hello."), "{stdout}");
+    let requests = env.server.requests();
+    assert_eq!(requests.len(), 2);
+    assert_eq!(requests[0].path, "/chat/completions");
+    let second = requests[1].json();
+    let msgs = second["messages"].as_array().unwrap();
+    let tool_msg = msgs.iter().find(|m| m["role"] == "tool").unwrap();
+    assert_eq!(tool_msg["tool_call_id"], "call_1");
+    assert!(
+        tool_msg["content"]
+            .as_str()
+            .unwrap()
+            .contains("hello world")
+    );
+    assert_eq!(second["model"], "local-model");
+}
+
+#[tokio::test]
+async fn max_steps_ends_the_run_with_exit_1() {
+    let env = RunEnv::new().await;
+    for i in 0..2 {
+        env.server.enqueue(
+            AnthropicTurn::new()
+                .tool_use(
+                    &format!("toolu_{i}"),
+                    "fs__list_dir",
+                    &[&format!("{{\"path\":\".\",\"n\":{i}}}")],
+                )
+                .finish("tool_use"),
+        );
+    }
+    let out = env
+        .run(&[
+            "run",
+            "loop",
+            "--max-steps",
+            "2",
+            "--output-format",
+            "jsonl",
+        ])
+        .await;
+    assert_eq!(out.status.code(), Some(1));
+    let events = env.events();
+    let last = events.last().unwrap();
+    assert_eq!(last["type"], "run_finished");
+    assert_eq!(last["status"], "max_steps");
+    assert_eq!(last["steps"], 2);
+    assert_eq!(env.server.requests().len(), 2);
+}
+
+#[tokio::test]
+async fn the_same_call_three_times_gets_an_error_instead_of_running() {
+    let env = RunEnv::new().await;
+    std::fs::write(env.dir.path().join("a.txt"), "a\n").unwrap();
+    for i in 0..3 {
+        env.server.enqueue(
+            AnthropicTurn::new()
+                .tool_use(
+                    &format!("toolu_{i}"),
+                    "fs__read_file",
+                    &[r#"{"path":"a.txt"}"#],
+                )
+                .finish("tool_use"),
+        );
+    }
+    env.server
+        .enqueue(AnthropicTurn::new().text(&["ok"]).finish("end_turn"));
+    let out = env
+        .run(&["run", "read a", "--output-format", "jsonl"])
+        .await;
+    assert_eq!(out.status.code(), Some(0));
+    let events = env.events();
+    let calls = of_type(&events, "tool_call_finished");
+    assert_eq!(calls.len(), 3);
+    assert_eq!(calls[0]["is_error"], false);
+    assert_eq!(calls[1]["is_error"], false);
+    assert_eq!(calls[2]["is_error"], true);
+    assert_eq!(calls[2]["error_type"], "repeated_call");
+    // Only two calls reached the gateway (and so the audit log).
+    assert_eq!(of_type(&events, "audit").len(), 2);
+    let results = tool_results(&env.server.requests()[3]);
+    assert!(results[0].1.contains("3 times in a row"), "{results:?}");
+    assert!(results[0].2);
+}
+
+#[tokio::test]
+async fn a_tool_call_cut_by_max_tokens_is_not_run_and_the_model_is_told() {
+    let env = RunEnv::new().await;
+    env.server.enqueue(
+        AnthropicTurn::new()
+            .text(&["Writing the file."])
+            .tool_use_unfinished(
+                "toolu_cut",
+                "fs__write_file",
+                &[r#"{"path":"x.txt","content":"par"#],
+            )
+            .finish("max_tokens"),
+    );
+    env.server.enqueue(
+        AnthropicTurn::new()
+            .text(&["I will stop here."])
+            .finish("end_turn"),
+    );
+    let out = env
+        .run(&[
+            "run",
+            "write x",
+            "--output-format",
+            "jsonl",
+            "--mode",
+            "yolo",
+        ])
+        .await;
+    assert_eq!(out.status.code(), Some(0));
+    assert!(
+        !env.dir.path().join("x.txt").exists(),
+        "a truncated call must not run"
+    );
+    let events = env.events();
+    assert!(of_type(&events, "tool_call_started").is_empty());
+    let second = env.server.requests()[1].json();
+    let text = second["messages"].to_string();
+    assert!(text.contains("was not run"), "{text}");
+    assert!(
+        !text.contains("toolu_cut\",\"name"),
+        "no tool_use for the cut call: {text}"
+    );
+}
+
+#[tokio::test]
+async fn a_denied_call_in_headless_mode_says_which_allow_rule_would_permit_it() {
+    let env = RunEnv::new().await;
+    env.server.enqueue(
+        AnthropicTurn::new()
+            .tool_use("toolu_rm", "shell__run", &[r#"{"command":"rm -rf build"}"#])
+            .finish("tool_use"),
+    );
+    env.server.enqueue(
+        AnthropicTurn::new()
+            .text(&["I was not allowed to."])
+            .finish("end_turn"),
+    );
+    let out = env.run(&["run", "clean", "--output-format", "jsonl"]).await;
+    assert_eq!(out.status.code(), Some(0));
+    let events = env.events();
+    let call = of_type(&events, "tool_call_finished")[0].clone();
+    assert_eq!(call["is_error"], true);
+    assert_eq!(call["error_type"], "denied");
+    let decision = of_type(&events, "permission_decided")[0].clone();
+    assert_eq!(decision["decision"], "deny");
+    let results = tool_results(&env.server.requests()[1]);
+    assert!(results[0].1.contains("--allow"), "{results:?}");
+    assert!(results[0].2);
+}
+
+#[tokio::test]
+async fn a_model_error_is_reported_verbatim_and_the_run_still_finishes() {
+    let env = RunEnv::new().await;
+    env.server.enqueue(MockResponse::json(
+        400,
+        &json!({"type": "error", "error": {"type": "invalid_request_error", "message": "messages: roles must alternate"}}),
+    ).header("request-id", "req_test_123"));
+    let out = env.run(&["run", "hi"]).await;
+    assert_eq!(out.status.code(), Some(1));
+    let events = env.events();
+    let last = events.last().unwrap();
+    assert_eq!(last["status"], "error");
+    let err = last["error"].as_str().unwrap();
+    assert!(
+        err.contains("messages: roles must alternate") && err.contains("req_test_123"),
+        "{err}"
+    );
+}
