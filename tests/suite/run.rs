@@ -464,3 +464,160 @@ async fn a_model_error_is_reported_verbatim_and_the_run_still_finishes() {
         "{err}"
     );
 }
+
+fn alive(pid: u32) -> bool {
+    // A zombie has exited; only a live process counts.
+    std::fs::read_to_string(format!("/proc/{pid}/stat"))
+        .map(|s| {
+            !s.rsplit(')')
+                .next()
+                .unwrap_or("")
+                .trim_start()
+                .starts_with('Z')
+        })
+        .unwrap_or(false)
+}
+
+#[tokio::test]
+async fn ctrl_c_during_a_shell_tool_cancels_it_and_finishes_the_run() {
+    let env = RunEnv::new().await;
+    env.server.enqueue(
+        AnthropicTurn::new()
+            .tool_use(
+                "toolu_sleep",
+                "shell__run",
+                &[r#"{"command":"sleep 300 & echo $! > bg.pid; echo $$ > sh.pid; sleep 300"}"#],
+            )
+            .finish("tool_use"),
+    );
+    let mut child = env
+        .command(&[
+            "run",
+            "wait a long time",
+            "--output-format",
+            "jsonl",
+            "--mode",
+            "yolo",
+        ])
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    let dir = env.dir.path().to_path_buf();
+    let deadline = std::time::Instant::now() + Duration::from_secs(60);
+    while !(dir.join("bg.pid").exists() && dir.join("sh.pid").exists()) {
+        assert!(
+            std::time::Instant::now() < deadline,
+            "the shell command never started"
+        );
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+    tokio::time::sleep(Duration::from_millis(200)).await;
+    let read_pid = |f: &str| -> u32 {
+        std::fs::read_to_string(dir.join(f))
+            .unwrap()
+            .trim()
+            .parse()
+            .unwrap()
+    };
+    let (bg, sh) = (read_pid("bg.pid"), read_pid("sh.pid"));
+    assert!(alive(bg) && alive(sh));
+
+    let started = std::time::Instant::now();
+    let status = std::process::Command::new("kill")
+        .args(["-INT", &child.id().unwrap().to_string()])
+        .status()
+        .unwrap();
+    assert!(status.success());
+    let out = tokio::time::timeout(Duration::from_secs(30), child.wait_with_output())
+        .await
+        .expect("tern did not exit after Ctrl-C")
+        .unwrap();
+    assert_eq!(
+        out.status.code(),
+        Some(130),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert!(
+        started.elapsed() < Duration::from_secs(15),
+        "took {:?}",
+        started.elapsed()
+    );
+
+    let events = env.events();
+    let last = events.last().unwrap();
+    assert_eq!(
+        last["type"], "run_finished",
+        "run_finished is the last line"
+    );
+    assert_eq!(last["status"], "cancelled");
+    let finished = of_type(&events, "tool_call_finished");
+    assert_eq!(finished.len(), 1, "exactly one result for the call");
+    assert_eq!(finished[0]["is_error"], true);
+    // No process of the command is left.
+    let deadline = std::time::Instant::now() + Duration::from_secs(10);
+    while alive(bg) || alive(sh) {
+        assert!(
+            std::time::Instant::now() < deadline,
+            "left behind: bg {} sh {}",
+            alive(bg),
+            alive(sh)
+        );
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+}
+
+#[tokio::test]
+async fn a_server_crashing_mid_run_gives_an_error_result_and_the_run_goes_on() {
+    let env = RunEnv::new().await;
+    std::fs::write(
+        env.home.path().join("config.toml"),
+        format!(
+            "[mcp_servers.web]\nenabled = false\n[mcp_servers.flaky]\ncommand = {:?}\n",
+            tern_e2e::bin("tern-test-server").to_string_lossy()
+        ),
+    )
+    .unwrap();
+    env.server.enqueue(
+        AnthropicTurn::new()
+            .tool_use("toolu_c", "flaky__crash", &["{}"])
+            .finish("tool_use"),
+    );
+    env.server.enqueue(
+        AnthropicTurn::new()
+            .text(&["The server crashed."])
+            .finish("end_turn"),
+    );
+    let out = env
+        .run(&[
+            "run",
+            "crash it",
+            "--output-format",
+            "jsonl",
+            "--allow",
+            "flaky__crash",
+        ])
+        .await;
+    assert_eq!(
+        out.status.code(),
+        Some(0),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let events = env.events();
+    let call = of_type(&events, "tool_call_finished")[0].clone();
+    assert_eq!(call["is_error"], true);
+    assert_eq!(call["error_type"], "server_crashed");
+    assert!(
+        call["output"].as_str().unwrap().contains("dying mid-call"),
+        "{call}"
+    );
+    assert!(
+        of_type(&events, "server_failed")
+            .iter()
+            .any(|e| e["server"] == "flaky" && e["will_restart"] == true),
+        "the crash is reported"
+    );
+    assert_eq!(events.last().unwrap()["status"], "success");
+}
