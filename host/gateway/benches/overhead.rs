@@ -170,5 +170,40 @@ async fn main() {
         micros(g50) - micros(r50),
         micros(g99) - micros(r99)
     );
+
+    // Where the overhead goes: the audit line alone (one append-only write + flush per call).
+    let log = tern_gateway::audit::AuditLog::open(&dir.path().join("audit-only.jsonl")).unwrap();
+    let redactor = tern_gateway::Redactor::default();
+    let record = tern_gateway::AuditRecord {
+        time: tern_gateway::audit::rfc3339_now(),
+        run_id: "bench".into(),
+        session_id: "bench".into(),
+        call_id: "c1".into(),
+        tool: "test__noop".into(),
+        server: "test".into(),
+        args_sha256: tern_gateway::audit::sha256_hex(b"{}"),
+        decision: Some(tern_gateway::Decision::Allow),
+        rule: Some("annotation:readOnlyHint".into()),
+        duration_ms: 0,
+        result_sha256: tern_gateway::audit::sha256_hex(b""),
+        result_bytes: 0,
+        is_error: false,
+        error_type: None,
+        truncated: false,
+    };
+    let mut audit: Vec<Duration> = (0..ROUNDS)
+        .map(|_| {
+            let t = Instant::now();
+            log.append(&record, &redactor).unwrap();
+            t.elapsed()
+        })
+        .collect();
+    audit.sort();
+    println!(
+        "{:<22} {:>10.1} {:>10.1}",
+        "  of which audit line",
+        micros(percentile(&audit, 0.5)),
+        micros(percentile(&audit, 0.99))
+    );
     pool.shutdown().await;
 }

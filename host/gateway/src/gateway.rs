@@ -212,7 +212,7 @@ impl Gateway {
             &self.pool,
             &entry.server,
             &entry.tool,
-            args.clone(),
+            args,
             timeout,
             ctx,
         )

@@ -60,6 +60,7 @@ pub mod permission;
 mod redact;
 pub mod resolve;
 pub mod rules;
+mod session_rules;
 mod settings;
 pub mod shell;
 pub mod validate;

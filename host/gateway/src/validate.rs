@@ -69,6 +69,10 @@ impl Validators {
                 "the tool's inputSchema cannot be compiled: {e}"
             )])
         })?;
+        // The common case: valid, checked without collecting errors.
+        if validator.is_valid(arguments) {
+            return Ok(map.clone());
+        }
         let mut lines = Vec::new();
         let mut total = 0;
         for error in validator.iter_errors(arguments) {
