@@ -208,15 +208,7 @@ impl Gateway {
 
         // 4. Dispatch.
         let timeout = policy.timeout(&entry.tool);
-        let outcome = dispatch(
-            &self.pool,
-            &entry.server,
-            &entry.tool,
-            args,
-            timeout,
-            ctx,
-        )
-        .await;
+        let outcome = dispatch(&self.pool, &entry.server, &entry.tool, args, timeout, ctx).await;
 
         // 5. Cap (errors too: a crash report carries a stderr tail).
         let (text, is_error, error_type, structured) = match outcome {
