@@ -13,8 +13,9 @@ use clap::{Args, Parser, Subcommand};
 pub struct Cli {
     #[command(flatten)]
     pub global: GlobalArgs,
+    /// Without a command, tern starts the interactive REPL.
     #[command(subcommand)]
-    pub command: Command,
+    pub command: Option<Command>,
 }
 
 /// Options every command understands.
@@ -115,8 +116,31 @@ pub enum Command {
         #[arg(long)]
         json: bool,
     },
+    /// Continue a saved session in the REPL (default: the most recent one).
+    Resume {
+        /// The session id (`$TERN_HOME/sessions/<id>.jsonl`).
+        session_id: Option<String>,
+        #[command(flatten)]
+        flags: RunFlags,
+    },
     /// Trust this project's `.tern/config.toml` (until it changes).
     Trust,
+    /// List recent runs, newest first.
+    Runs {
+        /// How many.
+        #[arg(long, default_value_t = 20)]
+        limit: usize,
+    },
+    /// Show a run's events as a readable timeline.
+    Trace {
+        /// The run id (a unique prefix is enough), from `tern runs`.
+        run_id: String,
+    },
+    /// Print a shell completion script (bash, zsh, fish, elvish, powershell).
+    Completions {
+        /// The shell.
+        shell: clap_complete::Shell,
+    },
 }
 
 /// `tern mcp …`

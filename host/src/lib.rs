@@ -10,6 +10,7 @@ pub mod commands;
 pub mod context;
 pub mod events;
 pub mod render;
+pub mod repl;
 pub mod runner;
 pub mod servers;
 pub mod session;

@@ -23,8 +23,29 @@ fn model_flags(flags: &RunFlags) -> runner::ModelFlags {
 
 fn main() -> ExitCode {
     let cli = Cli::parse();
-    if let Command::Serve { server } = cli.command {
+    let command = cli.command.unwrap_or(Command::Resume {
+        session_id: None,
+        flags: RunFlags {
+            model: None,
+            provider: None,
+            max_steps: None,
+        },
+    });
+    // Plain `tern` is a new REPL session; `tern resume` continues one.
+    let fresh_repl = matches!(
+        &command,
+        Command::Resume {
+            session_id: None,
+            ..
+        }
+    ) && !std::env::args().any(|a| a == "resume");
+    if let Command::Serve { server } = command {
         return serve(server);
+    }
+    if let Command::Completions { shell } = command {
+        let mut cmd = <Cli as clap::CommandFactory>::command();
+        clap_complete::generate(shell, &mut cmd, "tern", &mut std::io::stdout());
+        return ExitCode::SUCCESS;
     }
     init_tracing();
     let runtime = match runtime() {
@@ -40,8 +61,23 @@ fn main() -> ExitCode {
         // Not locked for the whole command: the run's printers write to stdout
         // from other threads.
         let mut out = std::io::stdout();
-        match cli.command {
+        match command {
             Command::Serve { .. } => Ok(0),
+            Command::Resume { session_id, flags } => {
+                let session = match session_id {
+                    Some(id) => Some(id),
+                    None if fresh_repl => None,
+                    None => Some(tern::session::latest(&ctx.paths.sessions_dir())?),
+                };
+                let req = runner::RunRequest {
+                    goal: "(interactive)".to_string(),
+                    output: runner::OutputFormat::Text,
+                    max_steps: flags.max_steps,
+                    model: model_flags(&flags),
+                    session,
+                };
+                tern::repl::run(&ctx, req).await
+            }
             Command::Run {
                 goal,
                 output_format,
@@ -65,6 +101,9 @@ fn main() -> ExitCode {
             }
             Command::Tools { json } => commands::tools::run(&ctx, json, &mut out, &mut err).await,
             Command::Trust => commands::trust(&ctx, &mut out),
+            Command::Runs { limit } => commands::runs::list(&ctx, limit, &mut out),
+            Command::Trace { run_id } => commands::runs::trace(&ctx, &run_id, &mut out),
+            Command::Completions { .. } => Ok(0),
             Command::Mcp { command } => match command {
                 McpCommand::List { json } => commands::mcp::list(&ctx, json, &mut out).await,
                 McpCommand::Doctor { name, json } => {
@@ -88,9 +127,11 @@ fn runtime() -> std::io::Result<tokio::runtime::Runtime> {
         .build()
 }
 
+/// Logs go to stderr, `error` by default: what a person needs to see (retries,
+/// server failures) is already an event the printer shows. `TERN_LOG=debug` for more.
 fn init_tracing() {
     let filter = tracing_subscriber::EnvFilter::try_from_env("TERN_LOG")
-        .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new("warn"));
+        .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new("error"));
     let _ = tracing_subscriber::fmt()
         .with_env_filter(filter)
         .with_writer(std::io::stderr)

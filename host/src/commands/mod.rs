@@ -2,6 +2,7 @@
 //! writer (stdout at the binary's edge) and returns the process exit code.
 
 pub mod mcp;
+pub mod runs;
 pub mod tools;
 
 use std::{

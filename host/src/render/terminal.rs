@@ -32,7 +32,7 @@ pub struct TerminalPrinter {
     color: bool,
     /// The current output line has text on it.
     mid_line: bool,
-    /// Streamed text not yet ended by a newline (rendered a line at a time).
+    /// The current streamed line so far (to restyle it when it ends).
     pending: String,
     in_code: bool,
     spin: Arc<Mutex<Spin>>,
@@ -86,31 +86,36 @@ impl TerminalPrinter {
 
     /// Starts a line of its own (a newline first when mid-line).
     fn line(&mut self, text: &str) {
-        self.flush_pending();
         if self.mid_line {
             self.out("\n");
         }
+        self.pending.clear();
         self.out(&format!("{text}\n"));
     }
 
-    fn flush_pending(&mut self) {
-        if !self.pending.is_empty() {
-            let rest = std::mem::take(&mut self.pending);
-            let styled = self.style_line(&rest);
-            self.out(&styled);
-        }
-    }
-
+    /// Streams text as it arrives. A finished line that markdown styles
+    /// (heading, code) is redrawn styled in place when it fits on one row.
     fn text(&mut self, delta: &str) {
-        self.pending.push_str(delta);
-        while let Some(i) = self.pending.find('\n') {
-            let line: String = self.pending.drain(..=i).collect();
-            let styled = self.style_line(line.trim_end_matches('\n'));
-            self.out(&format!("{styled}\n"));
+        let mut parts = delta.split('\n').peekable();
+        while let Some(part) = parts.next() {
+            if !part.is_empty() {
+                self.out(part);
+                self.pending.push_str(part);
+            }
+            if parts.peek().is_none() {
+                break;
+            }
+            let line = std::mem::take(&mut self.pending);
+            let styled = self.style_line(&line);
+            if self.color && styled != line && line.chars().count() < 80 {
+                self.out(&format!("\r\x1b[2K{styled}\n"));
+            } else {
+                self.out("\n");
+            }
         }
     }
 
-    /// Light markdown: headings bold, code fences dim, inline code cyan.
+    /// Light markdown: headings bold, code blocks cyan, inline code cyan.
     fn style_line(&mut self, line: &str) -> String {
         if line.trim_start().starts_with("```") {
             self.in_code = !self.in_code;
@@ -124,6 +129,9 @@ impl TerminalPrinter {
         }
         if line.starts_with('#') {
             return self.paint(BOLD, line.trim_start_matches('#').trim_start());
+        }
+        if !line.contains('`') {
+            return line.to_string();
         }
         let mut out = String::new();
         let mut code = false;
@@ -323,7 +331,13 @@ impl Subscriber for TerminalPrinter {
                 let line = self.paint(RED, &format!("error: {message}"));
                 self.line(&line);
             }
-            AgentEvent::TurnEnd { step } => self.steps = *step,
+            AgentEvent::TurnEnd { step } => {
+                self.steps = *step;
+                if self.mid_line {
+                    self.out("\n");
+                    self.pending.clear();
+                }
+            }
             AgentEvent::RunFinished {
                 status,
                 steps,
@@ -336,7 +350,6 @@ impl Subscriber for TerminalPrinter {
                 ..
             } => {
                 self.set_spin(None);
-                self.flush_pending();
                 if let Some(err) = error
                     && !matches!(status, crate::events::RunStatus::Error)
                 {
@@ -360,7 +373,9 @@ impl Subscriber for TerminalPrinter {
     }
 
     fn close(&mut self) {
-        self.flush_pending();
+        if self.mid_line {
+            self.out("\n");
+        }
         self.spinner_alive.store(false, Ordering::SeqCst);
     }
 }

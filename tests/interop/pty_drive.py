@@ -1,0 +1,70 @@
+"""Drive a program through a pseudo-terminal, as a person at a keyboard would.
+
+Usage: pty_drive.py SCRIPT_JSON -- COMMAND [ARGS...]
+SCRIPT_JSON is a list of steps: {"send": "text"} types text; {"expect": "text",
+"timeout": seconds} waits until the screen output contains it (counting only
+output after the previous expect). Prints {"output": ..., "status": ...} as JSON.
+Exits 1 (printing what was seen) when an expectation times out.
+"""
+
+import json
+import os
+import pty
+import select
+import sys
+import time
+
+
+def main():
+    sep = sys.argv.index("--")
+    script = json.loads(sys.argv[1])
+    cmd = sys.argv[sep + 1 :]
+    pid, fd = pty.fork()
+    if pid == 0:
+        os.execvp(cmd[0], cmd)
+    out = b""
+    seen_upto = 0
+
+    def pump(timeout):
+        nonlocal out
+        r, _, _ = select.select([fd], [], [], timeout)
+        if r:
+            try:
+                data = os.read(fd, 65536)
+            except OSError:
+                return False
+            if not data:
+                return False
+            out += data
+        return True
+
+    for step in script:
+        if "send" in step:
+            time.sleep(0.05)
+            os.write(fd, step["send"].encode())
+        if "expect" in step:
+            deadline = time.time() + step.get("timeout", 30)
+            want = step["expect"].encode()
+            while want not in out[seen_upto:]:
+                if time.time() > deadline or not pump(0.1) and want not in out[seen_upto:]:
+                    if time.time() > deadline:
+                        print(json.dumps({"error": f"timed out waiting for {step['expect']!r}",
+                                          "output": out.decode("utf-8", "replace")}))
+                        sys.exit(1)
+            seen_upto = out.index(want, seen_upto) + len(want)
+    # Drain until the child exits.
+    deadline = time.time() + 30
+    status = None
+    while time.time() < deadline:
+        pump(0.1)
+        done, st = os.waitpid(pid, os.WNOHANG)
+        if done:
+            status = os.waitstatus_to_exitcode(st)
+            break
+    while pump(0.05):
+        pass
+    print(json.dumps({"output": out.decode("utf-8", "replace"), "status": status}))
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,71 @@
+//! The REPL driven through a pseudo-terminal: slash commands are answered by
+//! tern without any model request; a normal line streams the model's answer.
+
+use serde_json::{Value, json};
+use tern_model::mock::script::AnthropicTurn;
+
+use super::run::{CANARY, RunEnv};
+
+#[tokio::test]
+async fn slash_commands_never_reach_the_model_and_a_line_streams_an_answer() {
+    let env = RunEnv::new().await;
+    env.server.enqueue(
+        AnthropicTurn::new()
+            .text(&["Hello ", "from the ", "model."])
+            .finish("end_turn"),
+    );
+    let script = json!([
+        {"expect": "tern> "},
+        {"send": "/help\r"},
+        {"expect": "/cost"},
+        {"expect": "tern> "},
+        {"send": "/tools\r"},
+        {"expect": "fs__read_file"},
+        {"expect": "tern> "},
+        {"send": "say hi\r"},
+        {"expect": "Hello from the model."},
+        {"expect": "tern> "},
+        {"send": "/cost\r"},
+        {"expect": "total: 1 model call(s)"},
+        {"expect": "tern> "},
+        {"send": "/exit\r"},
+    ]);
+    let out = tokio::process::Command::new(tern_e2e::dep("venv/bin/python"))
+        .arg(tern_e2e::workspace_root().join("tests/interop/pty_drive.py"))
+        .arg(script.to_string())
+        .arg("--")
+        .arg(tern_e2e::bin("tern"))
+        .current_dir(env.dir.path())
+        .env("TERN_HOME", env.home.path())
+        .env("ANTHROPIC_API_KEY", CANARY)
+        .env("ANTHROPIC_BASE_URL", env.server.url())
+        .env("TERM", "xterm")
+        .env_remove("OPENAI_API_KEY")
+        .env_remove("OPENAI_BASE_URL")
+        .output()
+        .await
+        .unwrap();
+    let report: Value = serde_json::from_slice(&out.stdout).unwrap_or_else(|e| {
+        panic!(
+            "{e}: {}\n{}",
+            String::from_utf8_lossy(&out.stdout),
+            String::from_utf8_lossy(&out.stderr)
+        )
+    });
+    assert!(out.status.success(), "{}", report["error"]);
+    assert_eq!(report["status"], 0, "{}", report["output"]);
+    let requests = env.server.requests();
+    assert_eq!(requests.len(), 1, "only the normal line reaches the model");
+    let body = requests[0].json();
+    let last = body["messages"]
+        .as_array()
+        .unwrap()
+        .last()
+        .unwrap()
+        .to_string();
+    assert!(last.contains("say hi"), "{last}");
+    assert!(!body["messages"].to_string().contains("/help"));
+    // The session was recorded, and a run finished.
+    let events = env.events();
+    assert_eq!(events.last().unwrap()["type"], "run_finished");
+}
