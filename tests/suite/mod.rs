@@ -5,3 +5,4 @@ mod pool;
 mod repl;
 mod run;
 mod serve;
+mod snapshots;

@@ -120,7 +120,31 @@ pub fn render_trace(events: &[Value]) -> String {
             );
         }
     }
+    // Servers start concurrently, so their ready order is noise: consecutive
+    // `server_ready` events are shown as one line, by name.
+    let mut ready: Vec<(String, String)> = Vec::new();
+    let mut ready_at = String::new();
     for e in events {
+        if e["type"] == "server_ready" {
+            if ready.is_empty() {
+                ready_at = at(e);
+            }
+            ready.push((
+                e["server"].as_str().unwrap_or("?").to_string(),
+                format!(
+                    "{} ({} tools, {} ms)",
+                    e["server"].as_str().unwrap_or("?"),
+                    e["tools"],
+                    e["startup_ms"]
+                ),
+            ));
+            continue;
+        }
+        if !ready.is_empty() {
+            ready.sort();
+            let list: Vec<String> = ready.drain(..).map(|(_, s)| s).collect();
+            out.push_str(&format!("{ready_at} servers ready: {}\n", list.join(", ")));
+        }
         let line = match e["type"].as_str().unwrap_or("") {
             "run_started" => {
                 out.push_str(&format!(
@@ -134,12 +158,6 @@ pub fn render_trace(events: &[Value]) -> String {
                 ));
                 None
             }
-            "server_ready" => Some(format!(
-                "server {} ready · {} tools · {} ms",
-                e["server"].as_str().unwrap_or("?"),
-                e["tools"],
-                e["startup_ms"]
-            )),
             "server_failed" => Some(format!(
                 "server {} FAILED: {}",
                 e["server"].as_str().unwrap_or("?"),
