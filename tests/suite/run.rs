@@ -490,7 +490,7 @@ async fn ctrl_c_during_a_shell_tool_cancels_it_and_finishes_the_run() {
             )
             .finish("tool_use"),
     );
-    let mut child = env
+    let child = env
         .command(&[
             "run",
             "wait a long time",
