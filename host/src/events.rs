@@ -103,6 +103,12 @@ pub enum AgentEvent {
         /// For edits: the unified diff.
         diff: Option<String>,
     },
+    /// A log message a server sent (`notifications/message`).
+    ServerLog {
+        server: String,
+        level: String,
+        data: Value,
+    },
     /// The gateway's audit record of a finished call (also in `audit.jsonl`).
     Audit { record: Value },
     /// A notice from the engine (e.g. an ignored project config).

@@ -30,7 +30,52 @@ Slash commands (answered by tern, never sent to the model):
   /clear         start a fresh conversation (new session)
   /allow RULE    allow calls matching RULE for the rest of this session
   /exit          leave (also Ctrl-D, or Ctrl-C twice at an empty prompt)
+  /SERVER:PROMPT [ARG=VALUE | VALUE]…   expand a server's MCP prompt and send it
 Anything else is sent to the model. Ctrl-C during a turn cancels it.";
+
+/// Maps `/server:prompt` arguments onto the prompt's declared arguments:
+/// `key=value` by name, bare words to the remaining arguments in order (the last
+/// one takes the rest of the line).
+pub fn prompt_arguments(
+    declared: &[(String, bool)],
+    line: &str,
+) -> Result<serde_json::Map<String, serde_json::Value>, String> {
+    let mut out = serde_json::Map::new();
+    let mut positional = Vec::new();
+    for word in line.split_whitespace() {
+        match word.split_once('=') {
+            Some((k, v)) if declared.iter().any(|(n, _)| n == k) => {
+                out.insert(k.to_string(), serde_json::Value::String(v.to_string()));
+            }
+            _ => positional.push(word),
+        }
+    }
+    let free: Vec<&String> = declared
+        .iter()
+        .map(|(n, _)| n)
+        .filter(|n| !out.contains_key(n.as_str()))
+        .collect();
+    for (i, name) in free.iter().enumerate() {
+        if positional.is_empty() {
+            break;
+        }
+        let value = if i + 1 == free.len() {
+            positional.drain(..).collect::<Vec<_>>().join(" ")
+        } else {
+            positional.remove(0).to_string()
+        };
+        out.insert((*name).clone(), serde_json::Value::String(value));
+    }
+    if !positional.is_empty() {
+        return Err(format!("too many arguments: {}", positional.join(" ")));
+    }
+    for (name, required) in declared {
+        if *required && !out.contains_key(name) {
+            return Err(format!("missing required argument `{name}`"));
+        }
+    }
+    Ok(out)
+}
 
 /// Asks the user, on the terminal, whether a tool call may run.
 struct TerminalApprover {
@@ -174,12 +219,35 @@ pub async fn run(ctx: &Ctx, req: RunRequest) -> anyhow::Result<i32> {
         if input.is_empty() {
             continue;
         }
+        let mut pending_input: Option<String> = None;
+        let input_owned: String;
         let _ = editor.add_history_entry(input);
         if let Some(cmd) = input.strip_prefix('/') {
             let (name, arg) = cmd.split_once(' ').unwrap_or((cmd, ""));
             match name {
                 "exit" | "quit" => break,
-                "help" => writeln!(out, "{HELP}")?,
+                "help" => {
+                    writeln!(out, "{HELP}")?;
+                    let prompts = engine.pool.prompts().await;
+                    if !prompts.is_empty() {
+                        writeln!(out, "MCP prompts:")?;
+                        for p in prompts {
+                            let args: Vec<String> = p
+                                .arguments
+                                .iter()
+                                .map(|(n, req)| if *req { n.clone() } else { format!("[{n}]") })
+                                .collect();
+                            writeln!(
+                                out,
+                                "  /{}:{} {}  {}",
+                                p.server,
+                                p.name,
+                                args.join(" "),
+                                p.description
+                            )?;
+                        }
+                    }
+                }
                 "tools" => {
                     for e in engine.gateway.refresh_table().entries() {
                         let desc = e.def.description.lines().next().unwrap_or("");
@@ -245,10 +313,42 @@ pub async fn run(ctx: &Ctx, req: RunRequest) -> anyhow::Result<i32> {
                         Err(e) => writeln!(out, "not a valid rule: {e}")?,
                     }
                 }
+                _ if name.contains(':') => {
+                    let (server, prompt) = name.split_once(':').unwrap_or((name, ""));
+                    let prompts = engine.pool.prompts().await;
+                    let Some(info) = prompts
+                        .iter()
+                        .find(|p| p.server == server && p.name == prompt)
+                    else {
+                        writeln!(
+                            out,
+                            "no prompt `{prompt}` on server `{server}`; /help lists them"
+                        )?;
+                        continue;
+                    };
+                    let args = match prompt_arguments(&info.arguments, arg) {
+                        Ok(a) => a,
+                        Err(e) => {
+                            writeln!(out, "/{name}: {e}")?;
+                            continue;
+                        }
+                    };
+                    match engine.pool.get_prompt(server, prompt, args).await {
+                        Ok(text) if !text.trim().is_empty() => pending_input = Some(text),
+                        Ok(_) => writeln!(out, "/{name} expanded to nothing")?,
+                        Err(e) => writeln!(out, "/{name} failed: {e}")?,
+                    }
+                }
                 _ => writeln!(out, "unknown command /{name}; /help lists them")?,
             }
-            continue;
+            let Some(text) = pending_input.take() else {
+                continue;
+            };
+            input_owned = text;
+        } else {
+            input_owned = input.to_string();
         }
+        let input = input_owned.as_str();
         // A turn: Ctrl-C cancels this turn only.
         engine.cancel = CancellationToken::new();
         let cancel = engine.cancel.clone();
@@ -281,4 +381,29 @@ pub async fn run(ctx: &Ctx, req: RunRequest) -> anyhow::Result<i32> {
     };
     engine.finish(&outcome, &total, steps).await;
     Ok(0)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::prompt_arguments;
+
+    fn declared() -> Vec<(String, bool)> {
+        vec![("name".into(), true), ("style".into(), false)]
+    }
+
+    #[test]
+    fn prompt_arguments_by_name_and_position() {
+        let a = prompt_arguments(&declared(), "style=formal Ada").unwrap();
+        assert_eq!(a["name"], "Ada");
+        assert_eq!(a["style"], "formal");
+        let a = prompt_arguments(&declared(), "Ada very warm").unwrap();
+        assert_eq!(a["name"], "Ada");
+        assert_eq!(a["style"], "very warm");
+        assert!(
+            prompt_arguments(&declared(), "")
+                .unwrap_err()
+                .contains("`name`")
+        );
+        assert!(prompt_arguments(&[("x".into(), false)], "a b").is_ok());
+    }
 }

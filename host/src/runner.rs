@@ -305,9 +305,17 @@ fn pool_event(e: PoolEvent) -> Option<AgentEvent> {
         } => Some(AgentEvent::Notice {
             message: format!("{server}: tool `{tool}` left out: {reason}"),
         }),
-        PoolEvent::ServerRestarting { .. }
-        | PoolEvent::ToolsChanged { .. }
-        | PoolEvent::ServerLog { .. } => None,
+        PoolEvent::ServerLog {
+            server,
+            level,
+            data,
+            ..
+        } => Some(AgentEvent::ServerLog {
+            server,
+            level,
+            data,
+        }),
+        PoolEvent::ServerRestarting { .. } | PoolEvent::ToolsChanged { .. } => None,
     }
 }
 

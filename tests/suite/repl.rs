@@ -69,3 +69,88 @@ async fn slash_commands_never_reach_the_model_and_a_line_streams_an_answer() {
     let events = env.events();
     assert_eq!(events.last().unwrap()["type"], "run_finished");
 }
+
+#[tokio::test]
+async fn mcp_prompts_expand_and_approvals_are_asked_inline() {
+    let env = RunEnv::new().await;
+    std::fs::write(
+        env.home.path().join("config.toml"),
+        format!(
+            "[mcp_servers.web]\nenabled = false\n[mcp_servers.ts]\ncommand = {:?}\n",
+            tern_e2e::bin("tern-test-server").to_string_lossy()
+        ),
+    )
+    .unwrap();
+    // Turn 1 (from the prompt): the model asks to run a command that needs approval.
+    env.server.enqueue(
+        AnthropicTurn::new()
+            .tool_use(
+                "toolu_sh",
+                "shell__run",
+                &[r#"{"command":"echo approved > mark.txt"}"#],
+            )
+            .finish("tool_use"),
+    );
+    env.server.enqueue(
+        AnthropicTurn::new()
+            .text(&["Greeted and marked."])
+            .finish("end_turn"),
+    );
+    let script = json!([
+        {"expect": "tern> "},
+        {"send": "/help\r"},
+        {"expect": "/ts:greet name"},
+        {"expect": "tern> "},
+        {"send": "/ts:greet Ada\r"},
+        {"expect": "Allow? [y]es once"},
+        {"send": "y\r"},
+        {"expect": "Greeted and marked."},
+        {"expect": "tern> "},
+        {"send": "/exit\r"},
+    ]);
+    let out = tokio::process::Command::new(tern_e2e::dep("venv/bin/python"))
+        .arg(tern_e2e::workspace_root().join("tests/interop/pty_drive.py"))
+        .arg(script.to_string())
+        .arg("--")
+        .arg(tern_e2e::bin("tern"))
+        .current_dir(env.dir.path())
+        .env("TERN_HOME", env.home.path())
+        .env("ANTHROPIC_API_KEY", CANARY)
+        .env("ANTHROPIC_BASE_URL", env.server.url())
+        .env("TERM", "xterm")
+        .env_remove("OPENAI_API_KEY")
+        .env_remove("OPENAI_BASE_URL")
+        .output()
+        .await
+        .unwrap();
+    let report: Value = serde_json::from_slice(&out.stdout).unwrap_or_else(|e| {
+        panic!(
+            "{e}: {}\n{}",
+            String::from_utf8_lossy(&out.stdout),
+            String::from_utf8_lossy(&out.stderr)
+        )
+    });
+    assert!(
+        out.status.success(),
+        "{}\n{}",
+        report["error"],
+        report["output"]
+    );
+    let requests = env.server.requests();
+    assert_eq!(requests.len(), 2);
+    let first = requests[0].json()["messages"].to_string();
+    assert!(first.contains("Please greet Ada warmly."), "{first}");
+    assert_eq!(
+        std::fs::read_to_string(env.dir.path().join("mark.txt"))
+            .unwrap()
+            .trim(),
+        "approved"
+    );
+    let events = env.events();
+    let decision = events
+        .iter()
+        .find(|e| e["type"] == "permission_decided")
+        .unwrap();
+    assert_eq!(decision["decision"], "allow");
+    assert_eq!(decision["rule"], "user:once");
+}

@@ -621,3 +621,92 @@ async fn a_server_crashing_mid_run_gives_an_error_result_and_the_run_goes_on() {
     );
     assert_eq!(events.last().unwrap()["status"], "success");
 }
+
+#[tokio::test]
+async fn parallel_read_only_calls_each_get_their_paired_result() {
+    let env = RunEnv::new().await;
+    std::fs::write(env.dir.path().join("a.txt"), "alpha\n").unwrap();
+    std::fs::write(env.dir.path().join("b.txt"), "bravo\n").unwrap();
+    env.server.enqueue(
+        AnthropicTurn::new()
+            .tool_use("toolu_a", "fs__read_file", &[r#"{"path":"a.txt"}"#])
+            .tool_use("toolu_b", "fs__read_file", &[r#"{"path":"b.txt"}"#])
+            .tool_use(
+                "toolu_w",
+                "fs__write_file",
+                &[r#"{"path":"c.txt","content":"charlie"}"#],
+            )
+            .finish("tool_use"),
+    );
+    env.server
+        .enqueue(AnthropicTurn::new().text(&["done"]).finish("end_turn"));
+    let out = env
+        .run(&[
+            "run",
+            "read both",
+            "--output-format",
+            "jsonl",
+            "--mode",
+            "accept-edits",
+        ])
+        .await;
+    assert_eq!(
+        out.status.code(),
+        Some(0),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let results = tool_results(&env.server.requests()[1]);
+    let ids: Vec<&str> = results.iter().map(|r| r.0.as_str()).collect();
+    assert_eq!(
+        ids,
+        ["toolu_a", "toolu_b", "toolu_w"],
+        "results in the model's order"
+    );
+    assert!(
+        results[0].1.contains("alpha") && results[1].1.contains("bravo"),
+        "{results:?}"
+    );
+    assert!(!results[2].2, "{results:?}");
+    assert_eq!(
+        std::fs::read_to_string(env.dir.path().join("c.txt")).unwrap(),
+        "charlie"
+    );
+}
+
+#[tokio::test]
+async fn continue_resumes_the_latest_session() {
+    let env = RunEnv::new().await;
+    env.server.enqueue(
+        AnthropicTurn::new()
+            .text(&["The secret word is heron."])
+            .finish("end_turn"),
+    );
+    let out = env.run(&["run", "remember a secret word"]).await;
+    assert_eq!(out.status.code(), Some(0));
+    env.server.enqueue(
+        AnthropicTurn::new()
+            .text(&["It was heron."])
+            .finish("end_turn"),
+    );
+    let out = env.run(&["run", "--continue", "what was the word?"]).await;
+    assert_eq!(
+        out.status.code(),
+        Some(0),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let second = env.server.requests()[1].json();
+    let msgs = second["messages"].as_array().unwrap();
+    assert_eq!(msgs.len(), 3, "{msgs:?}");
+    assert!(msgs[1].to_string().contains("heron"));
+    assert!(msgs[2].to_string().contains("what was the word?"));
+    // Both runs carry the same session id.
+    let mut sessions = std::collections::BTreeSet::new();
+    for run in std::fs::read_dir(env.home.path().join("runs")).unwrap() {
+        let text = std::fs::read_to_string(run.unwrap().path().join("events.jsonl")).unwrap();
+        let first: Value = serde_json::from_str(text.lines().next().unwrap()).unwrap();
+        sessions.insert(first["session_id"].as_str().unwrap().to_string());
+    }
+    assert_eq!(sessions.len(), 1);
+}

@@ -30,7 +30,7 @@ pub mod table;
 pub use error::{CallError, StartError};
 pub use event::{EventSink, PoolEvent, Progress};
 pub use output::ToolOutput;
-pub use pool::{CallOptions, ServerPool, ServerState, ServerStatus};
+pub use pool::{CallOptions, PromptInfo, ServerPool, ServerState, ServerStatus};
 pub use spec::{PoolOptions, ServerSpec, TransportSpec};
 pub use table::{ToolAnnotations, ToolEntry, ToolTable};
 

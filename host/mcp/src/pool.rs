@@ -86,6 +86,16 @@ pub struct ServerStatus {
     pub stderr_tail: Vec<String>,
 }
 
+/// A prompt a server offers (the REPL's `/SERVER:PROMPT`).
+#[derive(Debug, Clone, Serialize, PartialEq)]
+pub struct PromptInfo {
+    pub server: String,
+    pub name: String,
+    pub description: String,
+    /// Argument names, with `true` when required, in the server's order.
+    pub arguments: Vec<(String, bool)>,
+}
+
 /// A tool held out of the table by its pin.
 #[derive(Debug, Clone, Serialize, PartialEq)]
 pub struct HeldTool {
@@ -339,6 +349,81 @@ impl ServerPool {
             slot.stderr.settle(Duration::from_millis(500)).await;
         }
         self.map_error(slot, e)
+    }
+
+    /// The prompts every ready server offers: (server, name, description, argument names
+    /// with `true` when required). Servers without prompts are skipped.
+    pub async fn prompts(&self) -> Vec<PromptInfo> {
+        let mut out = Vec::new();
+        for (name, slot) in &self.slots {
+            let peer = slot.live.borrow().peer.clone();
+            let Some(peer) = peer else { continue };
+            let supports = peer
+                .peer_info()
+                .is_some_and(|i| i.capabilities.prompts.is_some());
+            if !supports {
+                continue;
+            }
+            let Ok(Ok(prompts)) =
+                tokio::time::timeout(Duration::from_secs(10), peer.list_all_prompts()).await
+            else {
+                continue;
+            };
+            for p in prompts {
+                out.push(PromptInfo {
+                    server: name.clone(),
+                    name: p.name.clone(),
+                    description: p.description.clone().unwrap_or_default(),
+                    arguments: p
+                        .arguments
+                        .unwrap_or_default()
+                        .into_iter()
+                        .map(|a| (a.name, a.required.unwrap_or(false)))
+                        .collect(),
+                });
+            }
+        }
+        out
+    }
+
+    /// Expands a server's prompt into text (its messages' text, in order).
+    pub async fn get_prompt(
+        &self,
+        server: &str,
+        prompt: &str,
+        arguments: serde_json::Map<String, serde_json::Value>,
+    ) -> Result<String, CallError> {
+        let slot = self
+            .slots
+            .get(server)
+            .ok_or_else(|| CallError::UnknownServer(server.to_string()))?;
+        let peer = slot
+            .live
+            .borrow()
+            .peer
+            .clone()
+            .ok_or_else(|| CallError::NotReady {
+                server: server.to_string(),
+                state: "not ready".to_string(),
+            })?;
+        let mut params = rmcp::model::GetPromptRequestParams::new(prompt);
+        params.arguments = Some(arguments);
+        let result = tokio::time::timeout(slot.spec.tool_timeout, peer.get_prompt(params))
+            .await
+            .map_err(|_| CallError::Timeout {
+                secs: slot.spec.tool_timeout.as_secs_f64(),
+            })?
+            .map_err(|e| self.map_error(slot, e))?;
+        let mut text = String::new();
+        for m in result.messages {
+            if let rmcp::model::ContentBlock::Text(t) = m.content {
+                if !text.is_empty() {
+                    text.push_str("\n\n");
+                }
+                text.push_str(&t.text);
+            }
+        }
+        Ok(text)
     }
 
     /// Stops every server (closing stdin, then SIGTERM, then SIGKILL of the

@@ -25,9 +25,11 @@ use clap::Parser;
 use rmcp::{
     RoleServer, ServerHandler, ServiceExt,
     model::{
-        CallToolRequestParams, CallToolResponse, CallToolResult, ContentBlock, Implementation,
-        ListToolsResult, PaginatedRequestParams, ProgressNotificationParam, ServerCapabilities,
-        ServerConfig, Tool, ToolAnnotations,
+        CallToolRequestParams, CallToolResponse, CallToolResult, ContentBlock,
+        GetPromptRequestParams, GetPromptResponse, GetPromptResult, Implementation,
+        ListPromptsResult, ListToolsResult, PaginatedRequestParams, ProgressNotificationParam,
+        Prompt, PromptArgument, PromptMessage, Role, ServerCapabilities, ServerConfig, Tool,
+        ToolAnnotations,
     },
     service::RequestContext,
 };
@@ -201,6 +203,7 @@ impl ServerHandler for TestServer {
     fn get_info(&self) -> ServerConfig {
         ServerConfig::new(
             ServerCapabilities::builder()
+                .enable_prompts()
                 .enable_tools()
                 .enable_tool_list_changed()
                 .build(),
@@ -209,6 +212,37 @@ impl ServerHandler for TestServer {
             "tern-test-server",
             env!("CARGO_PKG_VERSION"),
         ))
+    }
+
+    async fn list_prompts(
+        &self,
+        _request: Option<PaginatedRequestParams>,
+        _context: RequestContext<RoleServer>,
+    ) -> Result<ListPromptsResult, rmcp::ErrorData> {
+        let mut name = PromptArgument::new("name");
+        name.required = Some(true);
+        name.description = Some("Who to greet".into());
+        Ok(ListPromptsResult::with_all_items(vec![Prompt::new(
+            "greet",
+            Some("Ask the model to greet someone."),
+            Some(vec![name]),
+        )]))
+    }
+
+    async fn get_prompt(
+        &self,
+        request: GetPromptRequestParams,
+        _context: RequestContext<RoleServer>,
+    ) -> Result<GetPromptResponse, rmcp::ErrorData> {
+        let name = request
+            .arguments
+            .as_ref()
+            .and_then(|a| a.get("name"))
+            .and_then(Value::as_str)
+            .ok_or_else(|| rmcp::ErrorData::invalid_params("argument `name` is required", None))?;
+        Ok(GetPromptResponse::Complete(GetPromptResult::new(vec![
+            PromptMessage::new_text(Role::User, format!("Please greet {name} warmly.")),
+        ])))
     }
 
     async fn list_tools(
