@@ -60,7 +60,7 @@ pub fn prompt_arguments(
             break;
         }
         let value = if i + 1 == free.len() {
-            positional.drain(..).collect::<Vec<_>>().join(" ")
+            std::mem::take(&mut positional).join(" ")
         } else {
             positional.remove(0).to_string()
         };
