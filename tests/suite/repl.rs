@@ -6,6 +6,40 @@ use tern_model::mock::script::AnthropicTurn;
 
 use super::run::{CANARY, RunEnv};
 
+/// Runs `tern` in a pseudo-terminal through `tests/interop/pty_drive.py`,
+/// following `script`; fails with the screen output if an expectation times out.
+async fn drive(env: &RunEnv, script: &Value) -> Value {
+    let out = tokio::process::Command::new(tern_e2e::dep("venv/bin/python"))
+        .arg(tern_e2e::workspace_root().join("tests/interop/pty_drive.py"))
+        .arg(script.to_string())
+        .arg("--")
+        .arg(tern_e2e::bin("tern"))
+        .current_dir(env.dir.path())
+        .env("TERN_HOME", env.home.path())
+        .env("ANTHROPIC_API_KEY", CANARY)
+        .env("ANTHROPIC_BASE_URL", env.server.url())
+        .env("TERM", "xterm")
+        .env_remove("OPENAI_API_KEY")
+        .env_remove("OPENAI_BASE_URL")
+        .output()
+        .await
+        .unwrap();
+    let report: Value = serde_json::from_slice(&out.stdout).unwrap_or_else(|e| {
+        panic!(
+            "{e}: {}\n{}",
+            String::from_utf8_lossy(&out.stdout),
+            String::from_utf8_lossy(&out.stderr)
+        )
+    });
+    assert!(
+        out.status.success(),
+        "{}\n{}",
+        report["error"],
+        report["output"]
+    );
+    report
+}
+
 #[tokio::test]
 async fn slash_commands_never_reach_the_model_and_a_line_streams_an_answer() {
     let env = RunEnv::new().await;
@@ -30,29 +64,7 @@ async fn slash_commands_never_reach_the_model_and_a_line_streams_an_answer() {
         {"expect": "tern> "},
         {"send": "/exit\r"},
     ]);
-    let out = tokio::process::Command::new(tern_e2e::dep("venv/bin/python"))
-        .arg(tern_e2e::workspace_root().join("tests/interop/pty_drive.py"))
-        .arg(script.to_string())
-        .arg("--")
-        .arg(tern_e2e::bin("tern"))
-        .current_dir(env.dir.path())
-        .env("TERN_HOME", env.home.path())
-        .env("ANTHROPIC_API_KEY", CANARY)
-        .env("ANTHROPIC_BASE_URL", env.server.url())
-        .env("TERM", "xterm")
-        .env_remove("OPENAI_API_KEY")
-        .env_remove("OPENAI_BASE_URL")
-        .output()
-        .await
-        .unwrap();
-    let report: Value = serde_json::from_slice(&out.stdout).unwrap_or_else(|e| {
-        panic!(
-            "{e}: {}\n{}",
-            String::from_utf8_lossy(&out.stdout),
-            String::from_utf8_lossy(&out.stderr)
-        )
-    });
-    assert!(out.status.success(), "{}", report["error"]);
+    let report = drive(&env, &script).await;
     assert_eq!(report["status"], 0, "{}", report["output"]);
     let requests = env.server.requests();
     assert_eq!(requests.len(), 1, "only the normal line reaches the model");
@@ -108,34 +120,7 @@ async fn mcp_prompts_expand_and_approvals_are_asked_inline() {
         {"expect": "tern> "},
         {"send": "/exit\r"},
     ]);
-    let out = tokio::process::Command::new(tern_e2e::dep("venv/bin/python"))
-        .arg(tern_e2e::workspace_root().join("tests/interop/pty_drive.py"))
-        .arg(script.to_string())
-        .arg("--")
-        .arg(tern_e2e::bin("tern"))
-        .current_dir(env.dir.path())
-        .env("TERN_HOME", env.home.path())
-        .env("ANTHROPIC_API_KEY", CANARY)
-        .env("ANTHROPIC_BASE_URL", env.server.url())
-        .env("TERM", "xterm")
-        .env_remove("OPENAI_API_KEY")
-        .env_remove("OPENAI_BASE_URL")
-        .output()
-        .await
-        .unwrap();
-    let report: Value = serde_json::from_slice(&out.stdout).unwrap_or_else(|e| {
-        panic!(
-            "{e}: {}\n{}",
-            String::from_utf8_lossy(&out.stdout),
-            String::from_utf8_lossy(&out.stderr)
-        )
-    });
-    assert!(
-        out.status.success(),
-        "{}\n{}",
-        report["error"],
-        report["output"]
-    );
+    let report = drive(&env, &script).await;
     let requests = env.server.requests();
     assert_eq!(requests.len(), 2);
     let first = requests[0].json()["messages"].to_string();
