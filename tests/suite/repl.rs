@@ -120,7 +120,7 @@ async fn mcp_prompts_expand_and_approvals_are_asked_inline() {
         {"expect": "tern> "},
         {"send": "/exit\r"},
     ]);
-    let report = drive(&env, &script).await;
+    drive(&env, &script).await;
     let requests = env.server.requests();
     assert_eq!(requests.len(), 2);
     let first = requests[0].json()["messages"].to_string();
