@@ -166,6 +166,12 @@ impl Engine {
         )?;
         let pool = started_pool.pool;
         let _ = tokio::time::timeout(SERVER_WAIT, pool.wait_settled()).await;
+        // One bad tool schema never breaks the run, but it is never dropped silently.
+        for d in pool.table().1 {
+            bus.emit(AgentEvent::Notice {
+                message: format!("{}: tool `{}` left out: {}", d.server, d.tool, d.reason),
+            });
+        }
 
         let settings = GatewaySettings::from_config(
             &ctx.config,

@@ -47,6 +47,7 @@ pub(crate) struct ServerLayer {
     pub(crate) required: Option<bool>,
     pub(crate) startup_timeout: Option<Duration>,
     pub(crate) tool_timeout: Option<Duration>,
+    pub(crate) max_output_chars: Option<usize>,
     pub(crate) enabled_tools: Option<Vec<String>>,
     pub(crate) disabled_tools: Option<Vec<String>>,
     pub(crate) tools: BTreeMap<String, ToolLayer>,
@@ -121,6 +122,7 @@ impl ServerLayer {
         over(&mut self.required, later.required);
         over(&mut self.startup_timeout, later.startup_timeout);
         over(&mut self.tool_timeout, later.tool_timeout);
+        over(&mut self.max_output_chars, later.max_output_chars);
         over(&mut self.enabled_tools, later.enabled_tools);
         over(&mut self.disabled_tools, later.disabled_tools);
         for (name, tool) in later.tools {
@@ -310,6 +312,7 @@ fn server_layer(
     Ok(ServerLayer {
         startup_timeout: timeout("startup_timeout_sec", raw.startup_timeout_sec)?,
         tool_timeout: timeout("tool_timeout_sec", raw.tool_timeout_sec)?,
+        max_output_chars: raw.max_output_chars,
         command: raw.command,
         builtin: raw.builtin,
         args: raw.args,

@@ -76,6 +76,7 @@ pub(crate) struct RawServer {
     pub(crate) required: Option<bool>,
     pub(crate) startup_timeout_sec: Option<Spanned<f64>>,
     pub(crate) tool_timeout_sec: Option<Spanned<f64>>,
+    pub(crate) max_output_chars: Option<usize>,
     pub(crate) enabled_tools: Option<Vec<String>>,
     pub(crate) disabled_tools: Option<Vec<String>>,
     pub(crate) tools: Option<BTreeMap<String, RawToolSettings>>,

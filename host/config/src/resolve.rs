@@ -110,6 +110,7 @@ impl TryFrom<(String, ServerLayer)> for ServerConfig {
             required: raw.required.unwrap_or(false),
             startup_timeout: raw.startup_timeout.unwrap_or(DEFAULT_STARTUP_TIMEOUT),
             tool_timeout: raw.tool_timeout.unwrap_or(DEFAULT_TOOL_TIMEOUT),
+            max_output_chars: raw.max_output_chars,
             enabled_tools: raw.enabled_tools,
             disabled_tools: raw.disabled_tools.unwrap_or_default(),
             tools: raw

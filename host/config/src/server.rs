@@ -31,6 +31,9 @@ pub struct ServerConfig {
     pub startup_timeout: Duration,
     /// `tool_timeout_sec` (default 60): the timeout of a call to any of its tools without its own.
     pub tool_timeout: Duration,
+    /// `max_output_chars`: the cap on the text the model gets from any of its tools without its own
+    /// (default: the gateway's, 30 000).
+    pub max_output_chars: Option<usize>,
     /// `enabled_tools`: when set, only these tools (original names) are offered.
     pub enabled_tools: Option<Vec<String>>,
     /// `disabled_tools`: these tools are never offered (applied after `enabled_tools`).

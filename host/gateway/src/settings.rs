@@ -19,6 +19,8 @@ pub struct ServerPolicy {
     pub builtin: Option<Builtin>,
     /// `[mcp_servers.NAME.tools.TOOL]`.
     pub tools: BTreeMap<String, ToolSettings>,
+    /// The server-wide output cap (`max_output_chars` of the server), below per-tool ones.
+    pub max_output_chars: Option<usize>,
 }
 
 impl ServerPolicy {
@@ -29,7 +31,10 @@ impl ServerPolicy {
 
     /// The per-tool output cap, if configured.
     pub fn max_output_chars(&self, tool: &str) -> Option<usize> {
-        self.tools.get(tool).and_then(|t| t.max_output_chars)
+        self.tools
+            .get(tool)
+            .and_then(|t| t.max_output_chars)
+            .or(self.max_output_chars)
     }
 
     /// The argument that holds a shell command: `command_arg`, else `command` for the built-in
@@ -121,6 +126,7 @@ impl GatewaySettings {
                     trusted: true,
                     builtin,
                     tools: server.tools.clone(),
+                    max_output_chars: server.max_output_chars,
                 };
                 (name.clone(), policy)
             })

@@ -58,6 +58,7 @@ env_http_headers = { "X-Org" = "ORG_ID" }
 [mcp_servers.files]
 builtin = "fs"
 args = ["--root", "/data"]
+max_output_chars = 20000
 "#;
 
 #[test]
@@ -118,6 +119,7 @@ fn a_full_file_parses_into_the_expected_config() {
         required: true,
         startup_timeout: Duration::from_millis(2500),
         tool_timeout: Duration::from_secs(30),
+        max_output_chars: None,
         enabled_tools: Some(vec!["git_log".into(), "git_status".into()]),
         disabled_tools: vec!["git_reset".into()],
         tools: BTreeMap::from([(
@@ -145,6 +147,7 @@ fn a_full_file_parses_into_the_expected_config() {
         required: false,
         startup_timeout: Duration::from_secs(10),
         tool_timeout: Duration::from_secs(60),
+        max_output_chars: None,
         enabled_tools: None,
         disabled_tools: vec![],
         tools: BTreeMap::new(),
@@ -163,6 +166,7 @@ fn a_full_file_parses_into_the_expected_config() {
             cwd: None,
         }
     );
+    assert_eq!(files.max_output_chars, Some(20000));
     // The defaults' built-in servers are still there.
     let names: Vec<_> = config.mcp_servers.keys().map(String::as_str).collect();
     assert_eq!(names, ["files", "fs", "git", "remote", "shell", "web"]);

@@ -220,3 +220,23 @@ async fn every_call_gets_one_audit_line_and_one_finished_event() {
         assert_eq!(line["session_id"], "session-1");
     }
 }
+
+#[tokio::test]
+async fn a_server_wide_cap_applies_below_per_tool_caps() {
+    // The harness's config ends inside `[mcp_servers.test]`: this key lands there.
+    let config = "max_output_chars = 2000\n[mcp_servers.test.tools.big]\nmax_output_chars = 1000\n";
+    let rig = Rig::start(config).await;
+    let big = rig.call("c1", "test__big", json!({"chars": 50_000})).await;
+    assert!(big.metadata.truncated);
+    assert!(big.content.chars().count() < 1_300, "{}", big.content.len());
+    let echo = rig
+        .call("c2", "test__echo", json!({"text": "y".repeat(40_000)}))
+        .await;
+    assert!(echo.metadata.truncated);
+    let n = echo.content.chars().count();
+    assert!(
+        (2_000..2_400).contains(&n),
+        "server cap, not the 30 000 default: {n}"
+    );
+    rig.shutdown().await;
+}
