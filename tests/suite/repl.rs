@@ -9,11 +9,17 @@ use super::run::{CANARY, RunEnv};
 /// Runs `tern` in a pseudo-terminal through `tests/interop/pty_drive.py`,
 /// following `script`; fails with the screen output if an expectation times out.
 async fn drive(env: &RunEnv, script: &Value) -> Value {
+    drive_with(env, script, &[]).await
+}
+
+/// [`drive`] with extra `tern` arguments.
+async fn drive_with(env: &RunEnv, script: &Value, args: &[&str]) -> Value {
     let out = tokio::process::Command::new(tern_e2e::dep("venv/bin/python"))
         .arg(tern_e2e::workspace_root().join("tests/interop/pty_drive.py"))
         .arg(script.to_string())
         .arg("--")
         .arg(tern_e2e::bin("tern"))
+        .args(args)
         .current_dir(env.dir.path())
         .env("TERN_HOME", env.home.path())
         .env("ANTHROPIC_API_KEY", CANARY)
@@ -138,4 +144,40 @@ async fn mcp_prompts_expand_and_approvals_are_asked_inline() {
         .unwrap();
     assert_eq!(decision["decision"], "allow");
     assert_eq!(decision["rule"], "user:once");
+}
+
+#[tokio::test]
+async fn ctrl_c_cancels_the_running_turn_and_twice_at_the_prompt_exits() {
+    let env = RunEnv::new().await;
+    env.server.enqueue(
+        AnthropicTurn::new()
+            .tool_use("toolu_slow", "shell__run", &[r#"{"command":"sleep 120"}"#])
+            .finish("tool_use"),
+    );
+    let script = json!([
+        {"expect": "tern> "},
+        {"send": "wait for it\r"},
+        {"expect": "(sleep 120)"},
+        {"expect": "elapsed"},
+        {"send": "\u{3}"},
+        {"expect": "(cancelled)"},
+        {"expect": "tern> "},
+        {"send": "\u{3}"},
+        {"expect": "Ctrl-C again to exit"},
+        {"send": "\u{3}"},
+    ]);
+    let started = std::time::Instant::now();
+    let report = drive_with(&env, &script, &["--mode", "yolo"]).await;
+    assert_eq!(report["status"], 0, "{}", report["output"]);
+    assert!(started.elapsed() < std::time::Duration::from_secs(60));
+    let events = env.events();
+    let call = events
+        .iter()
+        .find(|e| e["type"] == "tool_call_finished")
+        .expect("the cancelled call still gets its result");
+    assert_eq!(call["is_error"], true);
+    assert_eq!(call["error_type"], "cancelled");
+    assert_eq!(events.last().unwrap()["type"], "run_finished");
+    // Only one model request: the cancelled turn did not go on.
+    assert_eq!(env.server.requests().len(), 1);
 }
