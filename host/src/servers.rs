@@ -27,7 +27,9 @@ pub enum SpecError {
     Pins(#[from] tern_mcp::pins::PinError),
 }
 
-/// The specs of every enabled server (optionally only `only`), by name.
+/// The specs of every enabled server (optionally only `only`), by name. A
+/// server whose spec cannot be completed (an unset token variable) becomes an
+/// `Unavailable` spec: the pool reports it failed and the others carry on.
 pub fn specs(
     config: &Config,
     tern_exe: &Path,
@@ -37,7 +39,24 @@ pub fn specs(
     config
         .enabled_servers()
         .filter(|s| only.is_none_or(|o| o == s.name))
-        .map(|s| spec(s, tern_exe, env))
+        .map(|s| match spec(s, tern_exe, env) {
+            Err(e @ SpecError::MissingEnv { .. }) => Ok(ServerSpec {
+                name: s.name.clone(),
+                transport: TransportSpec::Unavailable {
+                    kind: match s.transport {
+                        Transport::Stdio { .. } => "stdio",
+                        Transport::Http { .. } => "http",
+                    },
+                    reason: e.to_string(),
+                },
+                required: s.required,
+                startup_timeout: s.startup_timeout,
+                tool_timeout: s.tool_timeout,
+                enabled_tools: None,
+                disabled_tools: Vec::new(),
+            }),
+            other => other,
+        })
         .collect()
 }
 

@@ -94,6 +94,9 @@ pub(crate) async fn connect(
                     .map_err(|e| StartError::Handshake(e.to_string()))?;
                 (service, pid)
             }
+            TransportSpec::Unavailable { reason, .. } => {
+                return Err(StartError::Config(reason.clone()));
+            }
             TransportSpec::Http {
                 url,
                 bearer_token,

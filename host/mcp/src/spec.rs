@@ -40,6 +40,15 @@ pub enum TransportSpec {
         /// Working directory; default: the host's.
         cwd: Option<PathBuf>,
     },
+    /// A server whose configuration could not be completed (e.g. the variable
+    /// holding its token is unset): it is reported as failed with `reason`, and
+    /// the other servers carry on.
+    Unavailable {
+        /// `stdio` or `http`: what it would have been.
+        kind: &'static str,
+        /// Why it cannot start.
+        reason: String,
+    },
     /// A streamable HTTP server.
     Http {
         /// Endpoint URL.
@@ -57,6 +66,7 @@ impl TransportSpec {
         match self {
             TransportSpec::Stdio { .. } => "stdio",
             TransportSpec::Http { .. } => "http",
+            TransportSpec::Unavailable { kind, .. } => kind,
         }
     }
 }
