@@ -117,6 +117,8 @@ pub struct Engine {
     pub session_id: String,
     pub cancel: CancellationToken,
     started: Instant,
+    /// Applied to everything written to disk (events, session transcript).
+    redactor: Arc<tern_gateway::Redactor>,
 }
 
 impl Engine {
@@ -134,7 +136,11 @@ impl Engine {
         };
         let run_id = session::new_run_id();
         let bus = EventBus::new(&run_id, &session_id);
-        let writer = EventWriter::create(&ctx.paths.run_dir(&run_id).join("events.jsonl"))?;
+        let redactor = Arc::new(tern_gateway::Redactor::new(secrets(&ctx.env)));
+        let writer = EventWriter::create(
+            &ctx.paths.run_dir(&run_id).join("events.jsonl"),
+            redactor.clone(),
+        )?;
         bus.subscribe(Box::new(writer));
         bus.subscribe(printer);
 
@@ -210,6 +216,7 @@ impl Engine {
             session_id,
             cancel: CancellationToken::new(),
             started: Instant::now(),
+            redactor,
         })
     }
 
@@ -240,6 +247,7 @@ impl Engine {
             &ctx.paths.sessions_dir(),
             &self.session_id,
             &self.transcript[before..],
+            &|line| self.redactor.redact(line),
         ) {
             self.bus.emit(AgentEvent::Error {
                 message: format!("session not saved: {e}"),

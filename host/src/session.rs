@@ -109,8 +109,13 @@ pub fn latest(sessions_dir: &Path) -> Result<String, SessionError> {
         .ok_or_else(|| SessionError::NoneSaved(sessions_dir.to_path_buf()))
 }
 
-/// Appends `messages` to the session file.
-pub fn append(sessions_dir: &Path, id: &str, messages: &[Message]) -> Result<(), SessionError> {
+/// Appends `messages` to the session file, each line passed through `redact`.
+pub fn append(
+    sessions_dir: &Path,
+    id: &str,
+    messages: &[Message],
+    redact: &dyn Fn(&str) -> String,
+) -> Result<(), SessionError> {
     let path = session_path(sessions_dir, id);
     let io = |source| SessionError::Io {
         path: path.clone(),
@@ -124,7 +129,7 @@ pub fn append(sessions_dir: &Path, id: &str, messages: &[Message]) -> Result<(),
         .map_err(io)?;
     for m in messages {
         let line = serde_json::to_string(m).map_err(|e| io(std::io::Error::other(e)))?;
-        writeln!(f, "{line}").map_err(io)?;
+        writeln!(f, "{}", redact(&line)).map_err(io)?;
     }
     Ok(())
 }
@@ -145,8 +150,9 @@ mod tests {
     #[test]
     fn sessions_round_trip_and_latest_is_found() {
         let dir = tempfile::tempdir().unwrap();
-        append(dir.path(), "s1", &[Message::user_text("hi")]).unwrap();
-        append(dir.path(), "s1", &[Message::assistant_text("hello")]).unwrap();
+        let keep = |s: &str| s.to_string();
+        append(dir.path(), "s1", &[Message::user_text("hi")], &keep).unwrap();
+        append(dir.path(), "s1", &[Message::assistant_text("hello")], &keep).unwrap();
         let msgs = load(dir.path(), "s1").unwrap();
         assert_eq!(
             msgs,

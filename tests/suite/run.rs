@@ -710,3 +710,52 @@ async fn continue_resumes_the_latest_session() {
     }
     assert_eq!(sessions.len(), 1);
 }
+
+#[tokio::test]
+async fn a_key_in_the_goal_or_a_tool_output_is_redacted_from_every_file_tern_writes() {
+    let env = RunEnv::new().await;
+    std::fs::write(
+        env.dir.path().join(".env.local"),
+        format!("ANTHROPIC_API_KEY={CANARY}\n"),
+    )
+    .unwrap();
+    env.server.enqueue(
+        AnthropicTurn::new()
+            .tool_use("toolu_env", "fs__read_file", &[r#"{"path":".env.local"}"#])
+            .finish("tool_use"),
+    );
+    env.server.enqueue(
+        AnthropicTurn::new()
+            .text(&["Found a key; I will not repeat it."])
+            .finish("end_turn"),
+    );
+    let goal = format!("my key is {CANARY}, check .env.local");
+    let out = env.run(&["run", &goal, "--output-format", "jsonl"]).await;
+    assert_eq!(
+        out.status.code(),
+        Some(0),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let files = all_files(env.home.path());
+    assert!(files.iter().any(|f| f.ends_with("events.jsonl")));
+    assert!(
+        files
+            .iter()
+            .any(|f| f.extension().is_some_and(|e| e == "jsonl")
+                && f.parent().unwrap().ends_with("sessions"))
+    );
+    for f in files {
+        let text = std::fs::read_to_string(&f).unwrap_or_default();
+        assert!(!text.contains(CANARY), "canary leaked into {}", f.display());
+    }
+    // The model never saw the key through the tool either.
+    let second = env.server.requests()[1].json();
+    let results = second["messages"]
+        .as_array()
+        .unwrap()
+        .last()
+        .unwrap()
+        .to_string();
+    assert!(!results.contains(CANARY), "{results}");
+}

@@ -6,17 +6,21 @@ use std::{
     path::{Path, PathBuf},
 };
 
+use tern_gateway::Redactor;
+
 use crate::events::{Envelope, Subscriber};
 
-/// Writes every event to the run's events file.
+/// Writes every event to the run's events file, through the redactor (a key
+/// pasted into a goal or printed by a tool never lands on disk).
 pub struct EventWriter {
     path: PathBuf,
     out: Option<BufWriter<File>>,
+    redactor: std::sync::Arc<Redactor>,
 }
 
 impl EventWriter {
     /// Creates `path` (and its directory).
-    pub fn create(path: &Path) -> std::io::Result<Self> {
+    pub fn create(path: &Path, redactor: std::sync::Arc<Redactor>) -> std::io::Result<Self> {
         if let Some(dir) = path.parent() {
             std::fs::create_dir_all(dir)?;
         }
@@ -24,6 +28,7 @@ impl EventWriter {
         Ok(Self {
             path: path.to_path_buf(),
             out: Some(BufWriter::new(file)),
+            redactor,
         })
     }
 
@@ -36,7 +41,10 @@ impl EventWriter {
 impl Subscriber for EventWriter {
     fn on_event(&mut self, event: &Envelope) {
         if let Some(out) = self.out.as_mut() {
-            let ok = serde_json::to_writer(&mut *out, event).is_ok()
+            let line = serde_json::to_string(event).unwrap_or_default();
+            let ok = out
+                .write_all(self.redactor.redact(&line).as_bytes())
+                .is_ok()
                 && out.write_all(b"\n").is_ok()
                 && out.flush().is_ok();
             if !ok {
