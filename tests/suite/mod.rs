@@ -1,4 +1,5 @@
 mod cli_mcp;
+mod examples;
 mod interop_clients;
 mod interop_servers;
 mod pool;
