@@ -3,7 +3,7 @@
 
 use std::{
     collections::BTreeMap,
-    path::{Path, PathBuf},
+    path::Path,
     sync::{Arc, Mutex},
 };
 
@@ -168,7 +168,7 @@ pub fn start_pool(
     let pins = PinStore::load(&paths.pins_file())?;
     let opts = PoolOptions {
         roots: vec![cwd.to_path_buf()],
-        log_dir: Some(logs_dir(paths)),
+        log_dir: Some(paths.logs_dir()),
         host_env: env,
         ..PoolOptions::default()
     };
@@ -176,8 +176,4 @@ pub fn start_pool(
         pool: ServerPool::start(specs, opts, pins, sink),
         events,
     })
-}
-
-fn logs_dir(paths: &ConfigPaths) -> PathBuf {
-    paths.logs_dir()
 }

@@ -52,6 +52,33 @@ pub(crate) trait Decoder: Send {
     fn on_eof(&mut self, out: &mut Vec<ModelEvent>) -> Result<(), ModelError>;
 }
 
+/// Serialises `body` and starts the turn: the common tail of every adapter's `stream`.
+pub(crate) fn start(
+    wire: Arc<dyn Wire>,
+    url: &str,
+    model: &str,
+    client: &reqwest::Client,
+    retry: RetryPolicy,
+    body: &serde_json::Value,
+    cancel: CancellationToken,
+) -> Result<EventStream, ModelError> {
+    let body = serde_json::to_vec(body).map_err(|e| ModelError::InvalidRequest(e.to_string()))?;
+    tracing::debug!(
+        provider = wire.provider(),
+        model,
+        url,
+        bytes = body.len(),
+        "sending model request"
+    );
+    Ok(spawn(
+        wire,
+        client.clone(),
+        retry,
+        Bytes::from(body),
+        cancel,
+    ))
+}
+
 /// Starts the request in a task and returns its event stream.
 pub(crate) fn spawn(
     wire: Arc<dyn Wire>,

@@ -1,6 +1,6 @@
 //! `tern mcp list | doctor | import | approve`.
 
-use std::{io::Write, time::Duration};
+use std::io::Write;
 
 use anyhow::Context as _;
 use serde::Serialize;
@@ -279,6 +279,5 @@ pub async fn approve(ctx: &Ctx, name: &str, out: &mut dyn Write) -> anyhow::Resu
         "approved the current definitions of {} tool(s) of `{name}`",
         tools.len()
     )?;
-    let _ = Duration::ZERO;
     Ok(0)
 }

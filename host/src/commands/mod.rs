@@ -5,10 +5,7 @@ pub mod mcp;
 pub mod runs;
 pub mod tools;
 
-use std::{
-    collections::BTreeMap,
-    path::{Path, PathBuf},
-};
+use std::{collections::BTreeMap, path::PathBuf};
 
 use anyhow::Context as _;
 use tern_config::{Config, ConfigPaths, LoadOptions};
@@ -81,7 +78,7 @@ impl Ctx {
 
 /// `tern trust`: trusts the project config of the working directory.
 pub fn trust(ctx: &Ctx, out: &mut dyn std::io::Write) -> anyhow::Result<i32> {
-    let Some(project) = project_dir(ctx) else {
+    let Some(project) = ctx.paths.project_dir.clone() else {
         anyhow::bail!(
             "no .tern/config.toml found from {} upward: nothing to trust",
             ctx.cwd.display()
@@ -96,15 +93,4 @@ pub fn trust(ctx: &Ctx, out: &mut dyn std::io::Write) -> anyhow::Result<i32> {
         &hash[..hash.len().min(12)]
     )?;
     Ok(0)
-}
-
-fn project_dir(ctx: &Ctx) -> Option<PathBuf> {
-    ctx.paths.project_dir.clone()
-}
-
-/// Display a path relative to `base` when inside it.
-pub fn rel(path: &Path, base: &Path) -> String {
-    path.strip_prefix(base)
-        .map(|p| p.display().to_string())
-        .unwrap_or_else(|_| path.display().to_string())
 }

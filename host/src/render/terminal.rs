@@ -37,7 +37,6 @@ pub struct TerminalPrinter {
     in_code: bool,
     spin: Arc<Mutex<Spin>>,
     spinner_alive: Arc<AtomicBool>,
-    steps: u32,
 }
 
 impl TerminalPrinter {
@@ -57,7 +56,6 @@ impl TerminalPrinter {
             in_code: false,
             spin,
             spinner_alive: alive,
-            steps: 0,
         }
     }
 
@@ -331,8 +329,7 @@ impl Subscriber for TerminalPrinter {
                 let line = self.paint(RED, &format!("error: {message}"));
                 self.line(&line);
             }
-            AgentEvent::TurnEnd { step } => {
-                self.steps = *step;
+            AgentEvent::TurnEnd { .. } => {
                 if self.mid_line {
                     self.out("\n");
                     self.pending.clear();

@@ -69,16 +69,15 @@ impl crate::ModelAdapter for AnthropicAdapter {
         req: &ModelRequest,
         cancel: CancellationToken,
     ) -> Result<EventStream, ModelError> {
-        let body = serde_json::to_vec(&self.request_body(req))
-            .map_err(|e| ModelError::InvalidRequest(e.to_string()))?;
-        tracing::debug!(provider = PROVIDER, model = %self.model, url = %self.wire.url, bytes = body.len(), "sending model request");
-        Ok(driver::spawn(
+        driver::start(
             self.wire.clone(),
-            self.client.clone(),
+            &self.wire.url,
+            &self.model,
+            &self.client,
             self.retry,
-            Bytes::from(body),
+            &self.request_body(req),
             cancel,
-        ))
+        )
     }
 }
 
