@@ -329,11 +329,9 @@ impl Subscriber for TerminalPrinter {
                 let line = self.paint(RED, &format!("error: {message}"));
                 self.line(&line);
             }
-            AgentEvent::TurnEnd { .. } => {
-                if self.mid_line {
-                    self.out("\n");
-                    self.pending.clear();
-                }
+            AgentEvent::TurnEnd { .. } if self.mid_line => {
+                self.out("\n");
+                self.pending.clear();
             }
             AgentEvent::RunFinished {
                 status,
