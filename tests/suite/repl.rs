@@ -91,14 +91,10 @@ async fn slash_commands_never_reach_the_model_and_a_line_streams_an_answer() {
 #[tokio::test]
 async fn mcp_prompts_expand_and_approvals_are_asked_inline() {
     let env = RunEnv::new().await;
-    std::fs::write(
-        env.home.path().join("config.toml"),
-        format!(
-            "[mcp_servers.web]\nenabled = false\n[mcp_servers.ts]\ncommand = {:?}\n",
-            tern_e2e::bin("tern-test-server").to_string_lossy()
-        ),
-    )
-    .unwrap();
+    env.add_servers(&format!(
+        "[mcp_servers.ts]\ncommand = {:?}\n",
+        tern_e2e::bin("tern-test-server").to_string_lossy()
+    ));
     // Turn 1 (from the prompt): the model asks to run a command that needs approval.
     env.server.enqueue(
         AnthropicTurn::new()
@@ -109,11 +105,7 @@ async fn mcp_prompts_expand_and_approvals_are_asked_inline() {
             )
             .finish("tool_use"),
     );
-    env.server.enqueue(
-        AnthropicTurn::new()
-            .text(&["Greeted and marked."])
-            .finish("end_turn"),
-    );
+    env.answer("Greeted and marked.");
     let script = json!([
         {"expect": "tern> "},
         {"send": "/help\r"},

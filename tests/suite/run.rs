@@ -25,13 +25,24 @@ impl RunEnv {
             dir: tempfile::tempdir().unwrap(),
             server: MockModelServer::start().await.unwrap(),
         };
-        // Only the servers the scenario uses: fs and shell.
+        env.add_servers("");
+        env
+    }
+
+    /// Writes `$TERN_HOME/config.toml`: fs and shell (web off), one model retry,
+    /// plus `extra` (more `[mcp_servers.NAME]` tables).
+    pub fn add_servers(&self, extra: &str) {
         std::fs::write(
-            env.home.path().join("config.toml"),
-            "[mcp_servers.web]\nenabled = false\n[model]\nmax_retries = 1\n",
+            self.home.path().join("config.toml"),
+            format!("[mcp_servers.web]\nenabled = false\n[model]\nmax_retries = 1\n{extra}"),
         )
         .unwrap();
-        env
+    }
+
+    /// Queues a final text answer from the model.
+    pub fn answer(&self, text: &str) {
+        self.server
+            .enqueue(AnthropicTurn::new().text(&[text]).finish("end_turn"));
     }
 
     pub fn command(&self, args: &[&str]) -> tokio::process::Command {
@@ -389,11 +400,7 @@ async fn a_tool_call_cut_by_max_tokens_is_not_run_and_the_model_is_told() {
             )
             .finish("max_tokens"),
     );
-    env.server.enqueue(
-        AnthropicTurn::new()
-            .text(&["I will stop here."])
-            .finish("end_turn"),
-    );
+    env.answer("I will stop here.");
     let out = env
         .run(&[
             "run",
@@ -428,11 +435,7 @@ async fn a_denied_call_in_headless_mode_says_which_allow_rule_would_permit_it() 
             .tool_use("toolu_rm", "shell__run", &[r#"{"command":"rm -rf build"}"#])
             .finish("tool_use"),
     );
-    env.server.enqueue(
-        AnthropicTurn::new()
-            .text(&["I was not allowed to."])
-            .finish("end_turn"),
-    );
+    env.answer("I was not allowed to.");
     let out = env.run(&["run", "clean", "--output-format", "jsonl"]).await;
     assert_eq!(out.status.code(), Some(0));
     let events = env.events();
@@ -571,24 +574,16 @@ async fn ctrl_c_during_a_shell_tool_cancels_it_and_finishes_the_run() {
 #[tokio::test]
 async fn a_server_crashing_mid_run_gives_an_error_result_and_the_run_goes_on() {
     let env = RunEnv::new().await;
-    std::fs::write(
-        env.home.path().join("config.toml"),
-        format!(
-            "[mcp_servers.web]\nenabled = false\n[mcp_servers.flaky]\ncommand = {:?}\n",
-            tern_e2e::bin("tern-test-server").to_string_lossy()
-        ),
-    )
-    .unwrap();
+    env.add_servers(&format!(
+        "[mcp_servers.flaky]\ncommand = {:?}\n",
+        tern_e2e::bin("tern-test-server").to_string_lossy()
+    ));
     env.server.enqueue(
         AnthropicTurn::new()
             .tool_use("toolu_c", "flaky__crash", &["{}"])
             .finish("tool_use"),
     );
-    env.server.enqueue(
-        AnthropicTurn::new()
-            .text(&["The server crashed."])
-            .finish("end_turn"),
-    );
+    env.answer("The server crashed.");
     let out = env
         .run(&[
             "run",
@@ -677,18 +672,10 @@ async fn parallel_read_only_calls_each_get_their_paired_result() {
 #[tokio::test]
 async fn continue_resumes_the_latest_session() {
     let env = RunEnv::new().await;
-    env.server.enqueue(
-        AnthropicTurn::new()
-            .text(&["The secret word is heron."])
-            .finish("end_turn"),
-    );
+    env.answer("The secret word is heron.");
     let out = env.run(&["run", "remember a secret word"]).await;
     assert_eq!(out.status.code(), Some(0));
-    env.server.enqueue(
-        AnthropicTurn::new()
-            .text(&["It was heron."])
-            .finish("end_turn"),
-    );
+    env.answer("It was heron.");
     let out = env.run(&["run", "--continue", "what was the word?"]).await;
     assert_eq!(
         out.status.code(),
@@ -724,11 +711,7 @@ async fn a_key_in_the_goal_or_a_tool_output_is_redacted_from_every_file_tern_wri
             .tool_use("toolu_env", "fs__read_file", &[r#"{"path":".env.local"}"#])
             .finish("tool_use"),
     );
-    env.server.enqueue(
-        AnthropicTurn::new()
-            .text(&["Found a key; I will not repeat it."])
-            .finish("end_turn"),
-    );
+    env.answer("Found a key; I will not repeat it.");
     let goal = format!("my key is {CANARY}, check .env.local");
     let out = env.run(&["run", &goal, "--output-format", "jsonl"]).await;
     assert_eq!(
