@@ -1,8 +1,9 @@
-//! Command-line interface: the `tern` binary's arguments.
+//! Command-line interface: the `tern` binary's arguments, and how they become config.
 
 use std::path::PathBuf;
 
 use clap::{Args, Parser, Subcommand};
+use tern_config::{LoadOptions, PermissionMode, Provider, RuleList};
 
 /// tern — a terminal AI agent whose every capability is an MCP server.
 ///
@@ -44,6 +45,31 @@ pub struct GlobalArgs {
     pub deny: Vec<String>,
 }
 
+impl GlobalArgs {
+    /// The config layers these flags add (`--config`, `-c`, rules, `--mode`).
+    pub fn load_options(&self) -> LoadOptions {
+        let mut rules = Vec::new();
+        for (list, items) in [
+            (RuleList::Allow, &self.allow),
+            (RuleList::Ask, &self.ask),
+            (RuleList::Deny, &self.deny),
+        ] {
+            rules.extend(items.iter().map(|r| (list, r.clone())));
+        }
+        LoadOptions {
+            config_file: self.config.clone(),
+            overrides: self.overrides.clone(),
+            rules,
+            mode: self.mode.map(|m| match m {
+                ModeArg::Default => PermissionMode::Default,
+                ModeArg::AcceptEdits => PermissionMode::AcceptEdits,
+                ModeArg::ReadOnly => PermissionMode::ReadOnly,
+                ModeArg::Yolo => PermissionMode::Yolo,
+            }),
+        }
+    }
+}
+
 /// `--mode`.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
 pub enum ModeArg {
@@ -58,7 +84,7 @@ pub enum ModeArg {
 }
 
 /// Flags of `tern run` and the REPL.
-#[derive(Debug, Clone, Args)]
+#[derive(Debug, Clone, Default, Args)]
 pub struct RunFlags {
     /// Model name as the provider spells it (overrides `[model] name`).
     #[arg(long)]
@@ -71,11 +97,38 @@ pub struct RunFlags {
     pub max_steps: Option<u32>,
 }
 
+impl RunFlags {
+    /// Lays these flags over the loaded config: they are the topmost layer.
+    pub fn apply(&self, config: &mut tern_config::Config) {
+        if let Some(model) = &self.model {
+            config.model.name = Some(model.clone());
+        }
+        if let Some(provider) = self.provider {
+            config.model.provider = Some(match provider {
+                ProviderArg::Anthropic => Provider::Anthropic,
+                ProviderArg::Openai => Provider::Openai,
+            });
+        }
+        if let Some(max_steps) = self.max_steps {
+            config.agent.max_steps = max_steps;
+        }
+    }
+}
+
 /// `--provider`.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
 pub enum ProviderArg {
     Anthropic,
     Openai,
+}
+
+/// `--output-format`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
+pub enum OutputFormat {
+    /// Streamed text for people.
+    Text,
+    /// Only the events, one JSON object per line.
+    Jsonl,
 }
 
 #[derive(Debug, Subcommand)]
@@ -87,10 +140,14 @@ pub enum Command {
     /// max_steps, 2 usage/config error, 130 interrupted.
     Run {
         /// What to do. `-` or nothing reads it from stdin.
+        #[arg(conflicts_with = "goal_flag")]
         goal: Option<String>,
+        /// The goal, as a flag (the spelling other agent CLIs' scripts use).
+        #[arg(long = "goal", value_name = "TEXT")]
+        goal_flag: Option<String>,
         /// `text` for people, `jsonl` for scripts (stdout is then only events).
         #[arg(long, value_enum, default_value = "text")]
-        output_format: crate::runner::OutputFormat,
+        output_format: OutputFormat,
         /// Continue the most recent session.
         #[arg(long = "continue")]
         continue_session: bool,
@@ -120,6 +177,9 @@ pub enum Command {
     Resume {
         /// The session id (`$TERN_HOME/sessions/<id>.jsonl`).
         session_id: Option<String>,
+        /// Start a new session instead (what plain `tern` does).
+        #[arg(skip)]
+        fresh: bool,
         #[command(flatten)]
         flags: RunFlags,
     },

@@ -1,17 +1,13 @@
-//! The tern host: CLI, agent loop, server pool, gateway, context and events.
+//! The tern host: CLI, agent engine, commands and renderers.
 //!
-//! The engine (loop, gateway, pool) emits typed events and never prints;
-//! renderers subscribe to them. Commands write to the writer they are given.
+//! Dependencies point one way: `cli` and `workspace` describe the command line and the place it
+//! runs in; `agent` is the engine (loop, pool, gateway, events), which never prints and knows no
+//! terminal; `render` turns events into output; `commands` wire the three together.
 #![deny(clippy::print_stdout, clippy::print_stderr)]
 
 pub mod agent;
 pub mod cli;
 pub mod commands;
-pub mod context;
-pub mod events;
+pub mod error;
 pub mod render;
-pub mod repl;
-pub mod runner;
-pub mod servers;
-pub mod session;
-pub mod tools;
+pub mod workspace;

@@ -1,44 +1,23 @@
-//! The `tern` binary. Errors are printed once, here, at the edge, as
-//! `error: … / caused by: …`. Exit codes: 0 success, 1 failure, 2 usage or
-//! config error, 130 interrupted.
+//! The `tern` binary. Errors are printed once, here, at the edge, as `error: … / caused by: …`.
+//! Exit codes: 0 success, 1 failure, 2 usage or config error, 130 interrupted.
 use std::{io::Write, process::ExitCode};
 
 use clap::Parser;
 use tern::{
-    cli::{Cli, Command, McpCommand, ServeCommand},
-    cli::{ProviderArg, RunFlags},
-    commands::{self, ConfigFailure, Ctx},
-    runner,
+    cli::{Cli, Command, McpCommand, RunFlags, ServeCommand},
+    commands,
+    error::{ConfigFailure, UsageError},
+    workspace::Workspace,
 };
-
-fn model_flags(flags: &RunFlags) -> runner::ModelFlags {
-    runner::ModelFlags {
-        model: flags.model.clone(),
-        provider: flags.provider.map(|p| match p {
-            ProviderArg::Anthropic => tern_model::Provider::Anthropic,
-            ProviderArg::Openai => tern_model::Provider::Openai,
-        }),
-    }
-}
 
 fn main() -> ExitCode {
     let cli = Cli::parse();
+    // Plain `tern` is a new REPL session; `tern resume` continues one.
     let command = cli.command.unwrap_or(Command::Resume {
         session_id: None,
-        flags: RunFlags {
-            model: None,
-            provider: None,
-            max_steps: None,
-        },
+        fresh: true,
+        flags: RunFlags::default(),
     });
-    // Plain `tern` is a new REPL session; `tern resume` continues one.
-    let fresh_repl = matches!(
-        &command,
-        Command::Resume {
-            session_id: None,
-            ..
-        }
-    ) && !std::env::args().any(|a| a == "resume");
     if let Command::Serve { server } = command {
         return serve(server);
     }
@@ -53,64 +32,56 @@ fn main() -> ExitCode {
         Err(e) => return report(&e.into()),
     };
     let result = runtime.block_on(async {
-        let ctx = Ctx::load(&cli.global)?;
+        let mut ws = Workspace::load(cli.global.cd.as_deref(), &cli.global.load_options())?;
         let mut err = std::io::stderr();
-        for notice in ctx.notices() {
+        for notice in ws.notices() {
             let _ = writeln!(err, "notice: {notice}");
         }
-        // Not locked for the whole command: the run's printers write to stdout
-        // from other threads.
+        // Not locked for the whole command: the run's printers write to stdout from other
+        // threads.
         let mut out = std::io::stdout();
         match command {
-            Command::Serve { .. } => Ok(0),
-            Command::Resume { session_id, flags } => {
+            Command::Serve { .. } | Command::Completions { .. } => Ok(0),
+            Command::Resume {
+                session_id,
+                fresh,
+                flags,
+            } => {
+                flags.apply(&mut ws.config);
                 let session = match session_id {
                     Some(id) => Some(id),
-                    None if fresh_repl => None,
-                    None => Some(tern::session::latest(&ctx.paths.sessions_dir())?),
+                    None if fresh => None,
+                    None => Some(tern::agent::session::latest(&ws.paths.sessions_dir())?),
                 };
-                let req = runner::RunRequest {
-                    goal: "(interactive)".to_string(),
-                    output: runner::OutputFormat::Text,
-                    max_steps: flags.max_steps,
-                    model: model_flags(&flags),
-                    session,
-                };
-                tern::repl::run(&ctx, req).await
+                commands::repl::run(&ws, session).await
             }
             Command::Run {
                 goal,
+                goal_flag,
                 output_format,
                 continue_session,
                 flags,
             } => {
-                let goal = runner::read_goal(goal)?;
+                flags.apply(&mut ws.config);
+                let goal = commands::run::read_goal(goal.or(goal_flag))?;
                 let session = if continue_session {
-                    Some(tern::session::latest(&ctx.paths.sessions_dir())?)
+                    Some(tern::agent::session::latest(&ws.paths.sessions_dir())?)
                 } else {
                     None
                 };
-                let req = runner::RunRequest {
-                    goal,
-                    output: output_format,
-                    max_steps: flags.max_steps,
-                    model: model_flags(&flags),
-                    session,
-                };
-                runner::run_headless(&ctx, req).await
+                commands::run::run(&ws, goal, output_format, session).await
             }
-            Command::Tools { json } => commands::tools::run(&ctx, json, &mut out, &mut err).await,
-            Command::Trust => commands::trust(&ctx, &mut out),
-            Command::Runs { limit } => commands::runs::list(&ctx, limit, &mut out),
-            Command::Trace { run_id } => commands::runs::trace(&ctx, &run_id, &mut out),
-            Command::Completions { .. } => Ok(0),
+            Command::Tools { json } => commands::tools::run(&ws, json, &mut out, &mut err).await,
+            Command::Trust => commands::trust::run(&ws, &mut out),
+            Command::Runs { limit } => commands::runs::list(&ws, limit, &mut out),
+            Command::Trace { run_id } => commands::runs::trace(&ws, &run_id, &mut out),
             Command::Mcp { command } => match command {
-                McpCommand::List { json } => commands::mcp::list(&ctx, json, &mut out).await,
+                McpCommand::List { json } => commands::mcp::list(&ws, json, &mut out).await,
                 McpCommand::Doctor { name, json } => {
-                    commands::mcp::doctor(&ctx, name.as_deref(), json, &mut out).await
+                    commands::mcp::doctor(&ws, name.as_deref(), json, &mut out).await
                 }
-                McpCommand::Import { file } => commands::mcp::import(&ctx, &file, &mut out),
-                McpCommand::Approve { name } => commands::mcp::approve(&ctx, &name, &mut out).await,
+                McpCommand::Import { file } => commands::mcp::import(&ws, &file, &mut out),
+                McpCommand::Approve { name } => commands::mcp::approve(&ws, &name, &mut out).await,
             },
         }
     });
@@ -127,8 +98,8 @@ fn runtime() -> std::io::Result<tokio::runtime::Runtime> {
         .build()
 }
 
-/// Logs go to stderr, `error` by default: what a person needs to see (retries,
-/// server failures) is already an event the printer shows. `TERN_LOG=debug` for more.
+/// Logs go to stderr, `error` by default: what a person needs to see (retries, server
+/// failures) is already an event the printer shows. `TERN_LOG=debug` for more.
 fn init_tracing() {
     let filter = tracing_subscriber::EnvFilter::try_from_env("TERN_LOG")
         .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new("error"));
@@ -138,7 +109,7 @@ fn init_tracing() {
         .try_init();
 }
 
-/// Prints an error chain once and picks the exit code (2 for config errors).
+/// Prints an error chain once and picks the exit code (2 for usage and config errors).
 fn report(e: &anyhow::Error) -> ExitCode {
     let mut err = std::io::stderr();
     let _ = writeln!(err, "error: {e}");
@@ -146,8 +117,9 @@ fn report(e: &anyhow::Error) -> ExitCode {
         let _ = writeln!(err, "caused by: {cause}");
     }
     if e.downcast_ref::<ConfigFailure>().is_some()
-        || e.downcast_ref::<runner::UsageError>().is_some()
-        || e.downcast_ref::<tern::session::SessionError>().is_some()
+        || e.downcast_ref::<UsageError>().is_some()
+        || e.downcast_ref::<tern::agent::session::SessionError>()
+            .is_some()
     {
         ExitCode::from(2)
     } else {

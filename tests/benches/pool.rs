@@ -56,9 +56,8 @@ fn spec(name: &str, program: &Path, args: &[&str]) -> ServerSpec {
         },
         required: false,
         startup_timeout: Duration::from_secs(30),
-        tool_timeout: Duration::from_secs(30),
-        enabled_tools: None,
-        disabled_tools: vec![],
+        request_timeout: Duration::from_secs(30),
+        tool_filter: tern_mcp::ToolFilter::all(),
     }
 }
 

@@ -173,7 +173,7 @@ fn mcp_list_reports_a_missing_command_and_a_crash_with_its_stderr() {
     let servers: Vec<Value> = serde_json::from_slice(&out.stdout).unwrap();
     let by = |n: &str| servers.iter().find(|s| s["name"] == n).unwrap().clone();
     assert_eq!(by("good")["status"], "ready");
-    assert_eq!(by("good")["tools"], 9);
+    assert_eq!(by("good")["tools"], 10);
     assert!(by("good")["pid"].as_u64().is_some());
     let ghost = by("ghost");
     assert_eq!(ghost["status"], "failed");

@@ -51,7 +51,7 @@ async fn every_reference_server_answers_a_call_through_the_pool() {
     for s in &mut specs {
         // Node and Python servers take seconds to start on a loaded 2-core machine.
         s.startup_timeout = Duration::from_secs(90);
-        s.tool_timeout = Duration::from_secs(60);
+        s.request_timeout = Duration::from_secs(60);
     }
     // server-filesystem replaces its command-line directories with the client's
     // roots: the pool offers `dir`, so that is where its files must be.
@@ -67,8 +67,8 @@ async fn every_reference_server_answers_a_call_through_the_pool() {
                 .call(
                     server,
                     tool,
-                    args.as_object().cloned(),
-                    CallOptions::default(),
+                    args.as_object().cloned().unwrap_or_default(),
+                    CallOptions::new(Duration::from_secs(60)),
                 )
                 .await
                 .unwrap_or_else(|e| panic!("{server}/{tool}: {e}"));

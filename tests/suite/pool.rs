@@ -9,13 +9,14 @@ use std::{
 
 use serde_json::json;
 use tern_mcp::{
-    CallError, CallOptions, EventSink, PoolEvent, PoolOptions, ServerPool, ServerSpec, ServerState,
+    CallError, CallOptions, EventSink, PoolOptions, ServerPool, ServerSpec, ServerState,
     TransportSpec, pins::PinStore,
 };
+use tern_protocol::Event;
 
 pub(crate) struct Harness {
     pub pool: Arc<ServerPool>,
-    pub events: Arc<Mutex<Vec<PoolEvent>>>,
+    pub events: Arc<Mutex<Vec<Event>>>,
     _dir: tempfile::TempDir,
 }
 
@@ -39,9 +40,8 @@ pub(crate) fn stdio_spec(name: &str, program: &str, args: &[&str]) -> ServerSpec
         },
         required: false,
         startup_timeout: Duration::from_secs(20),
-        tool_timeout: Duration::from_secs(20),
-        enabled_tools: None,
-        disabled_tools: Vec::new(),
+        request_timeout: Duration::from_secs(20),
+        tool_filter: tern_mcp::ToolFilter::all(),
     }
 }
 
@@ -64,7 +64,7 @@ impl Harness {
 
     /// Starts `specs` with `dir` as the root offered to servers (`roots/list`).
     pub async fn start_in(dir: tempfile::TempDir, specs: Vec<ServerSpec>) -> Harness {
-        let events: Arc<Mutex<Vec<PoolEvent>>> = Arc::default();
+        let events: Arc<Mutex<Vec<Event>>> = Arc::default();
         let sink_events = events.clone();
         let sink: EventSink = Arc::new(move |e| sink_events.lock().unwrap().push(e));
         let opts = PoolOptions {
@@ -83,7 +83,7 @@ impl Harness {
         }
     }
 
-    pub async fn wait_event(&self, what: &str, pred: impl Fn(&PoolEvent) -> bool) -> PoolEvent {
+    pub async fn wait_event(&self, what: &str, pred: impl Fn(&Event) -> bool) -> Event {
         let deadline = Instant::now() + Duration::from_secs(20);
         loop {
             if let Some(e) = self.events.lock().unwrap().iter().find(|e| pred(e)) {
@@ -99,9 +99,17 @@ impl Harness {
     }
 
     pub async fn echo(&self, server: &str, text: &str) -> Result<String, CallError> {
-        let args = json!({"text": text}).as_object().cloned();
+        let args = json!({"text": text})
+            .as_object()
+            .cloned()
+            .unwrap_or_default();
         self.pool
-            .call(server, "echo", args, CallOptions::default())
+            .call(
+                server,
+                "echo",
+                args,
+                CallOptions::new(Duration::from_secs(60)),
+            )
             .await
             .map(|o| o.text)
     }
@@ -116,8 +124,8 @@ impl Harness {
     }
 }
 
-fn failed(server: &'static str) -> impl Fn(&PoolEvent) -> bool {
-    move |e| matches!(e, PoolEvent::ServerFailed { server: s, .. } if s == server)
+fn failed(server: &'static str) -> impl Fn(&Event) -> bool {
+    move |e| matches!(e, Event::ServerFailed { server: s, .. } if s == server)
 }
 
 #[tokio::test]
@@ -128,7 +136,7 @@ async fn a_server_crashing_at_start_is_reported_with_its_stderr_and_others_carry
     ])
     .await;
     let e = h.wait_event("server_failed", failed("bad")).await;
-    let PoolEvent::ServerFailed {
+    let Event::ServerFailed {
         reason,
         stderr_tail,
         will_restart,
@@ -173,7 +181,7 @@ async fn a_server_that_never_answers_initialize_times_out() {
     let h = Harness::start(vec![spec, test_server_spec("good", &[])]).await;
     assert!(started.elapsed() < Duration::from_secs(10));
     let e = h.wait_event("server_failed", failed("mute")).await;
-    let PoolEvent::ServerFailed { reason, .. } = e else {
+    let Event::ServerFailed { reason, .. } = e else {
         unreachable!()
     };
     assert!(
@@ -208,7 +216,12 @@ async fn a_crash_mid_call_ends_the_call_with_stderr_then_the_server_restarts() {
     let h = Harness::start(vec![test_server_spec("flaky", &[])]).await;
     let err = h
         .pool
-        .call("flaky", "crash", None, CallOptions::default())
+        .call(
+            "flaky",
+            "crash",
+            serde_json::Map::new(),
+            CallOptions::new(Duration::from_secs(60)),
+        )
         .await
         .unwrap_err();
     let CallError::ServerCrashed { stderr_tail, .. } = &err else {
@@ -218,10 +231,8 @@ async fn a_crash_mid_call_ends_the_call_with_stderr_then_the_server_restarts() {
         stderr_tail.iter().any(|l| l.contains("dying mid-call")),
         "{stderr_tail:?}"
     );
-    h.wait_event("restart", |e| {
-        matches!(e, PoolEvent::ServerRestarting { .. })
-    })
-    .await;
+    h.wait_event("restart", |e| matches!(e, Event::ServerRestarting { .. }))
+        .await;
     // Ready again (the second ServerReady), tools re-listed, calls work.
     let deadline = Instant::now() + Duration::from_secs(20);
     loop {
@@ -230,7 +241,7 @@ async fn a_crash_mid_call_ends_the_call_with_stderr_then_the_server_restarts() {
             .lock()
             .unwrap()
             .iter()
-            .filter(|e| matches!(e, PoolEvent::ServerReady { .. }))
+            .filter(|e| matches!(e, Event::ServerReady { .. }))
             .count();
         if readies >= 2 {
             break;
@@ -260,7 +271,12 @@ async fn a_server_crashing_too_often_is_marked_failed() {
         }
         let _ = h
             .pool
-            .call("flaky", "crash", None, CallOptions::default())
+            .call(
+                "flaky",
+                "crash",
+                serde_json::Map::new(),
+                CallOptions::new(Duration::from_secs(60)),
+            )
             .await;
         tokio::time::sleep(Duration::from_millis(50)).await;
     }
@@ -314,7 +330,12 @@ async fn odd_tool_names_and_schemas_never_shadow_or_break_the_table() {
     let entry = table.get(&long.name).unwrap();
     let out = h
         .pool
-        .call(&entry.server, &entry.tool, None, CallOptions::default())
+        .call(
+            &entry.server,
+            &entry.tool,
+            serde_json::Map::new(),
+            CallOptions::new(Duration::from_secs(60)),
+        )
         .await
         .unwrap();
     assert!(
@@ -332,17 +353,15 @@ async fn list_changed_relists_and_a_changed_definition_is_held_out() {
     )])
     .await;
     assert!(h.pool.table().0.get("drift__echo").is_some());
-    h.wait_event("tools_changed", |e| {
-        matches!(e, PoolEvent::ToolsChanged { .. })
-    })
-    .await;
+    h.wait_event("tools_changed", |e| matches!(e, Event::ToolsChanged { .. }))
+        .await;
     let e = h
         .wait_event(
             "tool_dropped",
-            |e| matches!(e, PoolEvent::ToolDropped { tool, .. } if tool == "echo"),
+            |e| matches!(e, Event::ToolDropped { tool, .. } if tool == "echo"),
         )
         .await;
-    let PoolEvent::ToolDropped { reason, .. } = e else {
+    let Event::ToolDropped { reason, .. } = e else {
         unreachable!()
     };
     assert!(reason.contains("tern mcp approve drift"), "{reason}");
@@ -371,7 +390,12 @@ async fn a_slow_server_joins_the_table_when_ready() {
     // Asked before it is ready: not in the table yet, and a call says why.
     assert!(pool.table().0.is_empty());
     let err = pool
-        .call("slow", "noop", None, CallOptions::default())
+        .call(
+            "slow",
+            "noop",
+            serde_json::Map::new(),
+            CallOptions::new(Duration::from_secs(60)),
+        )
         .await
         .unwrap_err();
     assert!(matches!(err, CallError::NotReady { .. }), "{err:?}");
@@ -384,10 +408,10 @@ async fn a_slow_server_joins_the_table_when_ready() {
 async fn paginated_tools_list_is_followed_to_the_end() {
     let h = Harness::start(vec![test_server_spec("paged", &["--page-size", "2"])]).await;
     let (table, _) = h.pool.table();
-    // 9 tools in pages of 2: five pages.
+    // 10 tools in pages of 2: five pages.
     assert_eq!(
         table.len(),
-        9,
+        10,
         "{:?}",
         table.entries().iter().map(|e| &e.name).collect::<Vec<_>>()
     );
@@ -408,8 +432,11 @@ async fn servers_see_no_api_keys_but_configured_env_vars() {
             pool.call(
                 "envy",
                 "env",
-                json!({"name": name}).as_object().cloned(),
-                CallOptions::default(),
+                json!({"name": name})
+                    .as_object()
+                    .cloned()
+                    .unwrap_or_default(),
+                CallOptions::new(Duration::from_secs(60)),
             )
             .await
             .unwrap()
@@ -425,7 +452,10 @@ async fn servers_see_no_api_keys_but_configured_env_vars() {
 #[tokio::test]
 async fn timeouts_and_cancellation_end_calls_and_reach_the_server() {
     let h = Harness::start(vec![test_server_spec("slowpoke", &[])]).await;
-    let args = json!({"ms": 60_000}).as_object().cloned();
+    let args = json!({"ms": 60_000})
+        .as_object()
+        .cloned()
+        .unwrap_or_default();
     let started = Instant::now();
     let err = h
         .pool
@@ -434,8 +464,8 @@ async fn timeouts_and_cancellation_end_calls_and_reach_the_server() {
             "sleep",
             args.clone(),
             CallOptions {
-                timeout: Some(Duration::from_millis(300)),
-                ..CallOptions::default()
+                timeout: Duration::from_millis(300),
+                ..CallOptions::new(Duration::from_secs(20))
             },
         )
         .await
@@ -457,7 +487,7 @@ async fn timeouts_and_cancellation_end_calls_and_reach_the_server() {
             args,
             CallOptions {
                 cancel,
-                ..CallOptions::default()
+                ..CallOptions::new(Duration::from_secs(20))
             },
         )
         .await
@@ -486,10 +516,10 @@ async fn progress_notifications_reach_the_caller_and_roots_are_offered() {
         .call(
             "busy",
             "progress",
-            json!({"steps": 3}).as_object().cloned(),
+            json!({"steps": 3}).as_object().cloned().unwrap_or_default(),
             CallOptions {
                 progress: Some(tx),
-                ..CallOptions::default()
+                ..CallOptions::new(Duration::from_secs(20))
             },
         )
         .await
@@ -505,7 +535,12 @@ async fn progress_notifications_reach_the_caller_and_roots_are_offered() {
 
     let roots = h
         .pool
-        .call("busy", "roots", None, CallOptions::default())
+        .call(
+            "busy",
+            "roots",
+            serde_json::Map::new(),
+            CallOptions::new(Duration::from_secs(60)),
+        )
         .await
         .unwrap()
         .text;
@@ -555,7 +590,12 @@ async fn streamable_http_servers_get_the_bearer_token_and_headers() {
     assert_eq!(h.echo("remote", "over http").await.unwrap(), "over http");
     let headers: serde_json::Value = serde_json::from_str(
         &h.pool
-            .call("remote", "headers", None, CallOptions::default())
+            .call(
+                "remote",
+                "headers",
+                serde_json::Map::new(),
+                CallOptions::new(Duration::from_secs(60)),
+            )
             .await
             .unwrap()
             .text,

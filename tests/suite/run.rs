@@ -620,11 +620,20 @@ async fn a_server_crashing_mid_run_gives_an_error_result_and_the_run_goes_on() {
 #[tokio::test]
 async fn parallel_read_only_calls_each_get_their_paired_result() {
     let env = RunEnv::new().await;
+    // The test server's read-only `rendezvous` answers `met` only when both calls are in
+    // flight at once: run one after another, the first waits out its 5 s and says `alone`.
+    env.add_servers(&format!(
+        "[mcp_servers.meet]\ncommand = {:?}\ntrust_annotations = true\n",
+        tern_e2e::bin("tern-test-server").to_string_lossy()
+    ));
     std::fs::write(env.dir.path().join("a.txt"), "alpha\n").unwrap();
     std::fs::write(env.dir.path().join("b.txt"), "bravo\n").unwrap();
+    let meet = r#"{"group":"g","n":2,"ms":5000}"#;
     env.server.enqueue(
         AnthropicTurn::new()
             .tool_use("toolu_a", "fs__read_file", &[r#"{"path":"a.txt"}"#])
+            .tool_use("toolu_m1", "meet__rendezvous", &[meet])
+            .tool_use("toolu_m2", "meet__rendezvous", &[meet])
             .tool_use("toolu_b", "fs__read_file", &[r#"{"path":"b.txt"}"#])
             .tool_use(
                 "toolu_w",
@@ -655,14 +664,19 @@ async fn parallel_read_only_calls_each_get_their_paired_result() {
     let ids: Vec<&str> = results.iter().map(|r| r.0.as_str()).collect();
     assert_eq!(
         ids,
-        ["toolu_a", "toolu_b", "toolu_w"],
+        ["toolu_a", "toolu_m1", "toolu_m2", "toolu_b", "toolu_w"],
         "results in the model's order"
     );
     assert!(
-        results[0].1.contains("alpha") && results[1].1.contains("bravo"),
+        results[0].1.contains("alpha") && results[3].1.contains("bravo"),
         "{results:?}"
     );
-    assert!(!results[2].2, "{results:?}");
+    assert_eq!(
+        (results[1].1.as_str(), results[2].1.as_str()),
+        ("met", "met"),
+        "the read-only calls did not overlap in time: {results:?}"
+    );
+    assert!(!results[4].2, "{results:?}");
     assert_eq!(
         std::fs::read_to_string(env.dir.path().join("c.txt")).unwrap(),
         "charlie"

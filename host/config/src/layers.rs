@@ -15,15 +15,16 @@ use toml::Spanned;
 
 use crate::error::{ConfigError, Location, Result};
 use crate::locate::SourceText;
-use crate::raw::{RawConfig, RawModel, RawServer, RawToolSettings};
+use crate::raw::{RawConfig, RawServer, RawToolSettings};
 use crate::rules::{RuleList, RuleSource, check_rule_shape};
+use crate::sections::ModelConfig;
 use crate::sections::PermissionMode;
 use crate::server::Builtin;
 
 /// One layer, checked on its own.
 #[derive(Debug, Default)]
 pub(crate) struct Layer {
-    pub(crate) model: RawModel,
+    pub(crate) model: ModelConfig,
     pub(crate) mode: Option<PermissionMode>,
     pub(crate) rules: Vec<(RuleList, RuleSource)>,
     pub(crate) max_steps: Option<u32>,
@@ -48,6 +49,7 @@ pub(crate) struct ServerLayer {
     pub(crate) startup_timeout: Option<Duration>,
     pub(crate) tool_timeout: Option<Duration>,
     pub(crate) max_output_chars: Option<usize>,
+    pub(crate) trust_annotations: Option<bool>,
     pub(crate) enabled_tools: Option<Vec<String>>,
     pub(crate) disabled_tools: Option<Vec<String>>,
     pub(crate) tools: BTreeMap<String, ToolLayer>,
@@ -61,6 +63,7 @@ pub(crate) struct ToolLayer {
     pub(crate) timeout: Option<Duration>,
     pub(crate) max_output_chars: Option<usize>,
     pub(crate) command_arg: Option<String>,
+    pub(crate) edits_files: Option<bool>,
     pub(crate) enabled: Option<bool>,
 }
 
@@ -123,6 +126,7 @@ impl ServerLayer {
         over(&mut self.startup_timeout, later.startup_timeout);
         over(&mut self.tool_timeout, later.tool_timeout);
         over(&mut self.max_output_chars, later.max_output_chars);
+        over(&mut self.trust_annotations, later.trust_annotations);
         over(&mut self.enabled_tools, later.enabled_tools);
         over(&mut self.disabled_tools, later.disabled_tools);
         for (name, tool) in later.tools {
@@ -130,6 +134,7 @@ impl ServerLayer {
             over(&mut slot.timeout, tool.timeout);
             over(&mut slot.max_output_chars, tool.max_output_chars);
             over(&mut slot.command_arg, tool.command_arg);
+            over(&mut slot.edits_files, tool.edits_files);
             over(&mut slot.enabled, tool.enabled);
         }
         self.at = later.at;
@@ -139,7 +144,7 @@ impl ServerLayer {
 /// All layers merged, not yet resolved.
 #[derive(Debug, Default)]
 pub(crate) struct Merged {
-    pub(crate) model: RawModel,
+    pub(crate) model: ModelConfig,
     pub(crate) mode: Option<PermissionMode>,
     pub(crate) rules: Vec<(RuleList, RuleSource)>,
     pub(crate) max_steps: Option<u32>,
@@ -149,24 +154,7 @@ pub(crate) struct Merged {
 impl Merged {
     /// Lays `layer` over everything merged so far.
     pub(crate) fn apply(&mut self, layer: Layer) {
-        let model = layer.model;
-        let slot = &mut self.model;
-        macro_rules! over {
-            ($($field:ident),*) => {$(
-                if model.$field.is_some() {
-                    slot.$field = model.$field;
-                }
-            )*};
-        }
-        over!(
-            provider,
-            name,
-            base_url,
-            api_key_env,
-            max_tokens,
-            context_window,
-            max_retries
-        );
+        self.model.merge(layer.model);
         if layer.mode.is_some() {
             self.mode = layer.mode;
         }
@@ -299,12 +287,14 @@ fn server_layer(
             timeout_sec,
             max_output_chars,
             command_arg,
+            edits_files,
             enabled,
         } = settings;
         let tool_layer = ToolLayer {
             timeout: timeout(&key, timeout_sec)?,
             max_output_chars,
             command_arg,
+            edits_files,
             enabled,
         };
         tools.insert(tool, tool_layer);
@@ -313,6 +303,7 @@ fn server_layer(
         startup_timeout: timeout("startup_timeout_sec", raw.startup_timeout_sec)?,
         tool_timeout: timeout("tool_timeout_sec", raw.tool_timeout_sec)?,
         max_output_chars: raw.max_output_chars,
+        trust_annotations: raw.trust_annotations,
         command: raw.command,
         builtin: raw.builtin,
         args: raw.args,

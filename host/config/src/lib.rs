@@ -48,10 +48,10 @@ pub use load::{
 pub use paths::{ConfigPaths, PROJECT_CONFIG};
 pub use rules::{RuleList, RuleSource, check_rule_shape};
 pub use sections::{
-    AgentSection, DEFAULT_MAX_STEPS, ModelSection, PermissionMode, Permissions, Provider,
+    AgentSection, DEFAULT_MAX_STEPS, ModelConfig, PermissionMode, Permissions, Provider,
 };
 pub use server::{
-    Builtin, DEFAULT_STARTUP_TIMEOUT, DEFAULT_TOOL_TIMEOUT, Launch, ServerConfig, ToolSettings,
-    Transport,
+    Builtin, DEFAULT_MAX_OUTPUT_CHARS, DEFAULT_STARTUP_TIMEOUT, DEFAULT_TOOL_TIMEOUT, Launch,
+    ServerConfig, ToolLimits, ToolSettings, Transport,
 };
 pub use trust::{TrustStatus, TrustStore, config_hash};

@@ -13,7 +13,7 @@ use crate::paths::ConfigPaths;
 use crate::raw;
 use crate::resolve::expand_server;
 use crate::rules::RuleList;
-use crate::sections::{AgentSection, DEFAULT_MAX_STEPS, ModelSection, PermissionMode, Permissions};
+use crate::sections::{AgentSection, DEFAULT_MAX_STEPS, ModelConfig, PermissionMode, Permissions};
 use crate::server::ServerConfig;
 use crate::trust::{TrustStatus, TrustStore};
 
@@ -114,7 +114,7 @@ pub struct Config {
     /// failing the load: it is never started, and naming it in an error would be noise.
     pub mcp_servers: BTreeMap<String, ServerConfig>,
     /// `[model]`.
-    pub model: ModelSection,
+    pub model: ModelConfig,
     /// `[permissions]`.
     pub permissions: Permissions,
     /// `[agent]`.
@@ -238,7 +238,7 @@ fn resolve(
     }
     Ok(Config {
         mcp_servers,
-        model: merged.model.into(),
+        model: merged.model,
         permissions,
         agent: AgentSection {
             max_steps: merged.max_steps.unwrap_or(DEFAULT_MAX_STEPS),

@@ -11,30 +11,17 @@ use toml::Spanned;
 
 use crate::error::{ConfigError, Result};
 use crate::locate::SourceText;
-use crate::sections::{PermissionMode, Provider};
+use crate::sections::{ModelConfig, PermissionMode};
 use crate::server::Builtin;
 
 /// The whole file.
 #[derive(Debug, Default, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub(crate) struct RawConfig {
-    pub(crate) model: Option<RawModel>,
+    pub(crate) model: Option<ModelConfig>,
     pub(crate) permissions: Option<RawPermissions>,
     pub(crate) agent: Option<RawAgent>,
     pub(crate) mcp_servers: Option<BTreeMap<Spanned<String>, RawServer>>,
-}
-
-/// `[model]`.
-#[derive(Debug, Default, Clone, Deserialize)]
-#[serde(deny_unknown_fields)]
-pub(crate) struct RawModel {
-    pub(crate) provider: Option<Provider>,
-    pub(crate) name: Option<String>,
-    pub(crate) base_url: Option<String>,
-    pub(crate) api_key_env: Option<String>,
-    pub(crate) max_tokens: Option<u32>,
-    pub(crate) context_window: Option<u32>,
-    pub(crate) max_retries: Option<u32>,
 }
 
 /// `[permissions]`.
@@ -77,6 +64,7 @@ pub(crate) struct RawServer {
     pub(crate) startup_timeout_sec: Option<Spanned<f64>>,
     pub(crate) tool_timeout_sec: Option<Spanned<f64>>,
     pub(crate) max_output_chars: Option<usize>,
+    pub(crate) trust_annotations: Option<bool>,
     pub(crate) enabled_tools: Option<Vec<String>>,
     pub(crate) disabled_tools: Option<Vec<String>>,
     pub(crate) tools: Option<BTreeMap<String, RawToolSettings>>,
@@ -89,6 +77,7 @@ pub(crate) struct RawToolSettings {
     pub(crate) timeout_sec: Option<Spanned<f64>>,
     pub(crate) max_output_chars: Option<usize>,
     pub(crate) command_arg: Option<String>,
+    pub(crate) edits_files: Option<bool>,
     pub(crate) enabled: Option<bool>,
 }
 

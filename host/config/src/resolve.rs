@@ -8,25 +8,9 @@ use std::collections::BTreeMap;
 use crate::error::{ConfigError, Result};
 use crate::expand::{EnvLookup, expand};
 use crate::layers::{ServerLayer, ToolLayer, invalid};
-use crate::raw::RawModel;
-use crate::sections::ModelSection;
 use crate::server::{
     DEFAULT_STARTUP_TIMEOUT, DEFAULT_TOOL_TIMEOUT, Launch, ServerConfig, ToolSettings, Transport,
 };
-
-impl From<RawModel> for ModelSection {
-    fn from(raw: RawModel) -> Self {
-        Self {
-            provider: raw.provider,
-            name: raw.name,
-            base_url: raw.base_url,
-            api_key_env: raw.api_key_env,
-            max_tokens: raw.max_tokens,
-            context_window: raw.context_window,
-            max_retries: raw.max_retries,
-        }
-    }
-}
 
 impl From<ToolLayer> for ToolSettings {
     fn from(raw: ToolLayer) -> Self {
@@ -34,6 +18,7 @@ impl From<ToolLayer> for ToolSettings {
             timeout: raw.timeout,
             max_output_chars: raw.max_output_chars,
             command_arg: raw.command_arg,
+            edits_files: raw.edits_files,
             enabled: raw.enabled,
         }
     }
@@ -104,6 +89,15 @@ impl TryFrom<(String, ServerLayer)> for ServerConfig {
                 ));
             }
         };
+        // tern's own servers are part of tern; anyone else's hints are only hints until the
+        // user says otherwise.
+        let builtin = matches!(
+            transport,
+            Transport::Stdio {
+                launch: Launch::Builtin(_),
+                ..
+            }
+        );
         Ok(Self {
             transport,
             enabled: raw.enabled.unwrap_or(true),
@@ -111,6 +105,7 @@ impl TryFrom<(String, ServerLayer)> for ServerConfig {
             startup_timeout: raw.startup_timeout.unwrap_or(DEFAULT_STARTUP_TIMEOUT),
             tool_timeout: raw.tool_timeout.unwrap_or(DEFAULT_TOOL_TIMEOUT),
             max_output_chars: raw.max_output_chars,
+            trust_annotations: raw.trust_annotations.unwrap_or(builtin),
             enabled_tools: raw.enabled_tools,
             disabled_tools: raw.disabled_tools.unwrap_or_default(),
             tools: raw

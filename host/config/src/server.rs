@@ -15,6 +15,8 @@ use crate::error::Location;
 pub const DEFAULT_STARTUP_TIMEOUT: Duration = Duration::from_secs(10);
 /// How long one tool call may take when neither `tool_timeout_sec` nor a per-tool `timeout_sec` is set.
 pub const DEFAULT_TOOL_TIMEOUT: Duration = Duration::from_secs(60);
+/// Characters of a tool's output the model gets when no `max_output_chars` is set.
+pub const DEFAULT_MAX_OUTPUT_CHARS: usize = 30_000;
 
 /// One configured MCP server, validated and with `${VAR}`s expanded.
 #[derive(Debug, Clone, PartialEq)]
@@ -34,6 +36,10 @@ pub struct ServerConfig {
     /// `max_output_chars`: the cap on the text the model gets from any of its tools without its own
     /// (default: the gateway's, 30 000).
     pub max_output_chars: Option<usize>,
+    /// `trust_annotations` (default: true for built-in servers, false otherwise): whether the
+    /// server's `readOnlyHint`s may allow calls without asking, and its tools' `_meta`
+    /// self-description (which tools edit files) is believed.
+    pub trust_annotations: bool,
     /// `enabled_tools`: when set, only these tools (original names) are offered.
     pub enabled_tools: Option<Vec<String>>,
     /// `disabled_tools`: these tools are never offered (applied after `enabled_tools`).
@@ -57,12 +63,40 @@ impl ServerConfig {
         listed && !disabled && per_tool
     }
 
-    /// The timeout of a call to `tool`: its own `timeout_sec`, else the server's `tool_timeout_sec`.
-    pub fn tool_timeout(&self, tool: &str) -> Duration {
-        self.tools
-            .get(tool)
-            .and_then(|t| t.timeout)
-            .unwrap_or(self.tool_timeout)
+    /// The limits of a call to `tool` — the one place they are decided. Timeout: the tool's own
+    /// `timeout_sec`, else the server's `tool_timeout_sec`. Output: the tool's own
+    /// `max_output_chars`, else the server's, else [`DEFAULT_MAX_OUTPUT_CHARS`]. The host enforces
+    /// them and sends them to the server, so a server with limits of its own applies the same.
+    pub fn limits(&self, tool: &str) -> ToolLimits {
+        let settings = self.tools.get(tool);
+        ToolLimits {
+            timeout: settings
+                .and_then(|t| t.timeout)
+                .unwrap_or(self.tool_timeout),
+            max_output_chars: settings
+                .and_then(|t| t.max_output_chars)
+                .or(self.max_output_chars)
+                .unwrap_or(DEFAULT_MAX_OUTPUT_CHARS),
+        }
+    }
+}
+
+/// The effective limits of one tool; see [`ServerConfig::limits`].
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct ToolLimits {
+    /// How long one call may run.
+    pub timeout: Duration,
+    /// Characters of output the model gets (head and tail kept when more).
+    pub max_output_chars: usize,
+}
+
+impl Default for ToolLimits {
+    /// The limits of a tool nothing is configured for.
+    fn default() -> Self {
+        Self {
+            timeout: DEFAULT_TOOL_TIMEOUT,
+            max_output_chars: DEFAULT_MAX_OUTPUT_CHARS,
+        }
     }
 }
 
@@ -142,8 +176,11 @@ pub struct ToolSettings {
     /// `max_output_chars`: overrides the gateway's cap on the text given to the model.
     pub max_output_chars: Option<usize>,
     /// `command_arg`: the argument holding a shell command, which the gateway parses into simple commands
-    /// for rule matching (issue 4, item 3).
+    /// for rule matching. Overrides what the tool's own `_meta` declares.
     pub command_arg: Option<String>,
+    /// `edits_files`: the tool creates or modifies files at its path arguments, so `accept-edits`
+    /// allows it inside the roots. Overrides what the tool's own `_meta` declares.
+    pub edits_files: Option<bool>,
     /// `enabled`: `false` hides this tool, like listing it in `disabled_tools`.
     pub enabled: Option<bool>,
 }

@@ -14,8 +14,7 @@ use std::{
 
 use serde_json::json;
 use tern_gateway::{
-    CallContext, Gateway, GatewaySettings, HeadlessApprover, ServerPolicy, ToolCall, Workspace,
-    ignore_events,
+    CallContext, Gateway, GatewaySettings, HeadlessApprover, PathScope, ToolCall, ignore_events,
 };
 use tern_mcp::{CallOptions, PoolOptions, ServerPool, ServerSpec, TransportSpec, pins::PinStore};
 
@@ -60,9 +59,8 @@ async fn main() {
         },
         required: true,
         startup_timeout: Duration::from_secs(30),
-        tool_timeout: Duration::from_secs(30),
-        enabled_tools: None,
-        disabled_tools: vec![],
+        request_timeout: Duration::from_secs(30),
+        tool_filter: tern_mcp::ToolFilter::all(),
     };
     let opts = PoolOptions {
         roots: vec![dir.path().to_path_buf()],
@@ -71,19 +69,13 @@ async fn main() {
     let pool = ServerPool::start(vec![spec], opts, PinStore::in_memory(), Arc::new(|_| {}));
     pool.wait_settled().await;
 
-    let mut settings = GatewaySettings::new(Workspace {
+    let mut settings = GatewaySettings::new(PathScope {
         cwd: dir.path().to_path_buf(),
         roots: vec![dir.path().to_path_buf()],
         home: None,
         tern_home: dir.path().join("tern-home"),
     });
-    settings.servers.insert(
-        "test".into(),
-        ServerPolicy {
-            trusted: true,
-            ..Default::default()
-        },
-    );
+    settings.permissions.mode = tern_config::PermissionMode::Yolo;
     let gateway = Gateway::new(
         pool.clone(),
         settings,
@@ -97,8 +89,8 @@ async fn main() {
         pool.call(
             "test",
             "noop",
-            Some(serde_json::Map::new()),
-            CallOptions::default(),
+            serde_json::Map::new(),
+            CallOptions::new(Duration::from_secs(30)),
         )
         .await
         .unwrap();
@@ -111,7 +103,7 @@ async fn main() {
             let r = gateway
                 .call(
                     ToolCall {
-                        call_id: format!("c{i}"),
+                        id: format!("c{i}"),
                         name: "test__noop".into(),
                         arguments: json!({}),
                     },
@@ -122,7 +114,7 @@ async fn main() {
                     },
                 )
                 .await;
-            assert!(!r.is_error, "{}", r.content);
+            assert!(!r.result.is_error, "{}", r.result.content);
             t.elapsed()
         }
     };

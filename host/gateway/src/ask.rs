@@ -5,9 +5,10 @@ use std::path::Path;
 
 use tern_config::{RuleList, append_rule};
 
+use tern_protocol::Event;
+
 use crate::{
     approver::{Approval, ApprovalRequest, ParsedCommand, escape_control},
-    event::GatewayEvent,
     gateway::{Gateway, Pending},
     permission::{always_rules, path_args},
     rules::Rule,
@@ -47,7 +48,7 @@ impl Gateway {
         match answer {
             Approval::Once => Ok(USER_ONCE.into()),
             Approval::Always if always.is_empty() => {
-                (self.events)(GatewayEvent::Notice {
+                (self.events)(Event::Notice {
                     message: format!(
                         "no rule can allow this call of `{}`, so it was allowed once only",
                         p.entry.name
@@ -82,6 +83,7 @@ impl Gateway {
             .join("\n");
         let command = p.shell.as_ref().map(|a| ParsedCommand {
             line: p
+                .policy
                 .command_arg
                 .as_deref()
                 .and_then(|arg| p.args.get(arg))
@@ -100,7 +102,7 @@ impl Gateway {
                 .collect(),
         });
         ApprovalRequest {
-            call_id: p.call.call_id.clone(),
+            call_id: p.call.id.clone(),
             server: p.entry.server.clone(),
             tool: p.entry.tool.clone(),
             name: p.entry.name.clone(),
@@ -123,14 +125,14 @@ impl Gateway {
                     text,
                     RuleList::Allow,
                     USER_ALWAYS.into(),
-                    &self.settings.workspace,
+                    &self.settings.scope,
                 ) {
                     session.push(rule);
                 }
             }
         }
         if let Err(e) = save_rules(&self.settings.user_config, rules) {
-            (self.events)(GatewayEvent::Notice {
+            (self.events)(Event::Notice {
                 message: format!(
                     "allowed for this run, but could not save to {}: {e}",
                     self.settings.user_config.display()

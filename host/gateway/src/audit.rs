@@ -10,44 +10,13 @@ use std::{
     io::Write,
     path::{Path, PathBuf},
     sync::Mutex,
-    time::SystemTime,
 };
 
-use serde::Serialize;
 use sha2::{Digest, Sha256};
 
-use crate::{
-    call::{Decision, ErrorType},
-    redact::Redactor,
-};
+pub use tern_protocol::{AuditRecord, now_rfc3339 as rfc3339_now};
 
-/// One audit line (and the `tool_call_finished` event).
-#[derive(Debug, Clone, Serialize, PartialEq)]
-pub struct AuditRecord {
-    /// RFC 3339, UTC, milliseconds.
-    pub time: String,
-    pub run_id: String,
-    pub session_id: String,
-    pub call_id: String,
-    /// Model-facing name, as called (also for unknown tools).
-    pub tool: String,
-    /// Empty when the tool was unknown.
-    pub server: String,
-    /// sha256 of the arguments' JSON text.
-    pub args_sha256: String,
-    /// None when the call ended before the permission stage.
-    pub decision: Option<Decision>,
-    /// What decided it: `file:line`, `annotation:readOnlyHint`, `mode:yolo`, `user:always`, ….
-    pub rule: Option<String>,
-    pub duration_ms: u64,
-    /// sha256 and length in bytes of the result text as delivered in full (the spill file's
-    /// content when there is one), so the two can be checked against each other.
-    pub result_sha256: String,
-    pub result_bytes: usize,
-    pub is_error: bool,
-    pub error_type: Option<ErrorType>,
-    pub truncated: bool,
-}
+use crate::redact::Redactor;
 
 /// Why the audit log could not be opened.
 #[derive(Debug, thiserror::Error)]
@@ -112,37 +81,10 @@ pub fn sha256_hex(bytes: &[u8]) -> String {
     hex::encode(Sha256::digest(bytes))
 }
 
-/// `2026-11-30T09:30:00.123Z`.
-pub fn rfc3339_now() -> String {
-    let since = SystemTime::now()
-        .duration_since(SystemTime::UNIX_EPOCH)
-        .unwrap_or_default();
-    rfc3339(since.as_secs(), since.subsec_millis())
-}
-
-fn rfc3339(secs: u64, millis: u32) -> String {
-    let days = i64::try_from(secs / 86_400).unwrap_or(0);
-    let rem = secs % 86_400;
-    // Howard Hinnant's days-to-civil.
-    let z = days + 719_468;
-    let era = z.div_euclid(146_097);
-    let doe = z.rem_euclid(146_097);
-    let yoe = (doe - doe / 1460 + doe / 36_524 - doe / 146_096) / 365;
-    let doy = doe - (365 * yoe + yoe / 4 - yoe / 100);
-    let mp = (5 * doy + 2) / 153;
-    let day = doy - (153 * mp + 2) / 5 + 1;
-    let month = if mp < 10 { mp + 3 } else { mp - 9 };
-    let year = yoe + era * 400 + i64::from(month <= 2);
-    format!(
-        "{year:04}-{month:02}-{day:02}T{:02}:{:02}:{:02}.{millis:03}Z",
-        rem / 3600,
-        rem % 3600 / 60,
-        rem % 60
-    )
-}
-
 #[cfg(test)]
 mod tests {
+    use tern_protocol::Decision;
+
     use super::*;
 
     fn record(call_id: &str) -> AuditRecord {
@@ -163,13 +105,6 @@ mod tests {
             error_type: None,
             truncated: false,
         }
-    }
-
-    #[test]
-    fn dates_format_as_rfc3339() {
-        assert_eq!(rfc3339(0, 0), "1970-01-01T00:00:00.000Z");
-        assert_eq!(rfc3339(951_782_400, 5), "2000-02-29T00:00:00.005Z");
-        assert_eq!(rfc3339(1_796_117_400, 123), "2026-12-01T09:30:00.123Z");
     }
 
     #[test]

@@ -5,9 +5,6 @@ use std::path::{Path, PathBuf};
 
 use sha2::{Digest, Sha256};
 
-/// The cap when neither the tool nor the gateway settings say otherwise.
-pub const DEFAULT_MAX_OUTPUT_CHARS: usize = 30_000;
-
 /// Output cut for the model.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Capped {

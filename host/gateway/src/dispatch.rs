@@ -1,44 +1,66 @@
 //! Stage 4, Dispatch: the call to the server, bounded by the tool's timeout and by Ctrl-C (the pool
-//! sends MCP `notifications/cancelled` in both cases), and every failure mapped to a result type.
+//! sends MCP `notifications/cancelled` in both cases), and every failure mapped to an error kind.
+//!
+//! The tool's limits also travel to the server in the request's `_meta` ([`LIMITS_META`]), so a
+//! server with limits of its own (tern-shell's timeout and output cap) applies the host's: the two
+//! can never disagree about how long a command may run or how much output it may keep.
 
-use std::time::Duration;
-
-use serde_json::{Map, Value};
+use serde_json::{Map, Value, json};
+use tern_config::ToolLimits;
 use tern_mcp::{CallError, CallOptions, ServerPool, ToolOutput};
+use tern_protocol::ErrorKind;
 
-use crate::call::{CallContext, ErrorType};
+use crate::call::CallContext;
 
-/// Calls the tool. `timeout` is the per-tool override from config, if any.
+/// The request `_meta` key carrying the host's limits: `{"timeout_ms", "max_output_chars"}`.
+pub const LIMITS_META: &str = "tern/limits";
+
+/// How long the host waits beyond the limit it sent (at most; a tenth of the limit for short
+/// ones), so that a server enforcing it itself can still answer with its own, more useful,
+/// timeout result and partial output.
+const SERVER_GRACE: std::time::Duration = std::time::Duration::from_secs(2);
+
+/// Calls the tool under `limits`.
 pub async fn dispatch(
     pool: &ServerPool,
     server: &str,
     tool: &str,
     arguments: Map<String, Value>,
-    timeout: Option<Duration>,
+    limits: ToolLimits,
     ctx: &CallContext,
-) -> Result<ToolOutput, (ErrorType, String)> {
+) -> Result<ToolOutput, (ErrorKind, String)> {
     if ctx.cancel.is_cancelled() {
-        return Err((ErrorType::Cancelled, "cancelled before the tool ran".into()));
+        return Err((ErrorKind::Cancelled, "cancelled before the tool ran".into()));
     }
+    let mut meta = Map::new();
+    meta.insert(
+        LIMITS_META.into(),
+        json!({
+            "timeout_ms": u64::try_from(limits.timeout.as_millis()).unwrap_or(u64::MAX),
+            "max_output_chars": limits.max_output_chars,
+        }),
+    );
     let options = CallOptions {
-        timeout,
+        timeout: limits.timeout + SERVER_GRACE.min(limits.timeout / 10),
+        meta: Some(meta),
         cancel: ctx.cancel.clone(),
         progress: ctx.progress.clone(),
     };
-    pool.call(server, tool, Some(arguments), options)
+    pool.call(server, tool, arguments, options)
         .await
         .map_err(|e| (classify(&e), e.to_string()))
 }
 
-/// The result type of a pool error. Exhaustive on purpose: a new pool error must be classified.
-pub fn classify(e: &CallError) -> ErrorType {
+/// The error kind of a pool error. Exhaustive on purpose: a new pool error must be classified.
+pub fn classify(e: &CallError) -> ErrorKind {
     match e {
-        CallError::UnknownServer(_) => ErrorType::UnknownTool,
-        CallError::NotReady { .. } | CallError::ServerCrashed { .. } => ErrorType::ServerCrashed,
-        CallError::Timeout { .. } => ErrorType::Timeout,
-        CallError::Cancelled => ErrorType::Cancelled,
-        CallError::Server { .. } => ErrorType::ServerError,
-        CallError::Transport(_) => ErrorType::Transport,
+        CallError::UnknownServer(_) => ErrorKind::UnknownTool,
+        CallError::NotReady { .. } => ErrorKind::ServerUnavailable,
+        CallError::ServerCrashed { .. } => ErrorKind::ServerCrashed,
+        CallError::Timeout { .. } => ErrorKind::Timeout,
+        CallError::Cancelled => ErrorKind::Cancelled,
+        CallError::Server { .. } => ErrorKind::ServerError,
+        CallError::Transport(_) => ErrorKind::Transport,
     }
 }
 
@@ -47,40 +69,40 @@ mod tests {
     use super::*;
 
     #[test]
-    fn pool_errors_map_to_result_types() {
+    fn pool_errors_map_to_error_kinds() {
         assert_eq!(
             classify(&CallError::Timeout { secs: 1.0 }),
-            ErrorType::Timeout
+            ErrorKind::Timeout
         );
-        assert_eq!(classify(&CallError::Cancelled), ErrorType::Cancelled);
+        assert_eq!(classify(&CallError::Cancelled), ErrorKind::Cancelled);
         assert_eq!(
             classify(&CallError::ServerCrashed {
                 server: "s".into(),
                 stderr_tail: vec![]
             }),
-            ErrorType::ServerCrashed
+            ErrorKind::ServerCrashed
         );
         assert_eq!(
             classify(&CallError::NotReady {
                 server: "s".into(),
                 state: "failed".into()
             }),
-            ErrorType::ServerCrashed
+            ErrorKind::ServerUnavailable
         );
         assert_eq!(
             classify(&CallError::Server {
                 code: -32602,
                 message: "m".into()
             }),
-            ErrorType::ServerError
+            ErrorKind::ServerError
         );
         assert_eq!(
             classify(&CallError::Transport("x".into())),
-            ErrorType::Transport
+            ErrorKind::Transport
         );
         assert_eq!(
             classify(&CallError::UnknownServer("x".into())),
-            ErrorType::UnknownTool
+            ErrorKind::UnknownTool
         );
     }
 
@@ -90,13 +112,13 @@ mod tests {
             Vec::new(),
             tern_mcp::PoolOptions::default(),
             tern_mcp::pins::PinStore::in_memory(),
-            std::sync::Arc::new(|_| {}),
+            tern_protocol::ignore_events(),
         );
         let ctx = CallContext::default();
         ctx.cancel.cancel();
-        let err = dispatch(&pool, "s", "t", Map::new(), None, &ctx)
+        let err = dispatch(&pool, "s", "t", Map::new(), ToolLimits::default(), &ctx)
             .await
             .unwrap_err();
-        assert_eq!(err.0, ErrorType::Cancelled);
+        assert_eq!(err.0, ErrorKind::Cancelled);
     }
 }

@@ -6,20 +6,22 @@ use std::{
 };
 
 use serde_json::{Map, Value};
-use tern_mcp::{ServerPool, ToolEntry, ToolTable};
+use tern_mcp::{ServerPool, ServerState, ToolEntry, ToolTable};
+use tern_protocol::{
+    AuditRecord, Decision, ErrorKind, Event, EventSink, ToolCall, ToolResult, now_rfc3339,
+};
 
 use crate::{
     approver::Approver,
-    audit::{AuditLog, AuditOpenError, AuditRecord, rfc3339_now, sha256_hex},
-    call::{CallContext, Decision, ErrorType, ToolCall, ToolResult},
+    audit::{AuditLog, AuditOpenError, sha256_hex},
+    call::{CallContext, CallMeta, Outcome},
     cap::{cap, needs_cap, spill_path, write_spill},
     dispatch::dispatch,
-    event::{EventSink, GatewayEvent},
     permission::{ToolFacts, Verdict, decide},
     redact::Redactor,
     resolve::resolve,
     rules::{CallFacts, RuleParseError, RuleSet},
-    settings::{GatewaySettings, ServerPolicy},
+    settings::{GatewaySettings, ToolPolicy},
     shell::{Analysis, analyze},
     validate::Validators,
 };
@@ -72,8 +74,7 @@ pub(crate) struct Pending<'a> {
     pub call: &'a ToolCall,
     pub entry: &'a ToolEntry,
     pub args: &'a Map<String, Value>,
-    pub policy: &'a ServerPolicy,
-    pub command_arg: Option<String>,
+    pub policy: &'a ToolPolicy,
     pub shell: Option<Analysis>,
 }
 
@@ -82,9 +83,9 @@ impl Pending<'_> {
         CallFacts {
             name: &self.entry.name,
             args: self.args,
-            command_arg: self.command_arg.as_deref(),
+            command_arg: self.policy.command_arg.as_deref(),
             shell: self.shell.as_ref(),
-            ws: &gw.settings.workspace,
+            ws: &gw.settings.scope,
         }
     }
 }
@@ -99,7 +100,7 @@ impl Gateway {
         approver: Arc<dyn Approver>,
         events: EventSink,
     ) -> Result<Self, GatewayError> {
-        let rules = RuleSet::from_permissions(&settings.permissions, &settings.workspace)
+        let rules = RuleSet::from_permissions(&settings.permissions, &settings.scope)
             .map_err(GatewayError::Rules)?;
         let audit = AuditLog::open(&settings.audit_log)?;
         let redactor = Arc::new(Redactor::new(settings.secrets.iter().cloned()));
@@ -144,21 +145,22 @@ impl Gateway {
 
     /// Runs one tool call through every stage. Always returns exactly one result; never panics
     /// on any input; writes exactly one audit line.
-    pub async fn call(&self, call: ToolCall, ctx: CallContext) -> ToolResult {
+    pub async fn call(&self, call: ToolCall, ctx: CallContext) -> Outcome {
         let started = Instant::now();
         let mut trace = Trace::default();
-        let mut result = match self.stages(&call, &ctx, &mut trace).await {
+        let mut meta = CallMeta::default();
+        let result = match self.stages(&call, &ctx, &mut trace, &mut meta).await {
             Ok(result) => result,
             Err(result) => *result,
         };
         if trace.full_text.is_empty() {
             trace.full_text = result.content.clone();
         }
-        result.metadata.duration = started.elapsed();
-        result.metadata.decision = trace.decision;
-        result.metadata.rule = trace.rule.clone();
-        self.record(&call, &ctx, &trace, &result);
-        result
+        meta.duration = started.elapsed();
+        meta.decision = trace.decision;
+        meta.rule = trace.rule.clone();
+        self.record(&call, &ctx, &trace, &result, &meta);
+        Outcome { result, meta }
     }
 
     async fn stages(
@@ -166,83 +168,77 @@ impl Gateway {
         call: &ToolCall,
         ctx: &CallContext,
         trace: &mut Trace,
+        meta: &mut CallMeta,
     ) -> Result<ToolResult, Box<ToolResult>> {
         // 1. Resolve. A miss re-reads the table once: a server may have become ready since.
         let mut table = self.table();
         if table.get(&call.name).is_none() {
             table = self.refresh_table();
         }
-        let entry = resolve(&table, &call.call_id, &call.name)?;
+        if table.get(&call.name).is_none()
+            && let Some(unavailable) = self.unavailable_server(&call.id, &call.name)
+        {
+            return Err(unavailable);
+        }
+        let entry = resolve(&table, &call.id, &call.name)?;
         trace.server = entry.server.clone();
 
         // 2. Validate.
         let args = self.validators.validate(
-            &call.call_id,
+            &call.id,
             &entry.name,
             &entry.def.input_schema,
             &call.arguments,
         )?;
 
         // 3. Permission.
-        let default_policy = ServerPolicy::default();
-        let policy = self
-            .settings
-            .servers
-            .get(&entry.server)
-            .unwrap_or(&default_policy);
-        let command_arg = policy.command_arg(&entry.server, &entry.tool);
-        let shell = command_arg
+        let policy = self.settings.policy(entry);
+        let shell = policy
+            .command_arg
             .as_deref()
             .and_then(|arg| args.get(arg))
             .and_then(Value::as_str)
-            .map(|line| analyze(line, &self.shell_workspace(&args)));
+            .map(|line| analyze(line, &self.shell_scope(&args)));
         let pending = Pending {
             call,
             entry,
             args: &args,
-            policy,
-            command_arg,
+            policy: &policy,
             shell,
         };
         self.permit(&pending, ctx, trace).await?;
 
         // 4. Dispatch.
-        let timeout = policy.timeout(&entry.tool);
-        let outcome = dispatch(&self.pool, &entry.server, &entry.tool, args, timeout, ctx).await;
+        let limits = policy.limits;
+        let outcome = dispatch(&self.pool, &entry.server, &entry.tool, args, limits, ctx).await;
 
         // 5. Cap (errors too: a crash report carries a stderr tail).
-        let (text, is_error, error_type, structured) = match outcome {
-            Ok(out) => (
-                self.redactor.redact(&out.text),
-                out.is_error,
-                None,
-                out.structured.map(|s| self.redactor.redact_json(&s)),
-            ),
-            Err((kind, message)) => (
-                self.redactor.redact(&describe(kind, &message, timeout)),
-                true,
-                Some(kind),
-                None,
+        let mut result = match outcome {
+            Ok(out) => {
+                meta.structured = out.structured.map(|s| self.redactor.redact_json(&s));
+                ToolResult {
+                    is_error: out.is_error,
+                    images: out.images,
+                    diff: out.diff.map(|d| self.redactor.redact(&d)),
+                    ..ToolResult::text(call.id.clone(), self.redactor.redact(&out.text))
+                }
+            }
+            Err((kind, message)) => ToolResult::failed(
+                call.id.clone(),
+                kind,
+                self.redactor
+                    .redact(&describe(kind, &message, limits.timeout)),
             ),
         };
-        let limit = policy
-            .max_output_chars(&entry.tool)
-            .unwrap_or(self.settings.max_output_chars);
-        let mut result = ToolResult {
-            call_id: call.call_id.clone(),
-            content: String::new(),
-            is_error,
-            error_type,
-            metadata: Default::default(),
-        };
-        result.metadata.structured = structured;
-        result.metadata.original_size = text.chars().count();
+        let text = std::mem::take(&mut result.content);
+        meta.original_size = text.chars().count();
+        let limit = limits.max_output_chars;
         if needs_cap(&text, limit) {
             // Ids are redacted too: a file *name* is written as well.
             let path = spill_path(
                 &self.settings.runs_dir,
                 &self.redactor.redact(&ctx.run_id),
-                &self.redactor.redact(&call.call_id),
+                &self.redactor.redact(&call.id),
             );
             let (spilled, err) = match write_spill(&path, &text) {
                 Ok(()) => (Some(path), None),
@@ -250,8 +246,8 @@ impl Gateway {
             };
             let capped = cap(&text, limit, spilled.as_deref(), err.as_deref());
             result.content = capped.text;
-            result.metadata.truncated = true;
-            result.metadata.spill_path = spilled;
+            meta.truncated = true;
+            meta.spill_path = spilled;
         } else {
             result.content = text.clone();
         }
@@ -259,9 +255,32 @@ impl Gateway {
         Ok(result)
     }
 
-    /// The workspace a shell command runs in: the tool's `cwd` argument, when it gives one.
-    fn shell_workspace(&self, args: &Map<String, Value>) -> crate::paths::Workspace {
-        let mut ws = self.settings.workspace.clone();
+    /// When `name` belongs to a configured server that is not running, the result saying so
+    /// (and why) — better than "unknown tool" for a tool the model saw or was told about.
+    fn unavailable_server(&self, call_id: &str, name: &str) -> Option<Box<ToolResult>> {
+        let (server, _) = name.split_once("__")?;
+        let status = self
+            .pool
+            .statuses()
+            .into_iter()
+            .find(|s| s.name == server)?;
+        let why = match &status.state {
+            ServerState::Failed { reason } => format!("failed to start: {reason}"),
+            ServerState::Starting => "is still starting; try again shortly".to_owned(),
+            ServerState::Restarting { .. } => "crashed and is restarting".to_owned(),
+            ServerState::Stopped => "has stopped".to_owned(),
+            ServerState::Ready { .. } => return None,
+        };
+        Some(Box::new(ToolResult::failed(
+            call_id,
+            ErrorKind::ServerUnavailable,
+            format!("`{name}` is not available: server `{server}` {why}"),
+        )))
+    }
+
+    /// The scope a shell command runs in: the tool's `cwd` argument, when it gives one.
+    fn shell_scope(&self, args: &Map<String, Value>) -> crate::paths::PathScope {
+        let mut ws = self.settings.scope.clone();
         if let Some(cwd) = args.get("cwd").and_then(Value::as_str) {
             ws.cwd = ws.normalize(cwd);
         }
@@ -280,7 +299,7 @@ impl Gateway {
             let tool = ToolFacts {
                 annotations: &p.entry.def.annotations,
                 trusted: p.policy.trusted,
-                is_edit: p.policy.is_edit(&p.entry.server, &p.entry.tool),
+                is_edit: p.policy.edits_files,
                 mode: self.settings.mode,
             };
             decide(&p.facts(self), &tool, &self.rules, &session)
@@ -295,9 +314,9 @@ impl Gateway {
                     Err((rule, reason)) if rule == "cancelled" => {
                         trace.decision = Some(Decision::Deny);
                         trace.rule = Some(rule);
-                        return Err(Box::new(ToolResult::error(
-                            &p.call.call_id,
-                            ErrorType::Cancelled,
+                        return Err(Box::new(ToolResult::failed(
+                            &p.call.id,
+                            ErrorKind::Cancelled,
                             reason,
                         )));
                     }
@@ -308,8 +327,8 @@ impl Gateway {
         let reason = reason.map(|r| self.redactor.redact(&r));
         trace.decision = Some(decision);
         trace.rule = Some(rule.clone());
-        (self.events)(GatewayEvent::PermissionDecided {
-            call_id: self.redactor.redact(&p.call.call_id),
+        (self.events)(Event::PermissionDecided {
+            call_id: self.redactor.redact(&p.call.id),
             tool: p.entry.name.clone(),
             server: p.entry.server.clone(),
             decision,
@@ -319,9 +338,9 @@ impl Gateway {
         });
         match decision {
             Decision::Allow => Ok(()),
-            Decision::Deny => Err(Box::new(ToolResult::error(
-                &p.call.call_id,
-                ErrorType::Denied,
+            Decision::Deny => Err(Box::new(ToolResult::failed(
+                &p.call.id,
+                ErrorKind::Denied,
                 format!(
                     "permission denied for `{}`: {}",
                     p.entry.name,
@@ -332,49 +351,53 @@ impl Gateway {
     }
 
     /// Writes the audit line and emits `tool_call_finished`.
-    fn record(&self, call: &ToolCall, ctx: &CallContext, trace: &Trace, result: &ToolResult) {
+    fn record(
+        &self,
+        call: &ToolCall,
+        ctx: &CallContext,
+        trace: &Trace,
+        result: &ToolResult,
+        meta: &CallMeta,
+    ) {
         let r = &self.redactor;
         let args_json = serde_json::to_vec(&call.arguments).unwrap_or_default();
         let record = AuditRecord {
-            time: rfc3339_now(),
+            time: now_rfc3339(),
             run_id: r.redact(&ctx.run_id),
             session_id: r.redact(&ctx.session_id),
-            call_id: r.redact(&call.call_id),
+            call_id: r.redact(&call.id),
             tool: r.redact(&call.name),
             server: trace.server.clone(),
             args_sha256: sha256_hex(&args_json),
             decision: trace.decision,
             rule: trace.rule.clone(),
-            duration_ms: u64::try_from(result.metadata.duration.as_millis()).unwrap_or(u64::MAX),
+            duration_ms: u64::try_from(meta.duration.as_millis()).unwrap_or(u64::MAX),
             result_sha256: sha256_hex(trace.full_text.as_bytes()),
             result_bytes: trace.full_text.len(),
             is_error: result.is_error,
-            error_type: result.error_type,
-            truncated: result.metadata.truncated,
+            error_type: result.error,
+            truncated: meta.truncated,
         };
         if let Err(e) = self.audit.append(&record, r) {
-            (self.events)(GatewayEvent::Notice {
+            (self.events)(Event::Notice {
                 message: format!(
                     "could not write the audit log {}: {e}",
                     self.audit.path().display()
                 ),
             });
         }
-        (self.events)(GatewayEvent::ToolCallFinished(record));
+        (self.events)(Event::Audit { record });
     }
 }
 
 /// The model-facing text of a failed dispatch.
-fn describe(kind: ErrorType, message: &str, timeout: Option<Duration>) -> String {
+fn describe(kind: ErrorKind, message: &str, timeout: Duration) -> String {
     match kind {
-        ErrorType::Timeout => match timeout {
-            Some(t) => format!(
-                "the tool timed out after {:.1} s (its configured timeout) and was cancelled",
-                t.as_secs_f64()
-            ),
-            None => format!("the tool {message} and was cancelled"),
-        },
-        ErrorType::Cancelled => "the call was cancelled by the user".into(),
+        ErrorKind::Timeout => format!(
+            "the tool timed out after {:.1} s (its configured timeout) and was cancelled",
+            timeout.as_secs_f64()
+        ),
+        ErrorKind::Cancelled => "the call was cancelled by the user".into(),
         _ => format!("the tool call failed: {message}"),
     }
 }

@@ -6,7 +6,7 @@
 //! tool's annotations and the mode, asking an [`Approver`] when it must → [`dispatch`] with the
 //! tool's timeout and the turn's cancellation → [`cap`] the text for the model, spilling the full
 //! output to a file → [`audit`] one JSON line per call. A failure at any stage is a
-//! [`ToolResult`], never a panic, and every call gets exactly one.
+//! `ToolResult`, never a panic, and every call gets exactly one.
 //!
 //! The gateway never prints: it reports through an [`EventSink`]. Everything it writes (audit,
 //! spill files, events, and the text handed to the model) passes the [`Redactor`].
@@ -32,17 +32,18 @@
 //! let events: EventSink = Arc::new(|event| { let _ = event; /* onto the bus */ });
 //! let gateway = Gateway::new(pool, settings, Arc::new(HeadlessApprover), events)?;
 //! let tools = gateway.table(); // what to offer the model
-//! let result = gateway
+//! let outcome = gateway
 //!     .call(
 //!         ToolCall {
-//!             call_id: "toolu_01".into(),
+//!             id: "toolu_01".into(),
 //!             name: "fs__read_file".into(),
 //!             arguments: serde_json::json!({"path": "README.md"}),
 //!         },
 //!         CallContext { run_id: "20261130-093000-a1b2c3".into(), session_id: "s1".into(), ..Default::default() },
 //!     )
 //!     .await;
-//! # let _ = (tools, result);
+//! println!("{}", outcome.result.content);
+//! # let _ = tools;
 //! # Ok(()) }
 //! ```
 #![deny(clippy::print_stdout, clippy::print_stderr)]
@@ -53,7 +54,6 @@ pub mod audit;
 mod call;
 pub mod cap;
 pub mod dispatch;
-mod event;
 mod gateway;
 pub mod paths;
 pub mod permission;
@@ -71,10 +71,11 @@ pub use approver::{
 };
 pub use ask::{USER_ALWAYS, USER_ONCE, save_rules};
 pub use audit::AuditRecord;
-pub use call::{CallContext, Decision, ErrorType, ResultMetadata, ToolCall, ToolResult};
-pub use cap::DEFAULT_MAX_OUTPUT_CHARS;
-pub use event::{EventSink, GatewayEvent, ignore_events};
+pub use call::{CallContext, CallMeta, Outcome};
 pub use gateway::{Gateway, GatewayError};
-pub use paths::Workspace;
+pub use paths::PathScope;
 pub use redact::{REDACTED, Redactor, Secret};
-pub use settings::{GatewaySettings, ServerPolicy};
+pub use settings::{GatewaySettings, ToolPolicy};
+pub use tern_protocol::{
+    Decision, ErrorKind, Event, EventSink, ToolCall, ToolResult, ignore_events,
+};

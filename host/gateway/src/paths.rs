@@ -10,7 +10,7 @@ use std::path::{Component, Path, PathBuf};
 
 /// The directories a path is resolved against and checked for.
 #[derive(Debug, Clone)]
-pub struct Workspace {
+pub struct PathScope {
     /// The working directory relative paths start from.
     pub cwd: PathBuf,
     /// The directories tools may work in (what the pool offers as MCP roots).
@@ -21,14 +21,14 @@ pub struct Workspace {
     pub tern_home: PathBuf,
 }
 
-impl Workspace {
+impl PathScope {
     /// `raw` as a normalized absolute path: `~` expanded, relative paths joined to `cwd`, `.` and
     /// `..` folded (never above `/`).
     pub fn normalize(&self, raw: &str) -> PathBuf {
         self.normalize_from(&self.cwd, raw)
     }
 
-    /// Like [`Workspace::normalize`], relative to `base` (a shell command's `cd`).
+    /// Like [`PathScope::normalize`], relative to `base` (a shell command's `cd`).
     pub fn normalize_from(&self, base: &Path, raw: &str) -> PathBuf {
         let expanded = match (raw.strip_prefix('~'), &self.home) {
             (Some(""), Some(home)) => home.clone(),
@@ -117,8 +117,8 @@ fn resolve_existing(path: &Path) -> PathBuf {
 mod tests {
     use super::*;
 
-    fn ws(dir: &Path) -> Workspace {
-        Workspace {
+    fn ws(dir: &Path) -> PathScope {
+        PathScope {
             cwd: dir.join("proj"),
             roots: vec![dir.join("proj")],
             home: Some(dir.join("home")),

@@ -3,12 +3,12 @@ use tern_config::{PermissionMode, RuleList};
 use tern_mcp::ToolAnnotations;
 
 use super::*;
-use crate::paths::Workspace;
+use crate::paths::PathScope;
 use crate::rules::Rule;
 use crate::shell::analyze;
 
-fn ws() -> Workspace {
-    Workspace {
+fn ws() -> PathScope {
+    PathScope {
         cwd: "/p".into(),
         roots: vec!["/p".into()],
         home: Some("/home/u".into()),

@@ -2,7 +2,7 @@
 
 use tern_mcp::{ToolEntry, ToolTable};
 
-use crate::call::{ErrorType, ToolResult};
+use tern_protocol::{ErrorKind, ToolResult};
 
 /// How many near names an unknown-tool result suggests.
 const SUGGESTIONS: usize = 3;
@@ -27,9 +27,9 @@ pub fn resolve<'t>(
                     .join(", ")
             )
         };
-        Box::new(ToolResult::error(
+        Box::new(ToolResult::failed(
             call_id,
-            ErrorType::UnknownTool,
+            ErrorKind::UnknownTool,
             format!("unknown tool `{name}`: {hint}"),
         ))
     })
@@ -52,6 +52,8 @@ mod tests {
             input_schema: serde_json::json!({"type": "object"}),
             output_schema: None,
             annotations: Default::default(),
+            command_arg: None,
+            edits_files: false,
         };
         let mut servers = BTreeMap::new();
         servers.insert(
@@ -64,7 +66,7 @@ mod tests {
             "read_file"
         );
         let err = resolve(&table, "c", "fs__read_fil").unwrap_err();
-        assert_eq!(err.error_type, Some(ErrorType::UnknownTool));
+        assert_eq!(err.error, Some(ErrorKind::UnknownTool));
         assert!(err.is_error);
         assert!(
             err.content.contains("did you mean `fs__read_file`"),

@@ -16,7 +16,7 @@ impl Gateway {
             rule,
             RuleList::Allow,
             USER_SESSION.into(),
-            &self.settings.workspace,
+            &self.settings.scope,
         )
         .map_err(|e| e.to_string())?;
         match self.session.write() {

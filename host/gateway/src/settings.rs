@@ -1,71 +1,37 @@
-//! What the gateway needs from config, as a value (config is passed down, never read globally).
+//! What the gateway needs from config, as a value (config is passed down, never read globally),
+//! and the one function that decides each fact about a tool from it.
 
-use std::{collections::BTreeMap, path::PathBuf, time::Duration};
+use std::{collections::BTreeMap, path::PathBuf};
 
-use tern_config::{
-    Builtin, Config, ConfigPaths, Launch, PermissionMode, Permissions, ToolSettings, Transport,
-};
+use tern_config::{Config, ConfigPaths, PermissionMode, Permissions, ServerConfig, ToolLimits};
+use tern_mcp::ToolEntry;
 
-use crate::{cap::DEFAULT_MAX_OUTPUT_CHARS, paths::Workspace, redact::Secret};
+use crate::{paths::PathScope, redact::Secret};
 
-/// What the gateway knows about one server.
-#[derive(Debug, Clone, Default)]
-pub struct ServerPolicy {
-    /// Its `readOnlyHint`s may allow calls without asking (issue 4, item 4). Built-in servers
-    /// and servers from the user's or a trusted project's config are trusted; a project config
-    /// that is not trusted never gets this far.
+/// What the gateway knows about one tool when it decides a call: every fact in one place.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ToolPolicy {
+    /// Timeout and output cap ([`ServerConfig::limits`]).
+    pub limits: ToolLimits,
+    /// Its annotations (`readOnlyHint`) and `_meta` self-description may allow calls without
+    /// asking: built-in servers, and servers configured with `trust_annotations = true`.
     pub trusted: bool,
-    /// Which built-in server it is, if one.
-    pub builtin: Option<Builtin>,
-    /// `[mcp_servers.NAME.tools.TOOL]`.
-    pub tools: BTreeMap<String, ToolSettings>,
-    /// The server-wide output cap (`max_output_chars` of the server), below per-tool ones.
-    pub max_output_chars: Option<usize>,
-}
-
-impl ServerPolicy {
-    /// The per-tool timeout override; `None` leaves the server's `tool_timeout_sec` (the pool's).
-    pub fn timeout(&self, tool: &str) -> Option<Duration> {
-        self.tools.get(tool).and_then(|t| t.timeout)
-    }
-
-    /// The per-tool output cap, if configured.
-    pub fn max_output_chars(&self, tool: &str) -> Option<usize> {
-        self.tools
-            .get(tool)
-            .and_then(|t| t.max_output_chars)
-            .or(self.max_output_chars)
-    }
-
-    /// The argument that holds a shell command: `command_arg`, else `command` for the built-in
-    /// shell server's `run` (so a config that forgot it still gets commands parsed).
-    pub fn command_arg(&self, server: &str, tool: &str) -> Option<String> {
-        if let Some(arg) = self.tools.get(tool).and_then(|t| t.command_arg.clone()) {
-            return Some(arg);
-        }
-        let shell =
-            self.builtin == Some(Builtin::Shell) || (self.builtin.is_none() && server == "shell");
-        (shell && tool == "run").then(|| "command".to_owned())
-    }
-
-    /// `write_file` / `edit_file` of the built-in fs server: what `accept-edits` allows.
-    pub fn is_edit(&self, server: &str, tool: &str) -> bool {
-        let fs = self.builtin == Some(Builtin::Fs) || (self.builtin.is_none() && server == "fs");
-        fs && matches!(tool, "write_file" | "edit_file")
-    }
+    /// The argument holding a shell command: config's `command_arg`, else the tool's `_meta`.
+    pub command_arg: Option<String>,
+    /// It writes files at its path arguments (what `accept-edits` allows): config's
+    /// `edits_files`, else the tool's `_meta` when the server is trusted.
+    pub edits_files: bool,
 }
 
 /// Everything the gateway is configured with.
 #[derive(Debug, Clone)]
 pub struct GatewaySettings {
-    pub workspace: Workspace,
+    pub scope: PathScope,
     pub mode: PermissionMode,
     /// The rules, with their origins.
     pub permissions: Permissions,
-    /// By server name; a server missing here is untrusted with default settings.
-    pub servers: BTreeMap<String, ServerPolicy>,
-    /// The output cap for tools without `max_output_chars`.
-    pub max_output_chars: usize,
+    /// By server name; a server missing here is untrusted with default limits.
+    pub servers: BTreeMap<String, ServerConfig>,
     /// `$TERN_HOME/audit.jsonl`.
     pub audit_log: PathBuf,
     /// `$TERN_HOME/runs/` (spill files go to `<run_id>/spill/`).
@@ -77,15 +43,14 @@ pub struct GatewaySettings {
 }
 
 impl GatewaySettings {
-    /// Defaults for a workspace: no rules, default mode, files under `workspace.tern_home`.
-    pub fn new(workspace: Workspace) -> Self {
-        let home = workspace.tern_home.clone();
+    /// Defaults for a scope: no rules, no servers, default mode, files under `scope.tern_home`.
+    pub fn new(scope: PathScope) -> Self {
+        let home = scope.tern_home.clone();
         Self {
-            workspace,
+            scope,
             mode: PermissionMode::Default,
             permissions: Permissions::default(),
             servers: BTreeMap::new(),
-            max_output_chars: DEFAULT_MAX_OUTPUT_CHARS,
             audit_log: home.join("audit.jsonl"),
             runs_dir: home.join("runs"),
             user_config: home.join("config.toml"),
@@ -103,74 +68,108 @@ impl GatewaySettings {
         home: Option<PathBuf>,
         secrets: Vec<Secret>,
     ) -> Self {
-        let workspace = Workspace {
+        let scope = PathScope {
             cwd,
             roots,
             home,
             tern_home: paths.tern_home.clone(),
         };
-        let servers = config
-            .mcp_servers
-            .iter()
-            .map(|(name, server)| {
-                let builtin = match &server.transport {
-                    Transport::Stdio {
-                        launch: Launch::Builtin(b),
-                        ..
-                    } => Some(*b),
-                    _ => None,
-                };
-                let policy = ServerPolicy {
-                    // Config only holds the defaults, the user's files, flags and trusted
-                    // projects, so every server in it is trusted.
-                    trusted: true,
-                    builtin,
-                    tools: server.tools.clone(),
-                    max_output_chars: server.max_output_chars,
-                };
-                (name.clone(), policy)
-            })
-            .collect();
         Self {
             mode: config.permissions.mode,
             permissions: config.permissions.clone(),
-            servers,
+            servers: config.mcp_servers.clone(),
             audit_log: paths.audit_log(),
             runs_dir: paths.runs_dir(),
             user_config: paths.user_config.clone(),
             secrets,
-            ..Self::new(workspace)
+            ..Self::new(scope)
+        }
+    }
+
+    /// The policy of one table entry. The server's name plays no part: only its configuration
+    /// and what the (trusted) tool declares about itself.
+    pub fn policy(&self, entry: &ToolEntry) -> ToolPolicy {
+        let server = self.servers.get(&entry.server);
+        let settings = server.and_then(|s| s.tools.get(&entry.tool));
+        let trusted = server.is_some_and(|s| s.trust_annotations);
+        ToolPolicy {
+            limits: server.map_or_else(ToolLimits::default, |s| s.limits(&entry.tool)),
+            trusted,
+            command_arg: settings
+                .and_then(|t| t.command_arg.clone())
+                .or_else(|| entry.def.command_arg.clone()),
+            edits_files: settings
+                .and_then(|t| t.edits_files)
+                .unwrap_or(trusted && entry.def.edits_files),
         }
     }
 }
 
 #[cfg(test)]
 mod tests {
+    use tern_mcp::ToolDef;
+
     use super::*;
 
-    #[test]
-    fn command_args_and_edit_tools() {
-        let shell = ServerPolicy {
-            builtin: Some(Builtin::Shell),
-            ..Default::default()
-        };
-        assert_eq!(shell.command_arg("sh", "run").as_deref(), Some("command"));
-        assert_eq!(shell.command_arg("sh", "other"), None);
-        let mut custom = ServerPolicy::default();
-        custom.tools.insert(
-            "exec".into(),
-            ToolSettings {
-                command_arg: Some("cmd".into()),
-                ..Default::default()
+    fn entry(server: &str, tool: &str, command_arg: Option<&str>, edits: bool) -> ToolEntry {
+        ToolEntry {
+            name: format!("{server}__{tool}"),
+            server: server.into(),
+            tool: tool.into(),
+            def: ToolDef {
+                name: tool.into(),
+                title: None,
+                description: String::new(),
+                input_schema: serde_json::json!({"type": "object"}),
+                output_schema: None,
+                annotations: Default::default(),
+                command_arg: command_arg.map(Into::into),
+                edits_files: edits,
             },
+        }
+    }
+
+    fn settings(toml: &str) -> GatewaySettings {
+        let dir = tempfile::tempdir().unwrap();
+        let home = dir.path().join("home");
+        std::fs::create_dir_all(home.join(".tern")).unwrap();
+        std::fs::write(home.join(".tern/config.toml"), toml).unwrap();
+        let env = |k: &str| (k == "HOME").then(|| home.display().to_string());
+        let paths = ConfigPaths::resolve(dir.path(), &env).unwrap();
+        let config = Config::load(&paths, &Default::default(), &env).unwrap();
+        GatewaySettings::from_config(&config, &paths, dir.path().into(), vec![], None, vec![])
+    }
+
+    #[test]
+    fn facts_come_from_config_and_trusted_self_description_never_from_names() {
+        let s = settings(
+            "[mcp_servers.files]\ncommand = \"third-party-fs\"\n\
+             [mcp_servers.mine]\ncommand = \"m\"\ntrust_annotations = true\n\
+             [mcp_servers.mine.tools.exec]\ncommand_arg = \"cmd\"\ntimeout_sec = 7\n",
         );
-        assert_eq!(custom.command_arg("x", "exec").as_deref(), Some("cmd"));
-        let fs = ServerPolicy {
-            builtin: Some(Builtin::Fs),
-            ..Default::default()
-        };
-        assert!(fs.is_edit("files", "write_file") && fs.is_edit("files", "edit_file"));
-        assert!(!fs.is_edit("files", "read_file"));
-        assert!(!ServerPolicy::default().is_edit("other", "write_file"));
+        // A third-party server declaring an edit tool is not trusted to say so.
+        let p = s.policy(&entry("files", "write_file", None, true));
+        assert!(!p.trusted && !p.edits_files);
+        let p = s.policy(&entry("mine", "write", None, true));
+        assert!(p.trusted && p.edits_files);
+        let p = s.policy(&entry("mine", "exec", None, false));
+        assert_eq!(p.command_arg.as_deref(), Some("cmd"));
+        assert_eq!(p.limits.timeout, std::time::Duration::from_secs(7));
+        // A tool's own declaration of its command argument counts for any server.
+        let p = s.policy(&entry("files", "run", Some("command"), false));
+        assert_eq!(p.command_arg.as_deref(), Some("command"));
+        // Unknown servers: untrusted, default limits.
+        let p = s.policy(&entry("ghost", "x", None, true));
+        assert_eq!(p.limits, ToolLimits::default());
+        assert!(!p.trusted && !p.edits_files);
+    }
+
+    #[test]
+    fn built_in_servers_are_trusted_and_declare_their_edit_tools() {
+        let s = settings("");
+        let p = s.policy(&entry("fs", "edit_file", None, true));
+        assert!(p.trusted && p.edits_files);
+        let p = s.policy(&entry("fs", "read_file", None, false));
+        assert!(p.trusted && !p.edits_files);
     }
 }

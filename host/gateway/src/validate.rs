@@ -12,7 +12,7 @@ use std::{
 use jsonschema::Validator;
 use serde_json::Value;
 
-use crate::call::{ErrorType, ToolResult};
+use tern_protocol::{ErrorKind, ToolResult};
 
 /// At most this many violations are listed; the rest are counted.
 const MAX_LISTED: usize = 20;
@@ -49,9 +49,9 @@ impl Validators {
         arguments: &Value,
     ) -> Result<serde_json::Map<String, Value>, Box<ToolResult>> {
         let invalid = |lines: Vec<String>| {
-            Box::new(ToolResult::error(
+            Box::new(ToolResult::failed(
                 call_id,
-                ErrorType::InvalidArguments,
+                ErrorKind::InvalidArguments,
                 format!(
                     "invalid arguments for `{tool}`; the tool was not called:\n{}",
                     lines.join("\n")
@@ -139,7 +139,7 @@ mod tests {
         let err = v
             .validate("c", "t", &schema(), &json!({"path": 3, "n": -1, "x": true}))
             .unwrap_err();
-        assert_eq!(err.error_type, Some(ErrorType::InvalidArguments));
+        assert_eq!(err.error, Some(ErrorKind::InvalidArguments));
         assert!(
             err.content.contains("/path: 3 is not of type \"string\""),
             "{}",

@@ -26,7 +26,9 @@ use rmcp::{
 };
 use tokio::sync::{Notify, mpsc};
 
-use crate::event::{EventSink, PoolEvent, Progress};
+use tern_protocol::Event;
+
+use crate::event::{EventSink, Progress};
 
 /// Progress listeners by token, shared between the handler and the pool's calls.
 pub(crate) type ProgressRoutes =
@@ -90,7 +92,7 @@ impl ClientHandler for TernClient {
             .ok()
             .and_then(|v| v.as_str().map(str::to_string))
             .unwrap_or_else(|| "info".to_string());
-        (self.events)(PoolEvent::ServerLog {
+        (self.events)(Event::ServerLog {
             server: self.server.clone(),
             level,
             logger: params.logger,

@@ -1,60 +1,11 @@
-//! What the pool reports. The host maps these onto its own event bus.
-
-use std::sync::Arc;
+//! What the pool reports, and the progress of calls in flight.
+//!
+//! The pool reports through the shared [`tern_protocol::EventSink`]: its events are the run's
+//! events (`server_ready`, `server_failed`, `tools_changed`, …), so nothing maps them by hand.
 
 use serde::Serialize;
 
-/// A receiver of pool events. Called synchronously from pool tasks: keep it cheap
-/// (push onto a channel).
-pub type EventSink = Arc<dyn Fn(PoolEvent) + Send + Sync>;
-
-/// Something that happened to a server.
-#[derive(Debug, Clone, Serialize)]
-#[serde(tag = "type", rename_all = "snake_case")]
-pub enum PoolEvent {
-    /// A server finished initialize and tools/list.
-    ServerReady {
-        server: String,
-        transport: &'static str,
-        pid: Option<u32>,
-        tools: usize,
-        startup_ms: u64,
-        protocol_version: String,
-        server_name: String,
-        server_version: String,
-    },
-    /// A server failed to start, or crashed. `will_restart` says whether supervision
-    /// tries again.
-    ServerFailed {
-        server: String,
-        reason: String,
-        stderr_tail: Vec<String>,
-        will_restart: bool,
-        required: bool,
-    },
-    /// A crashed server is about to be restarted.
-    ServerRestarting {
-        server: String,
-        attempt: usize,
-        delay_ms: u64,
-    },
-    /// The server's tool list was re-read (after `notifications/tools/list_changed`
-    /// or a restart).
-    ToolsChanged { server: String, tools: usize },
-    /// A tool was left out of the table (invalid schema, pin mismatch, collision note).
-    ToolDropped {
-        server: String,
-        tool: String,
-        reason: String,
-    },
-    /// A log message the server sent (`notifications/message`).
-    ServerLog {
-        server: String,
-        level: String,
-        logger: Option<String>,
-        data: serde_json::Value,
-    },
-}
+pub use tern_protocol::EventSink;
 
 /// One `notifications/progress` for a call in flight.
 #[derive(Debug, Clone, Serialize, PartialEq)]

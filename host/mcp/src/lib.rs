@@ -7,11 +7,12 @@
 //! one deterministic [`ToolTable`] of `server__tool` names.
 //!
 //! It is the only crate of the host that speaks rmcp: the rest of tern sees
-//! [`ServerSpec`], [`PoolEvent`], [`ToolEntry`] and [`ToolOutput`], so an rmcp
+//! [`ServerSpec`], [`ToolEntry`], [`ToolOutput`] and the shared events of
+//! `tern-protocol`, so an rmcp
 //! rename touches one crate.
 //!
-//! The pool never prints. It reports what happens through an [`EventSink`]
-//! callback; the host turns those into its own events.
+//! The pool never prints. It reports what happens as `tern_protocol::Event`s
+//! through an [`EventSink`].
 #![deny(clippy::print_stdout, clippy::print_stderr)]
 
 mod client;
@@ -28,11 +29,13 @@ mod supervise;
 pub mod table;
 
 pub use error::{CallError, StartError};
-pub use event::{EventSink, PoolEvent, Progress};
-pub use output::ToolOutput;
+pub use event::{EventSink, Progress};
+pub use output::{DIFF_MIME, ToolOutput};
 pub use pool::{CallOptions, PromptInfo, ServerPool, ServerState, ServerStatus};
-pub use spec::{PoolOptions, ServerSpec, TransportSpec};
-pub use table::{ToolAnnotations, ToolEntry, ToolTable};
+pub use spec::{PoolOptions, ServerSpec, ToolFilter, TransportSpec};
+pub use table::{
+    META_COMMAND_ARG, META_EDITS_FILES, ToolAnnotations, ToolDef, ToolEntry, ToolTable,
+};
 
 /// The environment variables a stdio server inherits from the host when nothing
 /// else is configured. API keys are deliberately absent (issue #3, "never the host's

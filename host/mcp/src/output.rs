@@ -1,16 +1,24 @@
 //! The result of a tool call as the rest of tern sees it (no rmcp types).
 
-use rmcp::model::{CallToolResult, ContentBlock};
+use rmcp::model::{CallToolResult, ContentBlock, ResourceContents};
 use serde::Serialize;
+use tern_protocol::Image;
+
+/// The MIME type of a unified diff in a resource block: rendered as a diff by tern.
+pub const DIFF_MIME: &str = "text/x-diff";
 
 /// What a server returned for `tools/call`.
 #[derive(Debug, Clone, Serialize)]
 pub struct ToolOutput {
     /// The server flagged the result as an error (`isError: true`).
     pub is_error: bool,
-    /// The content rendered as text for the model: text blocks as they are, other
-    /// blocks as a one-line description.
+    /// The content for the model as text: text blocks as they are, text resources with a header
+    /// naming them, other blocks as a one-line description.
     pub text: String,
+    /// Image blocks, passed on to the model as images.
+    pub images: Vec<Image>,
+    /// The text of the first `text/x-diff` resource, for display.
+    pub diff: Option<String>,
     /// `structuredContent`, when the server gave one.
     pub structured: Option<serde_json::Value>,
     /// The whole result as JSON, for the audit hash and the trace.
@@ -20,26 +28,56 @@ pub struct ToolOutput {
 impl From<CallToolResult> for ToolOutput {
     fn from(result: CallToolResult) -> Self {
         let mut text = String::new();
+        let mut images = Vec::new();
+        let mut diff = None;
         for block in &result.content {
             if !text.is_empty() && !text.ends_with('\n') {
                 text.push('\n');
             }
             match block {
                 ContentBlock::Text(t) => text.push_str(&t.text),
-                ContentBlock::Image(i) => text.push_str(&format!(
-                    "[image: {}, {} base64 chars]",
-                    i.mime_type,
-                    i.data.len()
-                )),
+                ContentBlock::Image(i) => {
+                    text.push_str(&format!("[image: {}]", i.mime_type));
+                    images.push(Image {
+                        mime_type: i.mime_type.clone(),
+                        data: i.data.clone(),
+                    });
+                }
                 ContentBlock::Audio(a) => text.push_str(&format!(
                     "[audio: {}, {} base64 chars]",
                     a.mime_type,
                     a.data.len()
                 )),
-                ContentBlock::Resource(r) => {
-                    let json = serde_json::to_string(&r.resource).unwrap_or_default();
-                    text.push_str(&format!("[resource] {json}"));
-                }
+                ContentBlock::Resource(r) => match &r.resource {
+                    ResourceContents::TextResourceContents {
+                        uri,
+                        mime_type,
+                        text: body,
+                        ..
+                    } => {
+                        if mime_type.as_deref() == Some(DIFF_MIME) {
+                            diff.get_or_insert_with(|| body.clone());
+                            text.push_str(body);
+                        } else {
+                            let kind = mime_type.as_deref().unwrap_or("text");
+                            text.push_str(&format!("[resource {uri} ({kind})]\n{body}"));
+                        }
+                    }
+                    ResourceContents::BlobResourceContents {
+                        uri,
+                        mime_type,
+                        blob,
+                        ..
+                    } => text.push_str(&format!(
+                        "[resource {uri} ({}), {} base64 chars]",
+                        mime_type.as_deref().unwrap_or("binary"),
+                        blob.len()
+                    )),
+                    other => {
+                        let json = serde_json::to_string(other).unwrap_or_default();
+                        text.push_str(&format!("[resource] {json}"));
+                    }
+                },
                 ContentBlock::ResourceLink(l) => {
                     text.push_str(&format!("[resource link: {} {}]", l.name, l.uri))
                 }
@@ -59,6 +97,8 @@ impl From<CallToolResult> for ToolOutput {
         ToolOutput {
             is_error: result.is_error.unwrap_or(false),
             text,
+            images,
+            diff,
             structured: result.structured_content,
             raw,
         }

@@ -183,6 +183,8 @@ mod tests {
             input_schema: json!({"type": "object"}),
             output_schema: None,
             annotations: ToolAnnotations::default(),
+            command_arg: None,
+            edits_files: false,
         }
     }
 

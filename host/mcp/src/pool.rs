@@ -11,7 +11,7 @@ use rmcp::{
     RoleClient,
     model::{
         CallToolRequestParams, CancelledNotification, CancelledNotificationParam,
-        ClientNotification, ClientRequest, Request, ServerResult,
+        ClientNotification, ClientRequest, MetaObject, Request, RequestMetaObject, ServerResult,
     },
     service::{Peer, PeerRequestOptions, ServiceError},
 };
@@ -132,14 +132,29 @@ impl Slot {
 }
 
 /// Options of one call.
-#[derive(Debug, Clone, Default)]
+#[derive(Debug, Clone)]
 pub struct CallOptions {
-    /// Overrides the server's `tool_timeout`.
-    pub timeout: Option<Duration>,
+    /// How long the call may take; then `notifications/cancelled` is sent and the call fails.
+    /// The caller decides it (the gateway, from the tool's config): the pool has no default.
+    pub timeout: Duration,
+    /// The request's `_meta` (e.g. the host's per-call limits), merged with the progress token.
+    pub meta: Option<serde_json::Map<String, serde_json::Value>>,
     /// Cancelled by the caller (Ctrl-C): the pool sends `notifications/cancelled`.
     pub cancel: CancellationToken,
     /// Receives the server's progress notifications for this call.
     pub progress: Option<tokio::sync::mpsc::UnboundedSender<Progress>>,
+}
+
+impl CallOptions {
+    /// A call bounded by `timeout`, not cancelled, without progress or `_meta`.
+    pub fn new(timeout: Duration) -> Self {
+        Self {
+            timeout,
+            meta: None,
+            cancel: CancellationToken::new(),
+            progress: None,
+        }
+    }
 }
 
 /// The running servers.
@@ -260,18 +275,13 @@ impl ServerPool {
             .map(|s| s.live.borrow().listed.as_ref().clone())
     }
 
-    /// The server's default tool timeout.
-    pub fn tool_timeout(&self, server: &str) -> Option<Duration> {
-        self.slots.get(server).map(|s| s.spec.tool_timeout)
-    }
-
     /// Calls `tool` on `server`. Every failure is a [`CallError`], never a panic or a hang:
     /// the call is bounded by its timeout, by `opts.cancel`, and by the server's death.
     pub async fn call(
         &self,
         server: &str,
         tool: &str,
-        arguments: Option<serde_json::Map<String, serde_json::Value>>,
+        arguments: serde_json::Map<String, serde_json::Value>,
         opts: CallOptions,
     ) -> Result<ToolOutput, CallError> {
         let slot = self
@@ -286,10 +296,10 @@ impl ServerPool {
             server: server.to_string(),
             state: state.to_string(),
         })?;
-        let timeout = opts.timeout.unwrap_or(slot.spec.tool_timeout);
-        let mut params = CallToolRequestParams::new(tool.to_string());
-        if let Some(args) = arguments {
-            params = params.with_arguments(args);
+        let timeout = opts.timeout;
+        let mut params = CallToolRequestParams::new(tool.to_string()).with_arguments(arguments);
+        if let Some(meta) = opts.meta {
+            params.meta = Some(RequestMetaObject(MetaObject(meta)));
         }
         let request = ClientRequest::CallToolRequest(Request::new(params));
         let handle = peer
@@ -408,10 +418,10 @@ impl ServerPool {
             })?;
         let mut params = rmcp::model::GetPromptRequestParams::new(prompt);
         params.arguments = Some(arguments);
-        let result = tokio::time::timeout(slot.spec.tool_timeout, peer.get_prompt(params))
+        let result = tokio::time::timeout(slot.spec.request_timeout, peer.get_prompt(params))
             .await
             .map_err(|_| CallError::Timeout {
-                secs: slot.spec.tool_timeout.as_secs_f64(),
+                secs: slot.spec.request_timeout.as_secs_f64(),
             })?
             .map_err(|e| self.map_error(slot, e))?;
         let mut text = String::new();

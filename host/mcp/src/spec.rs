@@ -3,7 +3,7 @@
 //! Specs are already resolved (env expanded, builtin servers turned into a
 //! command line) by the host's config layer; the pool does no config parsing.
 
-use std::{collections::BTreeMap, path::PathBuf, time::Duration};
+use std::{collections::BTreeMap, path::PathBuf, sync::Arc, time::Duration};
 
 /// One server to launch and supervise.
 #[derive(Debug, Clone)]
@@ -16,12 +16,39 @@ pub struct ServerSpec {
     pub required: bool,
     /// How long spawn + initialize + tools/list may take.
     pub startup_timeout: Duration,
-    /// Default timeout of one tool call.
-    pub tool_timeout: Duration,
-    /// When set, only these tools (original names) enter the table.
-    pub enabled_tools: Option<Vec<String>>,
-    /// These tools (original names) never enter the table.
-    pub disabled_tools: Vec<String>,
+    /// How long a request that is not a tool call (prompts, resources) may take; tool calls
+    /// carry their own timeout (see [`crate::CallOptions`]).
+    pub request_timeout: Duration,
+    /// Which of its tools (original names) enter the table.
+    pub tool_filter: ToolFilter,
+}
+
+/// Which tools of a server are offered. The rule itself lives with the config that states it
+/// (`enabled_tools`, `disabled_tools`, `tools.NAME.enabled`); the pool only asks.
+#[derive(Clone)]
+pub struct ToolFilter(Arc<dyn Fn(&str) -> bool + Send + Sync>);
+
+impl ToolFilter {
+    /// A filter that offers every tool.
+    pub fn all() -> Self {
+        Self(Arc::new(|_| true))
+    }
+
+    /// A filter asking `allows` for each tool name.
+    pub fn new(allows: impl Fn(&str) -> bool + Send + Sync + 'static) -> Self {
+        Self(Arc::new(allows))
+    }
+
+    /// Whether `tool` (its name on the server) is offered.
+    pub fn allows(&self, tool: &str) -> bool {
+        (self.0)(tool)
+    }
+}
+
+impl std::fmt::Debug for ToolFilter {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("ToolFilter")
+    }
 }
 
 /// The transport of a server.

@@ -8,6 +8,7 @@ use std::{
 };
 
 use rmcp::model::Tool;
+use tern_protocol::Event;
 use tokio::sync::Notify;
 use tokio_util::sync::CancellationToken;
 
@@ -15,11 +16,11 @@ use crate::{
     client::TernClient,
     connect::connect,
     error::StartError,
-    event::{EventSink, PoolEvent},
+    event::EventSink,
     pins::PinStore,
     pool::{HeldTool, REPORT_TAIL, ServerState, Slot},
     spec::{PoolOptions, ServerSpec},
-    table::{ToolAnnotations, ToolDef},
+    table::{META_COMMAND_ARG, META_EDITS_FILES, ToolAnnotations, ToolDef},
 };
 
 /// How long a re-list after `list_changed` may take.
@@ -92,9 +93,9 @@ pub(crate) async fn supervise(
             l.listed = Arc::new(listed);
             l.held = held;
         });
-        events(PoolEvent::ServerReady {
+        events(Event::ServerReady {
             server: name.clone(),
-            transport: slot.spec.transport.kind(),
+            transport: slot.spec.transport.kind().to_string(),
             pid: conn.pid,
             tools: tool_count,
             startup_ms: conn.startup.as_millis() as u64,
@@ -120,7 +121,7 @@ pub(crate) async fn supervise(
                                 l.listed = Arc::new(listed);
                                 l.held = held;
                             });
-                            events(PoolEvent::ToolsChanged { server: name.clone(), tools: n });
+                            events(Event::ToolsChanged { server: name.clone(), tools: n });
                         }
                         Ok(Err(e)) => tracing::warn!(server = %name, "re-list after list_changed failed: {e}"),
                         Err(_) => tracing::warn!(server = %name, "re-list after list_changed timed out"),
@@ -180,7 +181,7 @@ async fn schedule_restart(
         return None;
     }
     let tail = slot.stderr.last(REPORT_TAIL);
-    events(PoolEvent::ServerFailed {
+    events(Event::ServerFailed {
         server: slot.spec.name.clone(),
         reason: reason.clone(),
         stderr_tail: tail,
@@ -197,7 +198,7 @@ async fn schedule_restart(
         l.restarts += 1;
         l.last_error = Some(reason);
     });
-    events(PoolEvent::ServerRestarting {
+    events(Event::ServerRestarting {
         server: slot.spec.name.clone(),
         attempt: recent,
         delay_ms: delay.as_millis() as u64,
@@ -220,7 +221,7 @@ fn fail(slot: &Slot, events: &EventSink, reason: String) {
         l.peer = None;
         l.last_error = Some(reason.clone());
     });
-    events(PoolEvent::ServerFailed {
+    events(Event::ServerFailed {
         server: slot.spec.name.clone(),
         reason,
         stderr_tail: tail,
@@ -229,17 +230,11 @@ fn fail(slot: &Slot, events: &EventSink, reason: String) {
     });
 }
 
-/// `enabled_tools` / `disabled_tools`, then conversion to our own type.
+/// The configured tool filter, then conversion to our own type.
 fn filter(spec: &ServerSpec, tools: &[Tool]) -> Vec<ToolDef> {
     tools
         .iter()
-        .filter(|t| {
-            let name = t.name.as_ref();
-            spec.enabled_tools
-                .as_ref()
-                .is_none_or(|allow| allow.iter().any(|a| a == name))
-                && !spec.disabled_tools.iter().any(|d| d == name)
-        })
+        .filter(|t| spec.tool_filter.allows(t.name.as_ref()))
         .map(to_def)
         .collect()
 }
@@ -264,6 +259,18 @@ fn to_def(t: &Tool) -> ToolDef {
                 open_world: a.open_world_hint,
             })
             .unwrap_or_default(),
+        command_arg: t
+            .meta
+            .as_ref()
+            .and_then(|m| m.get(META_COMMAND_ARG))
+            .and_then(|v| v.as_str())
+            .map(str::to_string),
+        edits_files: t
+            .meta
+            .as_ref()
+            .and_then(|m| m.get(META_EDITS_FILES))
+            .and_then(|v| v.as_bool())
+            .unwrap_or(false),
     }
 }
 
@@ -285,7 +292,7 @@ fn apply_pins(
     }
     drop(store);
     for tool in &report.added {
-        events(PoolEvent::ToolDropped {
+        events(Event::ToolDropped {
             server: server.to_string(),
             tool: tool.clone(),
             reason: "new tool on an approved server (pinned now; review it with `tern tools`)"
@@ -298,7 +305,7 @@ fn apply_pins(
         .map(|(tool, diff)| HeldTool { tool, diff })
         .collect();
     for h in &held {
-        events(PoolEvent::ToolDropped {
+        events(Event::ToolDropped {
             server: server.to_string(),
             tool: h.tool.clone(),
             reason: format!(

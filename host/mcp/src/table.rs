@@ -40,7 +40,21 @@ pub struct ToolDef {
     #[serde(skip_serializing_if = "Option::is_none")]
     pub output_schema: Option<serde_json::Value>,
     pub annotations: ToolAnnotations,
+    /// The argument holding a shell command, as the tool's `_meta` declares it
+    /// ([`META_COMMAND_ARG`]); the gateway parses it for rules. Absent from the JSON when unset,
+    /// so pins of tools without it keep their hash.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub command_arg: Option<String>,
+    /// The tool writes files at its path arguments ([`META_EDITS_FILES`]): what the
+    /// `accept-edits` mode allows inside the roots.
+    #[serde(skip_serializing_if = "std::ops::Not::not")]
+    pub edits_files: bool,
 }
+
+/// Tool `_meta` key naming the argument that holds a shell command.
+pub const META_COMMAND_ARG: &str = "tern/command_arg";
+/// Tool `_meta` key saying the tool creates or modifies files at its path arguments.
+pub const META_EDITS_FILES: &str = "tern/edits_files";
 
 impl ToolDef {
     /// sha256 of the canonical JSON of the definition (used for pinning).
@@ -251,6 +265,8 @@ mod tests {
             input_schema: json!({"type": "object", "properties": {}}),
             output_schema: None,
             annotations: ToolAnnotations::default(),
+            command_arg: None,
+            edits_files: false,
         }
     }
 

@@ -11,7 +11,7 @@
 
 use std::time::Duration;
 
-use serde::{Deserialize, Serialize};
+pub use tern_config::{ModelConfig, Provider};
 
 use crate::retry::RetryPolicy;
 
@@ -32,53 +32,6 @@ pub const OPENAI_DEFAULT_BASE_URL: &str = "https://api.openai.com/v1";
 pub const ANTHROPIC_DEFAULT_MODEL: &str = "claude-sonnet-4-5";
 /// Model used when OpenAI is selected and no `name` is configured.
 pub const OPENAI_DEFAULT_MODEL: &str = "gpt-4o";
-
-/// Which wire format to speak.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(rename_all = "lowercase")]
-pub enum Provider {
-    /// Anthropic Messages API.
-    Anthropic,
-    /// OpenAI Chat Completions, or any server that implements it.
-    Openai,
-}
-
-impl Provider {
-    /// The name used in config and logs.
-    pub fn as_str(self) -> &'static str {
-        match self {
-            Provider::Anthropic => "anthropic",
-            Provider::Openai => "openai",
-        }
-    }
-}
-
-/// The `[model]` table, as written by the user. Every field is optional; see the module docs for
-/// what fills the gaps.
-#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
-#[serde(deny_unknown_fields)]
-pub struct ModelConfig {
-    /// `anthropic` or `openai`; inferred from the environment when absent.
-    pub provider: Option<Provider>,
-    /// Model name as the provider spells it.
-    pub name: Option<String>,
-    /// Endpoint base, e.g. `http://localhost:11434/v1` for ollama.
-    pub base_url: Option<String>,
-    /// Name of the environment variable that holds the key (never the key itself).
-    pub api_key_env: Option<String>,
-    /// Output budget per turn.
-    pub max_tokens: Option<u32>,
-    /// Context window in tokens, for the host's compaction decisions.
-    pub context_window: Option<u32>,
-    /// Retries after the first attempt (default 4).
-    pub max_retries: Option<u32>,
-    /// First backoff delay in milliseconds (default 500); doubles per retry.
-    pub retry_base_delay_ms: Option<u64>,
-    /// Backoff ceiling in milliseconds (default 8000). `retry-after` may ask for up to 60 s.
-    pub retry_max_delay_ms: Option<u64>,
-    /// A stream that sends no byte for this long is treated as broken and retried (default 300).
-    pub idle_timeout_secs: Option<u64>,
-}
 
 /// Why a configuration cannot produce an adapter.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
@@ -167,14 +120,15 @@ pub struct ResolvedModelConfig {
 /// Default output budget.
 pub const DEFAULT_MAX_TOKENS: u32 = 8192;
 
-impl ModelConfig {
-    /// Fills the gaps from `env` (a lookup, so tests need no `set_var`) and validates.
+impl ResolvedModelConfig {
+    /// Fills the gaps of `[model]` from `env` (a lookup, so tests need no `set_var`) and
+    /// validates.
     pub fn resolve(
-        &self,
+        config: &ModelConfig,
         env: &dyn Fn(&str) -> Option<String>,
     ) -> Result<ResolvedModelConfig, ConfigError> {
         let get = |name: &str| env(name).filter(|v| !v.trim().is_empty());
-        let provider = match self.provider {
+        let provider = match config.provider {
             Some(p) => p,
             None if get(ANTHROPIC_API_KEY).is_some() => Provider::Anthropic,
             None if get(OPENAI_API_KEY).is_some() => Provider::Openai,
@@ -195,13 +149,13 @@ impl ModelConfig {
                 OPENAI_DEFAULT_MODEL,
             ),
         };
-        let base_url = self
+        let base_url = config
             .base_url
             .clone()
             .or_else(|| get(url_var))
             .unwrap_or_else(|| default_url.to_owned());
         let base_url = validate_base_url(&base_url)?;
-        let key_var = self
+        let key_var = config
             .api_key_env
             .clone()
             .unwrap_or_else(|| key_var.to_owned());
@@ -215,7 +169,7 @@ impl ModelConfig {
                 var: key_var,
             });
         }
-        let max_tokens = self.max_tokens.unwrap_or(DEFAULT_MAX_TOKENS);
+        let max_tokens = config.max_tokens.unwrap_or(DEFAULT_MAX_TOKENS);
         if max_tokens == 0 {
             return Err(ConfigError::Invalid {
                 field: "max_tokens",
@@ -224,16 +178,16 @@ impl ModelConfig {
         }
         let defaults = RetryPolicy::default();
         let retry = RetryPolicy {
-            max_retries: self.max_retries.unwrap_or(defaults.max_retries),
-            base_delay: self
+            max_retries: config.max_retries.unwrap_or(defaults.max_retries),
+            base_delay: config
                 .retry_base_delay_ms
                 .map_or(defaults.base_delay, Duration::from_millis),
-            max_delay: self
+            max_delay: config
                 .retry_max_delay_ms
                 .map_or(defaults.max_delay, Duration::from_millis),
             max_retry_after: defaults.max_retry_after,
         };
-        let model = self
+        let model = config
             .name
             .clone()
             .filter(|n| !n.trim().is_empty())
@@ -244,9 +198,9 @@ impl ModelConfig {
             base_url,
             api_key,
             max_tokens,
-            context_window: self.context_window,
+            context_window: config.context_window,
             retry,
-            idle_timeout: Duration::from_secs(self.idle_timeout_secs.unwrap_or(300)),
+            idle_timeout: Duration::from_secs(config.idle_timeout_secs.unwrap_or(300)),
         })
     }
 }

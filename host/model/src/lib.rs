@@ -95,7 +95,7 @@ pub fn build_adapter(
     cfg: &ModelConfig,
     env: &dyn Fn(&str) -> Option<String>,
 ) -> Result<Box<dyn ModelAdapter>, ModelError> {
-    let resolved = cfg.resolve(env)?;
+    let resolved = ResolvedModelConfig::resolve(cfg, env)?;
     adapter_from_resolved(&resolved)
 }
 

@@ -112,21 +112,20 @@ fn pair_results(content: &mut Vec<UserContent>, call_ids: &[String]) {
         if !used.insert(id.as_str()) {
             continue; // a repeated call id would need two results; the API rejects both
         }
-        let result = match results.iter().position(|r| &r.tool_call_id == id) {
+        let result = match results.iter().position(|r| &r.call_id == id) {
             Some(pos) => results.swap_remove(pos),
             None => {
                 tracing::warn!(tool_call_id = %id, "tool call has no result; sending an is_error result");
                 ToolResult {
-                    tool_call_id: id.clone(),
-                    content: MISSING_RESULT.to_owned(),
                     is_error: true,
+                    ..ToolResult::text(id.clone(), MISSING_RESULT)
                 }
             }
         };
         paired.push(UserContent::ToolResult(result));
     }
     for orphan in &results {
-        tracing::warn!(tool_call_id = %orphan.tool_call_id, "dropping tool result with no matching call in the previous turn");
+        tracing::warn!(tool_call_id = %orphan.call_id, "dropping tool result with no matching call in the previous turn");
     }
     paired.extend(texts);
     *content = paired;
@@ -148,11 +147,7 @@ mod tests {
     }
 
     fn result(id: &str) -> UserContent {
-        UserContent::ToolResult(ToolResult {
-            tool_call_id: id.into(),
-            content: format!("r-{id}"),
-            is_error: false,
-        })
+        UserContent::ToolResult(ToolResult::text(id, format!("r-{id}")))
     }
 
     fn text(t: &str) -> UserContent {
@@ -190,7 +185,7 @@ mod tests {
         let ids: Vec<String> = content
             .iter()
             .map(|c| match c {
-                UserContent::ToolResult(r) => format!("{}:{}", r.tool_call_id, r.is_error),
+                UserContent::ToolResult(r) => format!("{}:{}", r.call_id, r.is_error),
                 UserContent::Text { text } => format!("text:{text}"),
             })
             .collect();
@@ -210,7 +205,7 @@ mod tests {
             panic!()
         };
         assert!(
-            matches!(&content[0], UserContent::ToolResult(r) if r.is_error && r.tool_call_id == "x")
+            matches!(&content[0], UserContent::ToolResult(r) if r.is_error && r.call_id == "x")
         );
     }
 

@@ -9,6 +9,7 @@ use std::time::Duration;
 
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
+pub use tern_protocol::{Image, ToolCall, ToolResult, Usage};
 
 /// One turn of the conversation.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -67,29 +68,6 @@ pub enum AssistantContent {
     },
     /// A tool call the model made.
     ToolCall(ToolCall),
-}
-
-/// A tool call made by the model, with its arguments already parsed.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-pub struct ToolCall {
-    /// Provider-assigned id; the matching [`ToolResult::tool_call_id`] must repeat it.
-    pub id: String,
-    /// Tool name as given in the [`ToolSpec`].
-    pub name: String,
-    /// Arguments, always a JSON object when it came from a [`ModelEvent::ToolCallComplete`].
-    pub arguments: Value,
-}
-
-/// The result of one tool call, sent back in the next user turn.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-pub struct ToolResult {
-    /// The [`ToolCall::id`] this answers.
-    pub tool_call_id: String,
-    /// What the model reads. May be empty.
-    pub content: String,
-    /// True when the call failed or was not run; the model sees it as an error.
-    #[serde(default)]
-    pub is_error: bool,
 }
 
 /// A tool the model may call.
@@ -156,30 +134,6 @@ pub enum StopReason {
     StopSequence,
     /// Anything else the provider said (`pause_turn`, `refusal`, `content_filter`, ...), verbatim.
     Other(String),
-}
-
-/// Token counts for one turn.
-///
-/// `input` counts only the prompt tokens that were neither read from nor written to the cache, so
-/// the whole prompt is `input + cache_read + cache_creation` (Anthropic's convention; OpenAI's
-/// `prompt_tokens` is split the same way).
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
-pub struct Usage {
-    /// Uncached prompt tokens.
-    pub input: u64,
-    /// Output tokens.
-    pub output: u64,
-    /// Prompt tokens served from the cache.
-    pub cache_read: u64,
-    /// Prompt tokens written to the cache.
-    pub cache_creation: u64,
-}
-
-impl Usage {
-    /// All prompt tokens, cached or not: what counts against the context window.
-    pub fn total_input(&self) -> u64 {
-        self.input + self.cache_read + self.cache_creation
-    }
 }
 
 /// What an adapter's stream yields, in order.

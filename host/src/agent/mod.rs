@@ -1,7 +1,21 @@
-//! The agent: the loop that turns a goal into model turns and tool calls.
+//! The engine: the agent loop and everything it is assembled from. It emits events and never
+//! prints; it knows nothing of the terminal or the command line (`render` and `commands` use it,
+//! never the other way round).
 
+mod bus;
+mod context;
+mod engine;
 mod executor;
+mod gateway_tools;
+mod model;
 mod run_loop;
+mod secrets;
+pub mod servers;
+pub mod session;
+mod trace_file;
 
-pub use executor::{ExecOutcome, ToolExecutor};
-pub use run_loop::{Agent, AgentSettings, TurnOutcome};
+pub use bus::{EventBus, Subscriber};
+pub use context::{SYSTEM_PROMPT, system_blocks};
+pub use engine::{Engine, EngineOptions};
+pub use executor::ToolExecutor;
+pub use run_loop::{Agent, AgentSettings, TurnOutcome, summary};

@@ -7,12 +7,12 @@ use futures::StreamExt;
 use serde_json::Value;
 use tern_model::{
     AssistantContent, Message, ModelAdapter, ModelError, ModelEvent, ModelRequest, StopReason,
-    ToolCall, ToolChoice, ToolResult, Usage, UserContent,
+    ToolChoice, UserContent,
 };
+use tern_protocol::{ErrorKind, Event, RunStatus, ToolCall, ToolResult, Usage};
 use tokio_util::sync::CancellationToken;
 
-use super::executor::{ExecOutcome, ToolExecutor};
-use crate::events::{AgentEvent, EventBus, RunStatus};
+use super::{bus::EventBus, executor::ToolExecutor};
 
 /// How many identical calls in a row are allowed before the guard answers instead.
 const REPEAT_LIMIT: usize = 3;
@@ -41,6 +41,19 @@ pub struct TurnOutcome {
     pub usage: Usage,
     pub answer: Option<String>,
     pub error: Option<String>,
+}
+
+impl TurnOutcome {
+    /// A turn that could not start (e.g. a required server failed).
+    pub fn failed(message: String) -> Self {
+        Self {
+            status: RunStatus::Error,
+            steps: 0,
+            usage: Usage::default(),
+            answer: None,
+            error: Some(message),
+        }
+    }
 }
 
 /// What one model call produced.
@@ -94,7 +107,7 @@ impl Agent {
                 cache: true,
             };
             let request_json = serde_json::to_value(&request).unwrap_or(Value::Null);
-            self.bus.emit(AgentEvent::ModelRequest {
+            self.bus.emit(Event::ModelRequest {
                 step,
                 messages: request.messages.len(),
                 tools: request.tools.len(),
@@ -105,7 +118,7 @@ impl Agent {
             let started = Instant::now();
             let turn = match self.call_model(&request, cancel, &mut out.usage).await {
                 Ok((turn, request_id, usage)) => {
-                    self.bus.emit(AgentEvent::ModelResponse {
+                    self.bus.emit(Event::ModelResponse {
                         step,
                         stop_reason: stop_name(&turn.stop),
                         input_tokens: usage.input,
@@ -125,7 +138,7 @@ impl Agent {
                 }
                 Err(e) => {
                     let message = describe_model_error(&e);
-                    self.bus.emit(AgentEvent::Error {
+                    self.bus.emit(Event::Error {
                         message: message.clone(),
                     });
                     out.status = RunStatus::Error;
@@ -149,22 +162,14 @@ impl Agent {
 
             if turn.calls.is_empty() && turn.incomplete.is_empty() {
                 out.answer = Some(turn.text);
-                self.bus.emit(AgentEvent::TurnEnd { step });
+                self.bus.emit(Event::TurnEnd { step });
                 return out;
             }
 
             self.state("run_tools", step);
             let results = self.run_tools(&turn.calls, &mut history, cancel).await;
-            let mut content: Vec<UserContent> = results
-                .into_iter()
-                .map(|(id, r)| {
-                    UserContent::ToolResult(ToolResult {
-                        tool_call_id: id,
-                        content: r.content,
-                        is_error: r.is_error,
-                    })
-                })
-                .collect();
+            let mut content: Vec<UserContent> =
+                results.into_iter().map(UserContent::ToolResult).collect();
             for (id, name, reason) in &turn.incomplete {
                 // Not executable (e.g. cut by max_tokens): no tool_use went into the
                 // transcript, so the model is told in text after the results.
@@ -176,7 +181,7 @@ impl Agent {
                 });
             }
             transcript.push(Message::User { content });
-            self.bus.emit(AgentEvent::TurnEnd { step });
+            self.bus.emit(Event::TurnEnd { step });
             if cancel.is_cancelled() {
                 out.status = RunStatus::Cancelled;
                 return out;
@@ -185,7 +190,7 @@ impl Agent {
     }
 
     fn state(&self, state: &str, step: u32) {
-        self.bus.emit(AgentEvent::State {
+        self.bus.emit(Event::State {
             state: state.to_string(),
             step,
         });
@@ -223,7 +228,7 @@ impl Agent {
             match event? {
                 ModelEvent::TextDelta(text) => {
                     turn.text.push_str(&text);
-                    self.bus.emit(AgentEvent::TextDelta { text });
+                    self.bus.emit(Event::TextDelta { text });
                 }
                 ModelEvent::ToolCallStarted { .. } => {}
                 ModelEvent::ToolCallComplete {
@@ -250,7 +255,7 @@ impl Agent {
                         turn.calls.clear();
                         turn.incomplete.clear();
                     }
-                    self.bus.emit(AgentEvent::ModelRetry {
+                    self.bus.emit(Event::ModelRetry {
                         attempt,
                         reason,
                         delay_ms: delay.as_millis() as u64,
@@ -262,26 +267,22 @@ impl Agent {
                     request_id,
                 } => {
                     turn.stop = stop_reason;
-                    total.input += usage.input;
-                    total.output += usage.output;
-                    total.cache_read += usage.cache_read;
-                    total.cache_creation += usage.cache_creation;
+                    total.add(&usage);
                     return Ok((turn, request_id, usage));
                 }
             }
         }
     }
 
-    /// Runs the calls: consecutive read-only calls concurrently, the others one
-    /// at a time in the model's order. Returns exactly one result per call, in
-    /// the model's order.
+    /// Runs the calls: consecutive read-only calls concurrently, the others one at a time in
+    /// the model's order. Returns exactly one result per call, in the model's order.
     async fn run_tools(
         &self,
         calls: &[ToolCall],
         history: &mut Vec<String>,
         cancel: &CancellationToken,
-    ) -> Vec<(String, ExecOutcome)> {
-        let mut results: Vec<Option<ExecOutcome>> = vec![None; calls.len()];
+    ) -> Vec<ToolResult> {
+        let mut results: Vec<(ToolResult, u64)> = Vec::with_capacity(calls.len());
         let mut i = 0;
         while i < calls.len() {
             // A batch: one non-read-only call, or a run of read-only ones.
@@ -291,8 +292,9 @@ impl Agent {
                     end += 1;
                 }
             }
-            let mut batch = Vec::new();
-            for (offset, call) in calls[i..end].iter().enumerate() {
+            let batch = &calls[i..end];
+            let mut verdicts = Vec::with_capacity(batch.len());
+            for call in batch {
                 let signature = format!("{}\u{0}{}", call.name, call.arguments);
                 let repeats = history
                     .iter()
@@ -300,76 +302,61 @@ impl Agent {
                     .take_while(|s| **s == signature)
                     .count();
                 history.push(signature);
-                self.bus.emit(AgentEvent::ToolCallStarted {
+                self.bus.emit(Event::ToolCallStarted {
                     call_id: call.id.clone(),
                     tool: call.name.clone(),
                     arguments: call.arguments.clone(),
                 });
-                if cancel.is_cancelled() {
-                    results[i + offset] = Some(not_run(
-                        "cancelled",
+                verdicts.push(if cancel.is_cancelled() {
+                    Some(ToolResult::failed(
+                        call.id.clone(),
+                        ErrorKind::Cancelled,
                         "Not run: the user cancelled the run (Ctrl-C).",
-                    ));
-                    continue;
-                }
-                if repeats + 1 >= REPEAT_LIMIT {
-                    results[i + offset] = Some(not_run(
-                        "repeated_call",
-                        &format!(
-                            "Not run: this exact call ({} with the same arguments) was made {REPEAT_LIMIT} times in a row. \
-                             Its result will not change; try something different.",
+                    ))
+                } else if repeats + 1 >= REPEAT_LIMIT {
+                    Some(ToolResult::failed(
+                        call.id.clone(),
+                        ErrorKind::RepeatedCall,
+                        format!(
+                            "Not run: this exact call ({} with the same arguments) was made \
+                             {REPEAT_LIMIT} times in a row. Its result will not change; try \
+                             something different.",
                             call.name
                         ),
-                    ));
-                    continue;
-                }
-                batch.push((i + offset, call));
+                    ))
+                } else {
+                    None
+                });
             }
-            let outcomes = futures::future::join_all(
-                batch
-                    .iter()
-                    .map(|(_, call)| self.tools.call(call, cancel.child_token())),
-            )
+            let outcomes = futures::future::join_all(batch.iter().zip(verdicts).map(
+                |(call, verdict)| async move {
+                    match verdict {
+                        Some(not_run) => (not_run, 0),
+                        None => {
+                            let started = Instant::now();
+                            let result = self.tools.call(call, cancel.child_token()).await;
+                            (result, started.elapsed().as_millis() as u64)
+                        }
+                    }
+                },
+            ))
             .await;
-            for ((index, _), outcome) in batch.into_iter().zip(outcomes) {
-                results[index] = Some(outcome);
+            for (call, (result, duration_ms)) in batch.iter().zip(&outcomes) {
+                self.bus.emit(Event::ToolCallFinished {
+                    call_id: call.id.clone(),
+                    tool: call.name.clone(),
+                    is_error: result.is_error,
+                    error_type: result.error,
+                    duration_ms: *duration_ms,
+                    summary: summary(&result.content),
+                    output: result.content.clone(),
+                    diff: result.diff.clone(),
+                });
             }
-            for (index, call) in calls.iter().enumerate().take(end).skip(i) {
-                if let Some(r) = &results[index] {
-                    self.bus.emit(AgentEvent::ToolCallFinished {
-                        call_id: call.id.clone(),
-                        tool: call.name.clone(),
-                        is_error: r.is_error,
-                        error_type: r.error_type.clone(),
-                        duration_ms: r.duration_ms,
-                        summary: summary(&r.content),
-                        output: r.content.clone(),
-                        diff: r.diff.clone(),
-                    });
-                }
-            }
+            results.extend(outcomes);
             i = end;
         }
-        calls
-            .iter()
-            .zip(results)
-            .map(|(call, r)| {
-                (
-                    call.id.clone(),
-                    r.unwrap_or_else(|| not_run("internal", "Not run.")),
-                )
-            })
-            .collect()
-    }
-}
-
-fn not_run(error_type: &str, message: &str) -> ExecOutcome {
-    ExecOutcome {
-        content: message.to_string(),
-        is_error: true,
-        error_type: Some(error_type.to_string()),
-        diff: None,
-        duration_ms: 0,
+        results.into_iter().map(|(r, _)| r).collect()
     }
 }
 
@@ -404,3 +391,7 @@ fn describe_model_error(e: &ModelError) -> String {
     }
     s
 }
+
+#[cfg(test)]
+#[path = "run_loop_tests.rs"]
+mod tests;

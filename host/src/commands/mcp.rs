@@ -6,25 +6,25 @@ use anyhow::Context as _;
 use serde::Serialize;
 use tern_mcp::{ServerState, ServerStatus, pins::PinStore};
 
-use super::{ConfigFailure, Ctx};
-use crate::servers::{StartedPool, specs, start_pool};
+use crate::agent::servers::{StartedPool, specs, start_pool};
+use crate::{error::ConfigFailure, workspace::Workspace};
 
 /// Starts the configured servers (or only `only`) and waits until each is ready or failed.
-pub async fn start_and_settle(ctx: &Ctx, only: Option<&str>) -> anyhow::Result<StartedPool> {
-    let specs = specs(&ctx.config, &ctx.tern_exe, &ctx.env, only)?;
+pub async fn start_and_settle(ws: &Workspace, only: Option<&str>) -> anyhow::Result<StartedPool> {
+    let specs = specs(&ws.config, &ws.tern_exe, &ws.env, only)?;
     if let Some(name) = only
         && specs.is_empty()
     {
         anyhow::bail!("no enabled server named `{name}` in the config");
     }
-    let started = start_pool(specs, &ctx.paths, &ctx.cwd, ctx.env.clone(), None)?;
+    let started = start_pool(specs, &ws.paths, &ws.cwd, ws.env.clone(), None)?;
     started.pool.wait_settled().await;
     Ok(started)
 }
 
 /// `tern mcp list`.
-pub async fn list(ctx: &Ctx, json: bool, out: &mut dyn Write) -> anyhow::Result<i32> {
-    let started = start_and_settle(ctx, None).await?;
+pub async fn list(ws: &Workspace, json: bool, out: &mut dyn Write) -> anyhow::Result<i32> {
+    let started = start_and_settle(ws, None).await?;
     let statuses = started.pool.statuses();
     started.pool.shutdown().await;
     if json {
@@ -117,12 +117,12 @@ struct Finding {
 
 /// `tern mcp doctor [NAME]`.
 pub async fn doctor(
-    ctx: &Ctx,
+    ws: &Workspace,
     name: Option<&str>,
     json: bool,
     out: &mut dyn Write,
 ) -> anyhow::Result<i32> {
-    let started = start_and_settle(ctx, name).await?;
+    let started = start_and_settle(ws, name).await?;
     let (table, dropped) = started.pool.table();
     let statuses = started.pool.statuses();
     started.pool.shutdown().await;
@@ -229,10 +229,10 @@ pub async fn doctor(
 }
 
 /// `tern mcp import FILE`.
-pub fn import(ctx: &Ctx, file: &std::path::Path, out: &mut dyn Write) -> anyhow::Result<i32> {
+pub fn import(ws: &Workspace, file: &std::path::Path, out: &mut dyn Write) -> anyhow::Result<i32> {
     let json =
         std::fs::read_to_string(file).with_context(|| format!("cannot read {}", file.display()))?;
-    let target = &ctx.paths.user_config;
+    let target = &ws.paths.user_config;
     let current = match std::fs::read_to_string(target) {
         Ok(t) => t,
         Err(e) if e.kind() == std::io::ErrorKind::NotFound => String::new(),
@@ -258,8 +258,8 @@ pub fn import(ctx: &Ctx, file: &std::path::Path, out: &mut dyn Write) -> anyhow:
 }
 
 /// `tern mcp approve NAME`.
-pub async fn approve(ctx: &Ctx, name: &str, out: &mut dyn Write) -> anyhow::Result<i32> {
-    let started = start_and_settle(ctx, Some(name)).await?;
+pub async fn approve(ws: &Workspace, name: &str, out: &mut dyn Write) -> anyhow::Result<i32> {
+    let started = start_and_settle(ws, Some(name)).await?;
     let listed = started.pool.listed_tools(name);
     let status = started.pool.statuses().pop();
     started.pool.shutdown().await;
@@ -271,7 +271,7 @@ pub async fn approve(ctx: &Ctx, name: &str, out: &mut dyn Write) -> anyhow::Resu
         anyhow::bail!("server `{name}` failed to start, nothing to approve: {reason}");
     }
     let tools = listed.unwrap_or_default();
-    let mut pins = PinStore::load(&ctx.paths.pins_file())?;
+    let mut pins = PinStore::load(&ws.paths.pins_file())?;
     pins.approve(name, &tools);
     pins.save()?;
     writeln!(

@@ -5,8 +5,8 @@ use std::{io::Write, path::Path};
 use anyhow::Context as _;
 use serde_json::Value;
 
-use super::Ctx;
 use crate::render::format_tokens;
+use crate::workspace::Workspace;
 
 /// Loads a run's events; every line must be JSON.
 pub fn load_events(path: &Path) -> anyhow::Result<Vec<Value>> {
@@ -23,8 +23,8 @@ pub fn load_events(path: &Path) -> anyhow::Result<Vec<Value>> {
 }
 
 /// `tern runs`: the most recent runs, newest first.
-pub fn list(ctx: &Ctx, limit: usize, out: &mut dyn Write) -> anyhow::Result<i32> {
-    let dir = ctx.paths.runs_dir();
+pub fn list(ws: &Workspace, limit: usize, out: &mut dyn Write) -> anyhow::Result<i32> {
+    let dir = ws.paths.runs_dir();
     let mut ids: Vec<String> = match std::fs::read_dir(&dir) {
         Ok(entries) => entries
             .filter_map(Result::ok)
@@ -237,8 +237,8 @@ pub fn render_trace(events: &[Value]) -> String {
 }
 
 /// `tern trace RUN_ID` (a unique prefix is enough).
-pub fn trace(ctx: &Ctx, run_id: &str, out: &mut dyn Write) -> anyhow::Result<i32> {
-    let dir = ctx.paths.runs_dir();
+pub fn trace(ws: &Workspace, run_id: &str, out: &mut dyn Write) -> anyhow::Result<i32> {
+    let dir = ws.paths.runs_dir();
     let mut matches: Vec<String> = std::fs::read_dir(&dir)
         .with_context(|| format!("no runs in {}", dir.display()))?
         .filter_map(Result::ok)

@@ -6,7 +6,8 @@ use serde::Serialize;
 use serde_json::Value;
 use tern_mcp::{ToolAnnotations, ToolEntry};
 
-use super::{Ctx, mcp::start_and_settle};
+use super::mcp::start_and_settle;
+use crate::workspace::Workspace;
 
 /// One row of `tern tools --json` (a stable shape for scripts).
 #[derive(Debug, Serialize)]
@@ -36,12 +37,12 @@ impl<'a> From<&'a ToolEntry> for ToolRow<'a> {
 
 /// Runs `tern tools`.
 pub async fn run(
-    ctx: &Ctx,
+    ws: &Workspace,
     json: bool,
     out: &mut dyn Write,
     err: &mut dyn Write,
 ) -> anyhow::Result<i32> {
-    let started = start_and_settle(ctx, None).await?;
+    let started = start_and_settle(ws, None).await?;
     let (table, dropped) = started.pool.table();
     let statuses = started.pool.statuses();
     started.pool.shutdown().await;

@@ -3,7 +3,9 @@
 
 use std::io::Write;
 
-use crate::events::{Envelope, Subscriber};
+use tern_protocol::Envelope;
+
+use crate::agent::Subscriber;
 
 /// Prints every event as a JSON line on stdout.
 #[derive(Default)]

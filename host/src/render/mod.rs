@@ -1,9 +1,7 @@
 //! Subscribers that turn events into output. The engine never prints; these do.
 
-mod file;
 mod jsonl;
 mod terminal;
 
-pub use file::EventWriter;
 pub use jsonl::JsonlPrinter;
 pub use terminal::{TerminalPrinter, format_tokens};

@@ -11,7 +11,9 @@ use std::{
     time::{Duration, Instant},
 };
 
-use crate::events::{AgentEvent, Envelope, Subscriber};
+use tern_protocol::{Decision, Envelope, Event, RunStatus};
+
+use crate::agent::Subscriber;
 
 const BOLD: &str = "\x1b[1m";
 const DIM: &str = "\x1b[2m";
@@ -226,8 +228,8 @@ fn short_args(args: &serde_json::Value) -> String {
 impl Subscriber for TerminalPrinter {
     fn on_event(&mut self, e: &Envelope) {
         match &e.event {
-            AgentEvent::TextDelta { text } => self.text(text),
-            AgentEvent::ToolCallStarted {
+            Event::TextDelta { text } => self.text(text),
+            Event::ToolCallStarted {
                 tool, arguments, ..
             } => {
                 let line = format!(
@@ -239,7 +241,7 @@ impl Subscriber for TerminalPrinter {
                 self.line(&line);
                 self.set_spin(Some(tool.clone()));
             }
-            AgentEvent::ToolProgress {
+            Event::ToolProgress {
                 message,
                 progress,
                 total,
@@ -253,16 +255,20 @@ impl Subscriber for TerminalPrinter {
                     });
                 }
             }
-            AgentEvent::PermissionDecided {
+            Event::PermissionDecided {
                 decision,
                 rule,
                 tool,
                 ..
-            } if decision != "allow" => {
-                let line = format!("  {} {tool}: {decision} ({rule})", self.paint(RED, "✗"));
+            } if *decision != Decision::Allow => {
+                let line = format!(
+                    "  {} {tool}: {} ({rule})",
+                    self.paint(RED, "✗"),
+                    decision.as_str()
+                );
                 self.line(&line);
             }
-            AgentEvent::ToolCallFinished {
+            Event::ToolCallFinished {
                 is_error,
                 summary,
                 diff,
@@ -294,7 +300,7 @@ impl Subscriber for TerminalPrinter {
                     }
                 }
             }
-            AgentEvent::ModelRetry {
+            Event::ModelRetry {
                 attempt,
                 reason,
                 delay_ms,
@@ -311,7 +317,7 @@ impl Subscriber for TerminalPrinter {
                 );
                 self.line(&line);
             }
-            AgentEvent::ServerFailed {
+            Event::ServerFailed {
                 server,
                 reason,
                 will_restart,
@@ -325,15 +331,15 @@ impl Subscriber for TerminalPrinter {
                 let line = self.paint(RED, &format!("[server {server} {what}: {reason}]"));
                 self.line(&line);
             }
-            AgentEvent::Error { message } => {
+            Event::Error { message } => {
                 let line = self.paint(RED, &format!("error: {message}"));
                 self.line(&line);
             }
-            AgentEvent::TurnEnd { .. } if self.mid_line => {
+            Event::TurnEnd { .. } if self.mid_line => {
                 self.out("\n");
                 self.pending.clear();
             }
-            AgentEvent::RunFinished {
+            Event::RunFinished {
                 status,
                 steps,
                 duration_ms,
@@ -346,7 +352,7 @@ impl Subscriber for TerminalPrinter {
             } => {
                 self.set_spin(None);
                 if let Some(err) = error
-                    && !matches!(status, crate::events::RunStatus::Error)
+                    && !matches!(status, RunStatus::Error)
                 {
                     let line = self.paint(DIM, err);
                     self.line(&line);

@@ -80,6 +80,8 @@ struct Args {
 struct TestServer {
     args: Args,
     changed: Arc<AtomicBool>,
+    /// Calls that arrived at `rendezvous`, by group: only ever counts up.
+    arrivals: Arc<std::sync::Mutex<std::collections::HashMap<String, u64>>>,
 }
 
 fn schema(v: Value) -> Arc<serde_json::Map<String, Value>> {
@@ -136,6 +138,15 @@ impl TestServer {
                 false,
             ),
             tool("noop", "Do nothing.", empty.clone(), true),
+            tool(
+                "rendezvous",
+                "Wait until `n` calls of `group` have arrived (answers `met`), or `ms` passed \
+                 (answers `alone`): `met` proves the calls were in flight at once.",
+                json!({"type": "object", "properties": {"group": {"type": "string"},
+                    "n": {"type": "integer"}, "ms": {"type": "integer"}},
+                    "required": ["group", "n", "ms"]}),
+                true,
+            ),
             tool(
                 "headers",
                 "Return the HTTP request headers this call arrived with (HTTP mode).",
@@ -279,6 +290,30 @@ impl ServerHandler for TestServer {
                 args.get("text").and_then(Value::as_str).unwrap_or_default(),
             )),
             "noop" => Ok(text("")),
+            "rendezvous" => {
+                let group = args
+                    .get("group")
+                    .and_then(Value::as_str)
+                    .unwrap_or_default()
+                    .to_string();
+                let arrived = |this: &Self| {
+                    this.arrivals
+                        .lock()
+                        .map(|m| m.get(&group).copied().unwrap_or(0))
+                        .unwrap_or(0)
+                };
+                if let Ok(mut m) = self.arrivals.lock() {
+                    *m.entry(group.clone()).or_default() += 1;
+                }
+                let deadline = tokio::time::Instant::now() + Duration::from_millis(int("ms"));
+                while arrived(self) < int("n") {
+                    if tokio::time::Instant::now() >= deadline {
+                        return Ok(text("alone"));
+                    }
+                    tokio::time::sleep(Duration::from_millis(5)).await;
+                }
+                Ok(text("met"))
+            }
             "big" => Ok(text("x".repeat(int("chars") as usize))),
             "sleep" => {
                 tokio::select! {
@@ -375,6 +410,7 @@ async fn main() {
     let server = TestServer {
         args: args.clone(),
         changed: Arc::new(AtomicBool::new(false)),
+        arrivals: Arc::default(),
     };
     if let Some(addr) = &args.http {
         serve_http(server, addr).await;

@@ -5,8 +5,8 @@ use std::path::PathBuf;
 use std::time::Duration;
 
 use tern_config::{
-    AgentSection, Builtin, ConfigError, Launch, Location, ModelSection, PermissionMode,
-    Permissions, Provider, RuleSource, ServerConfig, ToolSettings, Transport,
+    AgentSection, Builtin, ConfigError, Launch, Location, ModelConfig, PermissionMode, Permissions,
+    Provider, RuleSource, ServerConfig, ToolSettings, Transport,
 };
 
 use super::Fixture;
@@ -74,7 +74,7 @@ fn a_full_file_parses_into_the_expected_config() {
 
     assert_eq!(
         config.model,
-        ModelSection {
+        ModelConfig {
             provider: Some(Provider::Openai),
             name: Some("gpt-4o".into()),
             base_url: Some("http://127.0.0.1:8080/v1".into()),
@@ -82,6 +82,7 @@ fn a_full_file_parses_into_the_expected_config() {
             max_tokens: Some(2048),
             context_window: Some(128000),
             max_retries: Some(4),
+            ..Default::default()
         }
     );
     assert_eq!(config.agent, AgentSection { max_steps: 12 });
@@ -120,6 +121,7 @@ fn a_full_file_parses_into_the_expected_config() {
         startup_timeout: Duration::from_millis(2500),
         tool_timeout: Duration::from_secs(30),
         max_output_chars: None,
+        trust_annotations: false,
         enabled_tools: Some(vec!["git_log".into(), "git_status".into()]),
         disabled_tools: vec!["git_reset".into()],
         tools: BTreeMap::from([(
@@ -128,6 +130,7 @@ fn a_full_file_parses_into_the_expected_config() {
                 timeout: Some(Duration::from_secs(5)),
                 max_output_chars: Some(1000),
                 command_arg: Some("query".into()),
+                edits_files: None,
                 enabled: Some(true),
             },
         )]),
@@ -148,6 +151,7 @@ fn a_full_file_parses_into_the_expected_config() {
         startup_timeout: Duration::from_secs(10),
         tool_timeout: Duration::from_secs(60),
         max_output_chars: None,
+        trust_annotations: false,
         enabled_tools: None,
         disabled_tools: vec![],
         tools: BTreeMap::new(),
@@ -175,8 +179,12 @@ fn a_full_file_parses_into_the_expected_config() {
     assert!(git.tool_enabled("git_log"));
     assert!(!git.tool_enabled("git_reset"));
     assert!(!git.tool_enabled("git_push"), "not in enabled_tools");
-    assert_eq!(git.tool_timeout("git_log"), Duration::from_secs(5));
-    assert_eq!(git.tool_timeout("git_status"), Duration::from_secs(30));
+    assert_eq!(git.limits("git_log").timeout, Duration::from_secs(5));
+    assert_eq!(git.limits("git_status").timeout, Duration::from_secs(30));
+    assert_eq!(
+        git.limits("git_status").max_output_chars,
+        tern_config::DEFAULT_MAX_OUTPUT_CHARS
+    );
 }
 
 /// The 1-based line of the first line of `text` containing `needle`.
@@ -221,7 +229,7 @@ fn an_unknown_key_names_file_line_table_and_the_expected_keys() {
         "[mcp_servers.git]\ncommand = \"g\"\n[mcp_servers.git.tools.log]\ntimeout = 3\n",
     );
     assert!(
-        message.contains(":4:1: unknown key \"timeout\" in [mcp_servers.git.tools.log]; expected one of timeout_sec, max_output_chars, command_arg, enabled"),
+        message.contains(":4:1: unknown key \"timeout\" in [mcp_servers.git.tools.log]; expected one of timeout_sec, max_output_chars, command_arg, edits_files, enabled"),
         "{message}"
     );
 }

@@ -8,7 +8,7 @@
 use globset::{GlobBuilder, GlobMatcher};
 use serde_json::Value;
 
-use crate::paths::Workspace;
+use crate::paths::PathScope;
 use crate::shell::{canonical, split_pattern};
 
 /// How a rule treats an array of values, and what it does with a value it cannot read.
@@ -78,7 +78,7 @@ pub struct Glob {
 }
 
 impl Glob {
-    pub fn new(raw: &str, ws: &Workspace) -> Self {
+    pub fn new(raw: &str, ws: &PathScope) -> Self {
         let path_pattern = if raw.starts_with("**") {
             raw.to_owned()
         } else {
@@ -147,7 +147,7 @@ impl Matcher {
         &self,
         value: &Value,
         path_arg: bool,
-        ws: &Workspace,
+        ws: &PathScope,
         q: Quantifier,
     ) -> bool {
         match value {
@@ -159,7 +159,7 @@ impl Matcher {
         }
     }
 
-    fn matches_scalar(&self, value: &Value, path_arg: bool, ws: &Workspace, q: Quantifier) -> bool {
+    fn matches_scalar(&self, value: &Value, path_arg: bool, ws: &PathScope, q: Quantifier) -> bool {
         match (self, value) {
             (Matcher::Domain(d), Value::String(s)) => d.matches(s, q),
             (Matcher::Domain(_), _) => q == Quantifier::Any,
@@ -230,8 +230,8 @@ mod tests {
 
     use super::*;
 
-    fn ws() -> Workspace {
-        Workspace {
+    fn ws() -> PathScope {
+        PathScope {
             cwd: "/p".into(),
             roots: vec!["/p".into()],
             home: Some("/home/u".into()),

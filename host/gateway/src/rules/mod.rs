@@ -11,7 +11,7 @@ use globset::GlobMatcher;
 use serde_json::{Map, Value};
 use tern_config::{Permissions, RuleList, RuleSource};
 
-use crate::paths::Workspace;
+use crate::paths::PathScope;
 use crate::shell::Analysis;
 pub use matcher::{Domain, Quantifier, is_path_arg, wildcard};
 use matcher::{Glob, Matcher};
@@ -41,7 +41,7 @@ pub struct CallFacts<'a> {
     pub command_arg: Option<&'a str>,
     /// That command, analyzed.
     pub shell: Option<&'a Analysis>,
-    pub ws: &'a Workspace,
+    pub ws: &'a PathScope,
 }
 
 /// Which parts of a call an allow rule covers.
@@ -61,7 +61,7 @@ impl Rule {
         text: &str,
         list: RuleList,
         origin: String,
-        ws: &Workspace,
+        ws: &PathScope,
     ) -> Result<Self, RuleParseError> {
         let raw = parse_rule(text)?;
         let tool = globset::GlobBuilder::new(&raw.tool_glob)
@@ -188,7 +188,7 @@ pub struct RuleSet {
 
 impl RuleSet {
     /// Compiles config's `[permissions]` lists. Every rule that fails is reported with its origin.
-    pub fn from_permissions(p: &Permissions, ws: &Workspace) -> Result<Self, Vec<RuleParseError>> {
+    pub fn from_permissions(p: &Permissions, ws: &PathScope) -> Result<Self, Vec<RuleParseError>> {
         let mut set = RuleSet::default();
         let mut errors = Vec::new();
         for (list, sources) in [
@@ -235,8 +235,8 @@ mod tests {
     use super::*;
     use crate::shell::analyze;
 
-    fn ws() -> Workspace {
-        Workspace {
+    fn ws() -> PathScope {
+        PathScope {
             cwd: "/p".into(),
             roots: vec!["/p".into()],
             home: Some("/home/u".into()),

@@ -18,7 +18,7 @@ use brush_parser::ast::{
     IoFileRedirectTarget, IoRedirect, SimpleCommand,
 };
 
-use crate::paths::Workspace;
+use crate::paths::PathScope;
 use words::{Literal, literal};
 pub use words::{canonical, quote, split_pattern};
 
@@ -87,7 +87,7 @@ pub struct Analysis {
 }
 
 /// Parses and normalizes `command` as run in `ws.cwd`.
-pub fn analyze(command: &str, ws: &Workspace) -> Analysis {
+pub fn analyze(command: &str, ws: &PathScope) -> Analysis {
     let mut walker = Walker {
         ws,
         cwd: ws.cwd.clone(),
@@ -98,7 +98,7 @@ pub fn analyze(command: &str, ws: &Workspace) -> Analysis {
 }
 
 struct Walker<'a> {
-    ws: &'a Workspace,
+    ws: &'a PathScope,
     cwd: PathBuf,
     out: Analysis,
 }

@@ -2,8 +2,8 @@ use std::path::Path;
 
 use super::*;
 
-fn ws() -> Workspace {
-    Workspace {
+fn ws() -> PathScope {
+    PathScope {
         cwd: "/p".into(),
         roots: vec!["/p".into()],
         home: Some("/home/u".into()),

@@ -4,7 +4,7 @@ use std::{sync::Arc, time::Duration};
 
 use serde_json::json;
 use tern_config::LoadOptions;
-use tern_gateway::{CallContext, ErrorType, GatewayEvent, ToolCall};
+use tern_gateway::{CallContext, ErrorKind, Event, ToolCall};
 
 use super::harness::{Rig, Scripted, audit_of, ctx};
 
@@ -12,10 +12,14 @@ use super::harness::{Rig, Scripted, audit_of, ctx};
 async fn an_unknown_tool_gets_one_error_result_naming_the_closest_tools() {
     let rig = Rig::start("").await;
     let r = rig.call("c1", "test__ech", json!({"text": "x"})).await;
-    assert!(r.is_error);
-    assert_eq!(r.error_type, Some(ErrorType::UnknownTool));
-    assert!(r.content.contains("`test__echo`"), "{}", r.content);
-    assert_eq!(r.call_id, "c1");
+    assert!(r.result.is_error);
+    assert_eq!(r.result.error, Some(ErrorKind::UnknownTool));
+    assert!(
+        r.result.content.contains("`test__echo`"),
+        "{}",
+        r.result.content
+    );
+    assert_eq!(r.result.call_id, "c1");
     let env = rig.shutdown().await;
     let lines = env.audit_lines();
     assert_eq!(lines.len(), 1);
@@ -31,20 +35,25 @@ async fn a_schema_violation_never_reaches_the_server() {
     let bad = rig
         .call("bad", "test__echo", json!({"text": 5, "extra": [1]}))
         .await;
-    assert_eq!(bad.error_type, Some(ErrorType::InvalidArguments));
+    assert_eq!(bad.result.error, Some(ErrorKind::InvalidArguments));
     assert!(
-        bad.content.contains("/text: 5 is not of type \"string\""),
+        bad.result
+            .content
+            .contains("/text: 5 is not of type \"string\""),
         "{}",
-        bad.content
+        bad.result.content
     );
     let missing = rig.call("missing", "test__echo", json!({})).await;
     assert!(
-        missing.content.contains("\"text\" is a required property"),
+        missing
+            .result
+            .content
+            .contains("\"text\" is a required property"),
         "{}",
-        missing.content
+        missing.result.content
     );
     let not_object = rig.call("array", "test__echo", json!(["text"])).await;
-    assert_eq!(not_object.error_type, Some(ErrorType::InvalidArguments));
+    assert_eq!(not_object.result.error, Some(ErrorKind::InvalidArguments));
     // The server's own log proves nothing reached it; a valid call does reach it.
     assert!(
         rig.env.server_calls().is_empty(),
@@ -52,7 +61,10 @@ async fn a_schema_violation_never_reaches_the_server() {
         rig.env.server_calls()
     );
     let ok = rig.call("ok", "test__echo", json!({"text": "hi"})).await;
-    assert_eq!((ok.is_error, ok.content.as_str()), (false, "hi"));
+    assert_eq!(
+        (ok.result.is_error, ok.result.content.as_str()),
+        (false, "hi")
+    );
     let calls = rig.env.server_calls();
     assert_eq!(calls.len(), 1);
     assert_eq!(calls[0]["arguments"]["text"], "hi");
@@ -73,8 +85,17 @@ async fn a_timeout_and_a_cancellation_each_produce_one_result() {
     let rig = Rig::with(config, LoadOptions::default(), approver.clone(), |_| {}).await;
     let started = std::time::Instant::now();
     let r = rig.call("slow", "test__sleep", json!({"ms": 20_000})).await;
-    assert_eq!(r.error_type, Some(ErrorType::Timeout), "{}", r.content);
-    assert!(r.content.contains("timed out after 0.5 s"), "{}", r.content);
+    assert_eq!(
+        r.result.error,
+        Some(ErrorKind::Timeout),
+        "{}",
+        r.result.content
+    );
+    assert!(
+        r.result.content.contains("timed out after 0.5 s"),
+        "{}",
+        r.result.content
+    );
     assert!(started.elapsed() < Duration::from_secs(10));
 
     // Ctrl-C while the tool runs.
@@ -85,13 +106,18 @@ async fn a_timeout_and_a_cancellation_each_produce_one_result() {
         cancel.cancel();
     });
     let call = ToolCall {
-        call_id: "cancelled".into(),
+        id: "cancelled".into(),
         name: "test__sleep".into(),
         arguments: json!({"ms": 300}),
     };
     // `sleep` has a 0.5 s timeout; 300 ms of sleep is cancelled at 200 ms.
     let r = rig.gateway.call(call, cx).await;
-    assert_eq!(r.error_type, Some(ErrorType::Cancelled), "{}", r.content);
+    assert_eq!(
+        r.result.error,
+        Some(ErrorKind::Cancelled),
+        "{}",
+        r.result.content
+    );
 
     // Ctrl-C while the user is being asked: the approver never answers.
     let cx = CallContext {
@@ -104,12 +130,17 @@ async fn a_timeout_and_a_cancellation_each_produce_one_result() {
         cancel.cancel();
     });
     let call = ToolCall {
-        call_id: "asking".into(),
+        id: "asking".into(),
         name: "test__crash".into(),
         arguments: json!({}),
     };
     let r = rig.gateway.call(call, cx).await;
-    assert_eq!(r.error_type, Some(ErrorType::Cancelled), "{}", r.content);
+    assert_eq!(
+        r.result.error,
+        Some(ErrorKind::Cancelled),
+        "{}",
+        r.result.content
+    );
     assert_eq!(approver.requests.lock().unwrap().len(), 1);
 
     let env = rig.shutdown().await;
@@ -129,18 +160,22 @@ async fn long_output_is_capped_and_spilled_in_full() {
     let r = rig
         .call("toolu_big", "test__big", json!({"chars": 50_000}))
         .await;
-    assert!(!r.is_error);
-    assert!(r.metadata.truncated);
-    assert_eq!(r.metadata.original_size, 50_000);
-    let spill = r.metadata.spill_path.clone().unwrap();
+    assert!(!r.result.is_error);
+    assert!(r.meta.truncated);
+    assert_eq!(r.meta.original_size, 50_000);
+    let spill = r.meta.spill_path.clone().unwrap();
     assert_eq!(
         spill,
         rig.env.tern_home.join("runs/run-1/spill/toolu_big.txt")
     );
     assert_eq!(std::fs::read_to_string(&spill).unwrap().len(), 50_000);
-    assert!(r.content.chars().count() < 1_300, "{}", r.content.len());
-    assert!(r.content.contains(&spill.display().to_string()));
-    assert!(r.content.contains("50000 characters"));
+    assert!(
+        r.result.content.chars().count() < 1_300,
+        "{}",
+        r.result.content.len()
+    );
+    assert!(r.result.content.contains(&spill.display().to_string()));
+    assert!(r.result.content.contains("50000 characters"));
     // The default cap (30 000) applies to tools without their own.
     let r = rig
         .call(
@@ -149,10 +184,10 @@ async fn long_output_is_capped_and_spilled_in_full() {
             json!({"text": "y".repeat(40_000)}),
         )
         .await;
-    assert!(r.metadata.truncated);
-    assert!(r.content.chars().count() < 30_300);
+    assert!(r.meta.truncated);
+    assert!(r.result.content.chars().count() < 30_300);
     let r = rig.call("small", "test__big", json!({"chars": 10})).await;
-    assert!(!r.metadata.truncated && r.metadata.spill_path.is_none());
+    assert!(!r.meta.truncated && r.meta.spill_path.is_none());
     let env = rig.shutdown().await;
     let lines = env.audit_lines();
     let big = audit_of(&lines, "toolu_big");
@@ -174,23 +209,23 @@ async fn every_call_gets_one_audit_line_and_one_finished_event() {
     rig.call("c", "test__echo", json!({"text": 1})).await;
     let crash = rig.call("d", "test__crash", json!({})).await;
     assert_eq!(
-        crash.error_type,
-        Some(ErrorType::ServerCrashed),
+        crash.result.error,
+        Some(ErrorKind::ServerCrashed),
         "{}",
-        crash.content
+        crash.result.content
     );
     let events = rig.events.lock().unwrap().clone();
     let finished: Vec<_> = events
         .iter()
         .filter_map(|e| match e {
-            GatewayEvent::ToolCallFinished(r) => Some(r.call_id.clone()),
+            Event::Audit { record: r } => Some(r.call_id.clone()),
             _ => None,
         })
         .collect();
     assert_eq!(finished, ["a", "b", "c", "d"]);
     let decided = events
         .iter()
-        .filter(|e| matches!(e, GatewayEvent::PermissionDecided { .. }))
+        .filter(|e| matches!(e, Event::PermissionDecided { .. }))
         .count();
     assert_eq!(decided, 2);
     let env = rig.shutdown().await;
@@ -198,7 +233,7 @@ async fn every_call_gets_one_audit_line_and_one_finished_event() {
     assert_eq!(lines.len(), 4);
     let user_config = env.tern_home.join("config.toml");
     let d = audit_of(&lines, "d");
-    assert_eq!(d["rule"], format!("{}:{}", user_config.display(), 10));
+    assert_eq!(d["rule"], format!("{}:{}", user_config.display(), 11));
     assert_eq!(d["decision"], "allow");
     assert_eq!(d["error_type"], "server_crashed");
     for line in &lines {
@@ -227,13 +262,17 @@ async fn a_server_wide_cap_applies_below_per_tool_caps() {
     let config = "max_output_chars = 2000\n[mcp_servers.test.tools.big]\nmax_output_chars = 1000\n";
     let rig = Rig::start(config).await;
     let big = rig.call("c1", "test__big", json!({"chars": 50_000})).await;
-    assert!(big.metadata.truncated);
-    assert!(big.content.chars().count() < 1_300, "{}", big.content.len());
+    assert!(big.meta.truncated);
+    assert!(
+        big.result.content.chars().count() < 1_300,
+        "{}",
+        big.result.content.len()
+    );
     let echo = rig
         .call("c2", "test__echo", json!({"text": "y".repeat(40_000)}))
         .await;
-    assert!(echo.metadata.truncated);
-    let n = echo.content.chars().count();
+    assert!(echo.meta.truncated);
+    let n = echo.result.content.chars().count();
     assert!(
         (2_000..2_400).contains(&n),
         "server cap, not the 30 000 default: {n}"

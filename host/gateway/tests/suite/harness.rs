@@ -11,8 +11,8 @@ use async_trait::async_trait;
 use serde_json::Value;
 use tern_config::{Config, ConfigPaths, Launch, LoadOptions, Transport};
 use tern_gateway::{
-    Approval, ApprovalRequest, Approver, CallContext, EventSink, Gateway, GatewayEvent,
-    GatewaySettings, HeadlessApprover, Secret, ToolCall, ToolResult,
+    Approval, ApprovalRequest, Approver, CallContext, Event, EventSink, Gateway, GatewaySettings,
+    HeadlessApprover, Outcome, Secret, ToolCall,
 };
 use tern_mcp::{PoolOptions, ServerPool, ServerSpec, TransportSpec, pins::PinStore};
 
@@ -75,7 +75,7 @@ impl Env {
         std::fs::create_dir_all(&tern_home).unwrap();
         let server_audit = dir.path().join("server-audit.jsonl");
         let test_server = format!(
-            "[mcp_servers.web]\nenabled = false\n\n[mcp_servers.test]\ncommand = {:?}\nargs = [\"--audit\", {:?}]\nenv_vars = [\"ANTHROPIC_API_KEY\"]\n\n",
+            "[mcp_servers.web]\nenabled = false\n\n[mcp_servers.test]\ncommand = {:?}\nargs = [\"--audit\", {:?}]\nenv_vars = [\"ANTHROPIC_API_KEY\"]\ntrust_annotations = true\n\n",
             bin("tern-test-server").display().to_string(),
             server_audit.display().to_string(),
         );
@@ -131,9 +131,11 @@ impl Env {
                     },
                     required: true,
                     startup_timeout: Duration::from_secs(30),
-                    tool_timeout: s.tool_timeout,
-                    enabled_tools: s.enabled_tools.clone(),
-                    disabled_tools: s.disabled_tools.clone(),
+                    request_timeout: s.tool_timeout,
+                    tool_filter: {
+                        let s = s.clone();
+                        tern_mcp::ToolFilter::new(move |t| s.tool_enabled(t))
+                    },
                 }
             })
             .collect()
@@ -208,11 +210,11 @@ pub struct Rig {
     pub env: Env,
     pub pool: Arc<ServerPool>,
     pub gateway: Gateway,
-    pub events: Arc<Mutex<Vec<GatewayEvent>>>,
+    pub events: Arc<Mutex<Vec<Event>>>,
 }
 
-pub fn sink() -> (EventSink, Arc<Mutex<Vec<GatewayEvent>>>) {
-    let events: Arc<Mutex<Vec<GatewayEvent>>> = Arc::default();
+pub fn sink() -> (EventSink, Arc<Mutex<Vec<Event>>>) {
+    let events: Arc<Mutex<Vec<Event>>> = Arc::default();
     let e = events.clone();
     (Arc::new(move |ev| e.lock().unwrap().push(ev)), events)
 }
@@ -249,11 +251,11 @@ impl Rig {
         }
     }
 
-    pub async fn call(&self, id: &str, name: &str, arguments: Value) -> ToolResult {
+    pub async fn call(&self, id: &str, name: &str, arguments: Value) -> Outcome {
         self.gateway
             .call(
                 ToolCall {
-                    call_id: id.into(),
+                    id: id.into(),
                     name: name.into(),
                     arguments,
                 },

@@ -4,7 +4,7 @@ use std::sync::Arc;
 
 use serde_json::json;
 use tern_config::{LoadOptions, PermissionMode, RuleList};
-use tern_gateway::{Approval, ErrorType, GatewayEvent, HeadlessApprover, USER_ALWAYS};
+use tern_gateway::{Approval, ErrorKind, Event, HeadlessApprover, USER_ALWAYS};
 
 use super::harness::{Rig, Scripted, audit_of};
 
@@ -24,8 +24,8 @@ async fn deny_ask_allow_precedence_across_config_layers() {
     let ok = rig
         .call("ls", "shell__run", json!({"command": "echo allowed"}))
         .await;
-    assert!(!ok.is_error, "{}", ok.content);
-    assert!(ok.content.contains("allowed"));
+    assert!(!ok.result.is_error, "{}", ok.result.content);
+    assert!(ok.result.content.contains("allowed"));
     let ask = rig
         .call(
             "push",
@@ -33,11 +33,13 @@ async fn deny_ask_allow_precedence_across_config_layers() {
             json!({"command": "git push origin main"}),
         )
         .await;
-    assert_eq!(ask.error_type, Some(ErrorType::Denied));
+    assert_eq!(ask.result.error, Some(ErrorKind::Denied));
     assert!(
-        ask.content.contains("rule `shell__run(git push *)` asks"),
+        ask.result
+            .content
+            .contains("rule `shell__run(git push *)` asks"),
         "{}",
-        ask.content
+        ask.result.content
     );
     let deny = rig
         .call(
@@ -46,11 +48,13 @@ async fn deny_ask_allow_precedence_across_config_layers() {
             json!({"command": "echo hi && rm victim"}),
         )
         .await;
-    assert_eq!(deny.error_type, Some(ErrorType::Denied));
+    assert_eq!(deny.result.error, Some(ErrorKind::Denied));
     assert!(
-        deny.content.contains("denied by rule `shell__run(rm *)`"),
+        deny.result
+            .content
+            .contains("denied by rule `shell__run(rm *)`"),
         "{}",
-        deny.content
+        deny.result.content
     );
     assert!(rig.env.project.join("victim").exists());
 
@@ -59,7 +63,7 @@ async fn deny_ask_allow_precedence_across_config_layers() {
     let user_config = env.tern_home.join("config.toml");
     assert_eq!(
         audit_of(&lines, "ls")["rule"],
-        format!("{}:10", user_config.display())
+        format!("{}:11", user_config.display())
     );
     assert_eq!(audit_of(&lines, "push")["rule"], "headless:deny");
     assert_eq!(audit_of(&lines, "rm")["rule"], "--deny:1");
@@ -83,8 +87,8 @@ async fn compound_commands_need_every_part_allowed_and_risky_ones_never_run() {
             json!({"command": "echo one && echo two"}),
         )
         .await;
-    assert!(!ok.is_error, "{}", ok.content);
-    assert!(ok.content.contains("one") && ok.content.contains("two"));
+    assert!(!ok.result.is_error, "{}", ok.result.content);
+    assert!(ok.result.content.contains("one") && ok.result.content.contains("two"));
 
     let fifty = format!("{}rm victim", "true && ".repeat(50));
     let cases = [
@@ -107,10 +111,10 @@ async fn compound_commands_need_every_part_allowed_and_risky_ones_never_run() {
             )
             .await;
         assert_eq!(
-            r.error_type,
-            Some(ErrorType::Denied),
+            r.result.error,
+            Some(ErrorKind::Denied),
             "{command}: {}",
-            r.content
+            r.result.content
         );
     }
     assert!(!rig.env.project.join("pwned").exists());
@@ -135,7 +139,7 @@ async fn domain_rules_match_at_a_dot_boundary() {
         LoadOptions::default(),
         Arc::new(HeadlessApprover),
         |s| {
-            s.servers.get_mut("test").unwrap().trusted = false;
+            s.servers.get_mut("test").unwrap().trust_annotations = false;
         },
     )
     .await;
@@ -147,7 +151,7 @@ async fn domain_rules_match_at_a_dot_boundary() {
         ("e", "https://docs.rs@evil.com/", false),
     ] {
         let r = rig.call(id, "test__echo", json!({ "text": url })).await;
-        assert_eq!(!r.is_error, allowed, "{url}: {}", r.content);
+        assert_eq!(!r.result.is_error, allowed, "{url}: {}", r.result.content);
     }
     rig.shutdown().await;
 }
@@ -158,14 +162,14 @@ async fn headless_ask_becomes_deny_and_names_the_allow_rule() {
     let r = rig
         .call("c1", "shell__run", json!({"command": "cargo build"}))
         .await;
-    assert_eq!(r.error_type, Some(ErrorType::Denied));
+    assert_eq!(r.result.error, Some(ErrorKind::Denied));
     let hint = "--allow 'shell__run(cargo build)'";
-    assert!(r.content.contains(hint), "{}", r.content);
+    assert!(r.result.content.contains(hint), "{}", r.result.content);
     let events = rig.events.lock().unwrap().clone();
     let reason = events
         .iter()
         .find_map(|e| match e {
-            GatewayEvent::PermissionDecided {
+            Event::PermissionDecided {
                 reason,
                 asked: true,
                 ..
@@ -179,9 +183,9 @@ async fn headless_ask_becomes_deny_and_names_the_allow_rule() {
         .call("c2", "shell__run", json!({"command": "echo $(id)"}))
         .await;
     assert!(
-        r.content.contains("no --allow rule can permit"),
+        r.result.content.contains("no --allow rule can permit"),
         "{}",
-        r.content
+        r.result.content
     );
     rig.shutdown().await;
 }
@@ -195,7 +199,7 @@ async fn always_is_saved_to_config_and_honoured_by_the_next_gateway() {
     let r = rig
         .call("first", "shell__run", json!({"command": "echo remembered"}))
         .await;
-    assert!(!r.is_error, "{}", r.content);
+    assert!(!r.result.is_error, "{}", r.result.content);
     {
         let requests = approver.requests.lock().unwrap();
         assert_eq!(requests.len(), 1);
@@ -218,8 +222,8 @@ async fn always_is_saved_to_config_and_honoured_by_the_next_gateway() {
             json!({"command": "echo remembered"}),
         )
         .await;
-    assert!(!again.is_error);
-    assert_eq!(again.metadata.rule.as_deref(), Some(USER_ALWAYS));
+    assert!(!again.result.is_error);
+    assert_eq!(again.meta.rule.as_deref(), Some(USER_ALWAYS));
     assert_eq!(approver.requests.lock().unwrap().len(), 1);
     let env = rig.shutdown().await;
 
@@ -235,13 +239,13 @@ async fn always_is_saved_to_config_and_honoured_by_the_next_gateway() {
     )
     .unwrap();
     let call = tern_gateway::ToolCall {
-        call_id: "next-run".into(),
+        id: "next-run".into(),
         name: "shell__run".into(),
         arguments: json!({"command": "echo remembered"}),
     };
     let r = gateway.call(call, super::harness::ctx()).await;
-    assert!(!r.is_error, "{}", r.content);
-    let rule = r.metadata.rule.unwrap();
+    assert!(!r.result.is_error, "{}", r.result.content);
+    let rule = r.meta.rule.unwrap();
     assert!(
         rule.starts_with(&env.tern_home.join("config.toml").display().to_string()),
         "{rule}"
@@ -260,11 +264,11 @@ async fn read_only_mode_denies_writers_even_when_a_rule_allows_them() {
     let r = rig
         .call("w", "shell__run", json!({"command": "echo hi"}))
         .await;
-    assert_eq!(r.error_type, Some(ErrorType::Denied));
-    assert_eq!(r.metadata.rule.as_deref(), Some("mode:read-only"));
+    assert_eq!(r.result.error, Some(ErrorKind::Denied));
+    assert_eq!(r.meta.rule.as_deref(), Some("mode:read-only"));
     let r = rig.call("r", "fs__list_dir", json!({})).await;
-    assert!(!r.is_error, "{}", r.content);
-    assert_eq!(r.metadata.rule.as_deref(), Some("annotation:readOnlyHint"));
+    assert!(!r.result.is_error, "{}", r.result.content);
+    assert_eq!(r.meta.rule.as_deref(), Some("annotation:readOnlyHint"));
     rig.shutdown().await;
 }
 
@@ -282,8 +286,8 @@ async fn accept_edits_allows_fs_edits_inside_the_roots_only() {
             json!({"path": "notes.txt", "content": "hi"}),
         )
         .await;
-    assert!(!r.is_error, "{}", r.content);
-    assert_eq!(r.metadata.rule.as_deref(), Some("mode:accept-edits"));
+    assert!(!r.result.is_error, "{}", r.result.content);
+    assert_eq!(r.meta.rule.as_deref(), Some("mode:accept-edits"));
     assert_eq!(
         std::fs::read_to_string(rig.env.project.join("notes.txt")).unwrap(),
         "hi"
@@ -295,10 +299,10 @@ async fn accept_edits_allows_fs_edits_inside_the_roots_only() {
             json!({"path": "../outside.txt", "content": "hi"}),
         )
         .await;
-    assert_eq!(r.error_type, Some(ErrorType::Denied));
+    assert_eq!(r.result.error, Some(ErrorKind::Denied));
     let r = rig
         .call("sh", "shell__run", json!({"command": "echo hi"}))
         .await;
-    assert_eq!(r.error_type, Some(ErrorType::Denied));
+    assert_eq!(r.result.error, Some(ErrorKind::Denied));
     rig.shutdown().await;
 }

@@ -4,7 +4,7 @@ use std::path::Path;
 
 use serde_json::json;
 use tern_config::{LoadOptions, PermissionMode};
-use tern_gateway::ErrorType;
+use tern_gateway::ErrorKind;
 
 use super::harness::{CANARY, Rig};
 
@@ -27,9 +27,13 @@ async fn a_canary_key_appears_in_no_file_the_gateway_writes() {
     let r = rig
         .call("env", "test__env", json!({"name": "ANTHROPIC_API_KEY"}))
         .await;
-    assert!(!r.is_error);
-    assert!(!r.content.contains(CANARY), "{}", r.content);
-    assert!(r.content.contains("[REDACTED]"), "{}", r.content);
+    assert!(!r.result.is_error);
+    assert!(!r.result.content.contains(CANARY), "{}", r.result.content);
+    assert!(
+        r.result.content.contains("[REDACTED]"),
+        "{}",
+        r.result.content
+    );
     // In a long output that is spilled, and in the arguments.
     let command = format!("echo {CANARY}; seq 1 20000; echo {CANARY}");
     let r = rig
@@ -39,18 +43,18 @@ async fn a_canary_key_appears_in_no_file_the_gateway_writes() {
             json!({ "command": command }),
         )
         .await;
-    assert!(!r.is_error, "{}", r.content);
-    assert!(r.metadata.truncated);
-    assert!(!r.content.contains(CANARY), "{}", {
-        let i = r.content.find(CANARY).unwrap();
-        &r.content[i.saturating_sub(200)..(i + 100).min(r.content.len())]
+    assert!(!r.result.is_error, "{}", r.result.content);
+    assert!(r.meta.truncated);
+    assert!(!r.result.content.contains(CANARY), "{}", {
+        let i = r.result.content.find(CANARY).unwrap();
+        &r.result.content[i.saturating_sub(200)..(i + 100).min(r.result.content.len())]
     });
     // A key the gateway was never told about, by its shape.
     let other = "ghp_abcdefghijklmnopqrstuvwxyz0123456789";
     let r = rig
         .call("shape", "test__echo", json!({ "text": other }))
         .await;
-    assert!(!r.content.contains(other), "{}", r.content);
+    assert!(!r.result.content.contains(other), "{}", r.result.content);
     // An unknown tool whose name carries the key.
     rig.call("unknown", &format!("x{CANARY}"), json!({})).await;
 
@@ -115,12 +119,12 @@ async fn config_locations_are_write_protected_in_any_case_and_mode() {
             )
             .await;
         assert_eq!(
-            r.error_type,
-            Some(ErrorType::Denied),
+            r.result.error,
+            Some(ErrorKind::Denied),
             "{path}: {}",
-            r.content
+            r.result.content
         );
-        assert_eq!(r.metadata.rule.as_deref(), Some("protected:config"));
+        assert_eq!(r.meta.rule.as_deref(), Some("protected:config"));
     }
     let r = rig
         .call(
@@ -129,7 +133,7 @@ async fn config_locations_are_write_protected_in_any_case_and_mode() {
             json!({"path": ".tern/config.toml", "old_string": "a", "new_string": "b"}),
         )
         .await;
-    assert_eq!(r.error_type, Some(ErrorType::Denied));
+    assert_eq!(r.result.error, Some(ErrorKind::Denied));
     for (id, command) in [
         ("s1", "echo x > .tern/config.toml"),
         ("s2", "cd .tern && echo x >> config.toml"),
@@ -139,10 +143,10 @@ async fn config_locations_are_write_protected_in_any_case_and_mode() {
             .call(id, "shell__run", json!({ "command": command }))
             .await;
         assert_eq!(
-            r.error_type,
-            Some(ErrorType::Denied),
+            r.result.error,
+            Some(ErrorKind::Denied),
             "{command}: {}",
-            r.content
+            r.result.content
         );
     }
     let r = rig
@@ -152,7 +156,12 @@ async fn config_locations_are_write_protected_in_any_case_and_mode() {
             json!({"command": "echo x > config.toml", "cwd": ".tern"}),
         )
         .await;
-    assert_eq!(r.error_type, Some(ErrorType::Denied), "{}", r.content);
+    assert_eq!(
+        r.result.error,
+        Some(ErrorKind::Denied),
+        "{}",
+        r.result.content
+    );
     assert!(!rig.env.project.join(".tern/config.toml").exists());
     assert!(!rig.env.project.join(".TERN").exists());
     assert_eq!(std::fs::read_to_string(&home_config).unwrap(), before);
@@ -164,6 +173,6 @@ async fn config_locations_are_write_protected_in_any_case_and_mode() {
             json!({"path": "ok.txt", "content": "x"}),
         )
         .await;
-    assert!(!r.is_error, "{}", r.content);
+    assert!(!r.result.is_error, "{}", r.result.content);
     rig.shutdown().await;
 }

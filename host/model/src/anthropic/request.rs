@@ -76,10 +76,21 @@ fn message(m: &Message) -> Value {
                 .map(|c| match c {
                     UserContent::Text { text } => json!({"type": "text", "text": text}),
                     UserContent::ToolResult(r) => {
-                        let mut block =
-                            json!({"type": "tool_result", "tool_use_id": r.tool_call_id});
+                        let mut block = json!({"type": "tool_result", "tool_use_id": r.call_id});
                         // An empty result is sent without `content`, as the docs' example does.
-                        if !r.content.is_empty() {
+                        // Images travel inside the tool result: the Messages API takes image
+                        // blocks there, so the model sees what the tool returned.
+                        if !r.images.is_empty() {
+                            let mut parts = Vec::new();
+                            if !r.content.is_empty() {
+                                parts.push(json!({"type": "text", "text": r.content}));
+                            }
+                            parts.extend(r.images.iter().map(|i| {
+                                json!({"type": "image", "source": {
+                                    "type": "base64", "media_type": i.mime_type, "data": i.data}})
+                            }));
+                            block["content"] = Value::Array(parts);
+                        } else if !r.content.is_empty() {
                             block["content"] = json!(r.content);
                         }
                         if r.is_error {

@@ -96,6 +96,9 @@ fn push_message(out: &mut Vec<Value>, m: &Message) {
     match m {
         Message::User { content } => {
             let mut text = Vec::new();
+            // `tool` messages carry text only; images a tool returned follow in a user message,
+            // after every tool message of the turn (the API wants those right after the call).
+            let mut images = Vec::new();
             for block in content {
                 match block {
                     UserContent::ToolResult(r) => {
@@ -104,12 +107,27 @@ fn push_message(out: &mut Vec<Value>, m: &Message) {
                         } else {
                             r.content.clone()
                         };
-                        out.push(json!({"role": "tool", "tool_call_id": r.tool_call_id, "content": content}));
+                        out.push(
+                            json!({"role": "tool", "tool_call_id": r.call_id, "content": content}),
+                        );
+                        if !r.images.is_empty() {
+                            images.push(json!({"type": "text", "text": format!(
+                                "The image(s) returned by tool call {}:", r.call_id)}));
+                            images.extend(r.images.iter().map(|i| {
+                                json!({"type": "image_url", "image_url": {
+                                    "url": format!("data:{};base64,{}", i.mime_type, i.data)}})
+                            }));
+                        }
                     }
                     UserContent::Text { text: t } => text.push(t.as_str()),
                 }
             }
-            if !text.is_empty() {
+            if !images.is_empty() {
+                if !text.is_empty() {
+                    images.push(json!({"type": "text", "text": text.join("\n\n")}));
+                }
+                out.push(json!({"role": "user", "content": images}));
+            } else if !text.is_empty() {
                 out.push(json!({"role": "user", "content": text.join("\n\n")}));
             }
         }

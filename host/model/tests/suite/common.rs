@@ -112,9 +112,8 @@ pub fn call(id: &str, name: &str, arguments: Value) -> AssistantContent {
 
 pub fn result(id: &str, content: &str, is_error: bool) -> UserContent {
     UserContent::ToolResult(ToolResult {
-        tool_call_id: id.into(),
-        content: content.into(),
         is_error,
+        ..ToolResult::text(id, content)
     })
 }
 

@@ -10,7 +10,7 @@ fn resolve(
     cfg: &ModelConfig,
     vars: &[(&str, &str)],
 ) -> Result<tern_model::ResolvedModelConfig, ConfigError> {
-    cfg.resolve(&env_with(vars))
+    tern_model::ResolvedModelConfig::resolve(cfg, &env_with(vars))
 }
 
 #[test]

@@ -8,7 +8,9 @@ use std::{
 
 use tern_gateway::Redactor;
 
-use crate::events::{Envelope, Subscriber};
+use tern_protocol::Envelope;
+
+use super::bus::Subscriber;
 
 /// Writes every event to the run's events file, through the redactor (a key
 /// pasted into a goal or printed by a tool never lands on disk).
@@ -30,11 +32,6 @@ impl EventWriter {
             out: Some(BufWriter::new(file)),
             redactor,
         })
-    }
-
-    /// The file written.
-    pub fn path(&self) -> &Path {
-        &self.path
     }
 }
 

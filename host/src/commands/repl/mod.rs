@@ -8,18 +8,19 @@ use std::{
     sync::{Arc, Mutex},
 };
 
-use async_trait::async_trait;
 use rustyline::{DefaultEditor, error::ReadlineError};
-use tern_gateway::{Approval, ApprovalRequest, Approver};
-use tern_model::Usage;
+use tern_protocol::{Envelope, Event, RunStatus, Usage};
 use tokio_util::sync::CancellationToken;
 
 use crate::{
-    commands::Ctx,
-    events::{AgentEvent, Envelope, RunStatus, Subscriber},
+    agent::{Engine, EngineOptions, Subscriber, TurnOutcome},
     render::{TerminalPrinter, format_tokens},
-    runner::{Engine, OutputFormat, RunRequest},
+    workspace::Workspace,
 };
+
+mod approver;
+
+use approver::TerminalApprover;
 
 const HELP: &str = "\
 Slash commands (answered by tern, never sent to the model):
@@ -77,68 +78,12 @@ pub fn prompt_arguments(
     Ok(out)
 }
 
-/// Asks the user, on the terminal, whether a tool call may run.
-struct TerminalApprover {
-    /// Serializes questions when read-only calls run concurrently.
-    lock: tokio::sync::Mutex<()>,
-}
-
-#[async_trait]
-impl Approver for TerminalApprover {
-    async fn ask(&self, request: ApprovalRequest) -> Approval {
-        let _one_at_a_time = self.lock.lock().await;
-        let mut text = format!(
-            "\n\x1b[1m{}\x1b[0m wants to run `{}` ({})\n  arguments: {}\n",
-            request.server,
-            request.tool,
-            request.reasons.join("; "),
-            request.arguments
-        );
-        for p in &request.paths {
-            text.push_str(&format!("  {}: {}\n", p.arg, p.path.display()));
-        }
-        if let Some(c) = &request.command {
-            text.push_str(&format!("  commands: {}\n", c.commands.join(" | ")));
-            if !c.risks.is_empty() {
-                text.push_str(&format!("  risks: {}\n", c.risks.join("; ")));
-            }
-        }
-        let always = request.always_rules.first().cloned();
-        text.push_str(match &always {
-            Some(_) => "Allow? [y]es once / [a]lways / [n]o (optionally: n <reason>) ",
-            None => "Allow? [y]es once / [n]o (optionally: n <reason>) ",
-        });
-        let answer = tokio::task::spawn_blocking(move || {
-            let mut err = std::io::stderr();
-            let _ = write!(err, "{text}");
-            let _ = err.flush();
-            let mut line = String::new();
-            std::io::stdin().read_line(&mut line).map(|_| line)
-        })
-        .await;
-        let line = match answer {
-            Ok(Ok(line)) => line.trim().to_string(),
-            _ => String::new(),
-        };
-        match line
-            .split_once(' ')
-            .map_or((line.as_str(), ""), |(a, b)| (a, b))
-        {
-            ("y" | "yes", _) => Approval::Once,
-            ("a" | "always", _) if always.is_some() => Approval::Always,
-            (_, reason) => Approval::Deny {
-                reason: (!reason.trim().is_empty()).then(|| reason.trim().to_string()),
-            },
-        }
-    }
-}
-
 /// Records each model call's usage for `/cost`.
 struct CostMeter(Arc<Mutex<Vec<(u32, Usage)>>>);
 
 impl Subscriber for CostMeter {
     fn on_event(&mut self, e: &Envelope) {
-        if let AgentEvent::ModelResponse {
+        if let Event::ModelResponse {
             step,
             input_tokens,
             output_tokens,
@@ -162,35 +107,26 @@ impl Subscriber for CostMeter {
 }
 
 /// Runs the REPL until the user leaves. Returns the exit code.
-pub async fn run(ctx: &Ctx, req: RunRequest) -> anyhow::Result<i32> {
-    let approver = Arc::new(TerminalApprover {
-        lock: tokio::sync::Mutex::new(()),
-    });
-    let req = RunRequest {
-        output: OutputFormat::Text,
-        ..req
+pub async fn run(ws: &Workspace, session: Option<String>) -> anyhow::Result<i32> {
+    let approver = Arc::new(TerminalApprover::new());
+    let options = EngineOptions {
+        goal: "(interactive)".into(),
+        session,
     };
-    let mut engine = Engine::start(ctx, &req, Box::new(TerminalPrinter::auto()), approver).await?;
+    let mut engine =
+        Engine::start(ws, options, Box::new(TerminalPrinter::auto()), approver).await?;
     let costs = Arc::new(Mutex::new(Vec::new()));
-    engine.bus.subscribe(Box::new(CostMeter(costs.clone())));
+    engine.subscribe(Box::new(CostMeter(costs.clone())));
     if let Some(msg) = engine.required_failure() {
-        engine.bus.emit(AgentEvent::Error { message: msg });
+        engine.report_error(msg);
     }
-    let history = ctx.paths.tern_home.join("history");
+    let history = ws.paths.tern_home.join("history");
     let mut editor = DefaultEditor::new()?;
     let _ = editor.load_history(&history);
     let mut out = std::io::stdout();
     writeln!(out, "tern — type /help for commands, /exit to leave.")?;
 
-    let mut total = Usage::default();
-    let mut steps = 0;
-    let mut last = crate::agent::TurnOutcome {
-        status: RunStatus::Success,
-        steps: 0,
-        usage: Usage::default(),
-        answer: None,
-        error: None,
-    };
+    let mut last: Option<TurnOutcome> = None;
     let mut interrupted_once = false;
     loop {
         let (ed, line) = tokio::task::spawn_blocking(move || {
@@ -228,7 +164,7 @@ pub async fn run(ctx: &Ctx, req: RunRequest) -> anyhow::Result<i32> {
                 "exit" | "quit" => break,
                 "help" => {
                     writeln!(out, "{HELP}")?;
-                    let prompts = engine.pool.prompts().await;
+                    let prompts = engine.prompts().await;
                     if !prompts.is_empty() {
                         writeln!(out, "MCP prompts:")?;
                         for p in prompts {
@@ -249,7 +185,7 @@ pub async fn run(ctx: &Ctx, req: RunRequest) -> anyhow::Result<i32> {
                     }
                 }
                 "tools" => {
-                    for e in engine.gateway.refresh_table().entries() {
+                    for e in engine.tools().entries() {
                         let desc = e.def.description.lines().next().unwrap_or("");
                         writeln!(
                             out,
@@ -260,7 +196,7 @@ pub async fn run(ctx: &Ctx, req: RunRequest) -> anyhow::Result<i32> {
                     }
                 }
                 "mcp" => {
-                    for s in engine.pool.statuses() {
+                    for s in engine.servers() {
                         let state = serde_json::to_value(&s.state)
                             .ok()
                             .and_then(|v| v["status"].as_str().map(str::to_string))
@@ -299,23 +235,16 @@ pub async fn run(ctx: &Ctx, req: RunRequest) -> anyhow::Result<i32> {
                     )?;
                 }
                 "clear" => {
-                    engine.transcript.clear();
-                    engine.session_id = crate::session::new_session_id();
-                    writeln!(
-                        out,
-                        "conversation cleared (new session {})",
-                        engine.session_id
-                    )?;
+                    let id = engine.clear();
+                    writeln!(out, "conversation cleared (new session {id})")?;
                 }
-                "allow" if !arg.trim().is_empty() => {
-                    match engine.gateway.allow_for_session(arg.trim()) {
-                        Ok(()) => writeln!(out, "allowed for this session: {}", arg.trim())?,
-                        Err(e) => writeln!(out, "not a valid rule: {e}")?,
-                    }
-                }
+                "allow" if !arg.trim().is_empty() => match engine.allow(arg.trim()) {
+                    Ok(()) => writeln!(out, "allowed for this session: {}", arg.trim())?,
+                    Err(e) => writeln!(out, "not a valid rule: {e}")?,
+                },
                 _ if name.contains(':') => {
                     let (server, prompt) = name.split_once(':').unwrap_or((name, ""));
-                    let prompts = engine.pool.prompts().await;
+                    let prompts = engine.prompts().await;
                     let Some(info) = prompts
                         .iter()
                         .find(|p| p.server == server && p.name == prompt)
@@ -333,7 +262,7 @@ pub async fn run(ctx: &Ctx, req: RunRequest) -> anyhow::Result<i32> {
                             continue;
                         }
                     };
-                    match engine.pool.get_prompt(server, prompt, args).await {
+                    match engine.expand_prompt(server, prompt, args).await {
                         Ok(text) if !text.trim().is_empty() => pending_input = Some(text),
                         Ok(_) => writeln!(out, "/{name} expanded to nothing")?,
                         Err(e) => writeln!(out, "/{name} failed: {e}")?,
@@ -350,36 +279,29 @@ pub async fn run(ctx: &Ctx, req: RunRequest) -> anyhow::Result<i32> {
         }
         let input = input_owned.as_str();
         // A turn: Ctrl-C cancels this turn only.
-        engine.cancel = CancellationToken::new();
-        let cancel = engine.cancel.clone();
+        let cancel = CancellationToken::new();
+        let on_ctrl_c = cancel.clone();
         let ctrl_c = tokio::spawn(async move {
             if tokio::signal::ctrl_c().await.is_ok() {
-                cancel.cancel();
+                on_ctrl_c.cancel();
             }
         });
-        last = engine.turn(input, ctx).await;
+        let outcome = engine.submit(input, &cancel).await;
         ctrl_c.abort();
-        steps += last.steps;
-        total.input += last.usage.input;
-        total.output += last.usage.output;
-        total.cache_read += last.usage.cache_read;
-        total.cache_creation += last.usage.cache_creation;
-        if last.status == RunStatus::Cancelled {
+        if outcome.status == RunStatus::Cancelled {
             writeln!(out, "\n(cancelled)")?;
         }
         writeln!(out)?;
+        last = Some(outcome);
     }
-    let _ = std::fs::create_dir_all(&ctx.paths.tern_home);
+    let _ = std::fs::create_dir_all(&ws.paths.tern_home);
     let _ = editor.save_history(&history);
-    let outcome = crate::agent::TurnOutcome {
-        status: if last.status == RunStatus::Cancelled {
-            RunStatus::Success
-        } else {
-            last.status
-        },
-        ..last
+    // Leaving the REPL is a success even when the last turn was cancelled.
+    let status = match last.as_ref().map(|l| l.status) {
+        None | Some(RunStatus::Cancelled) => RunStatus::Success,
+        Some(status) => status,
     };
-    engine.finish(&outcome, &total, steps).await;
+    engine.finish(status, last.as_ref()).await;
     Ok(0)
 }
 

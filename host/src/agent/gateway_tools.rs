@@ -1,17 +1,15 @@
-//! The loop's tools, through the gateway: every call is an MCP request that
-//! passes resolve → validate → permission → dispatch → cap → audit.
+//! The loop's tools, through the gateway: every call is an MCP request that passes
+//! resolve → validate → permission → dispatch → cap → audit.
 
 use std::sync::Arc;
 
 use async_trait::async_trait;
 use tern_gateway::{CallContext, Gateway};
-use tern_model::{ToolCall, ToolSpec};
+use tern_model::ToolSpec;
+use tern_protocol::{Event, ToolCall, ToolResult};
 use tokio_util::sync::CancellationToken;
 
-use crate::{
-    agent::{ExecOutcome, ToolExecutor},
-    events::{AgentEvent, EventBus},
-};
+use super::{bus::EventBus, executor::ToolExecutor};
 
 /// [`ToolExecutor`] over the [`Gateway`].
 pub struct GatewayTools {
@@ -41,13 +39,13 @@ impl ToolExecutor for GatewayTools {
             .is_some_and(|e| e.def.annotations.read_only == Some(true))
     }
 
-    async fn call(&self, call: &ToolCall, cancel: CancellationToken) -> ExecOutcome {
+    async fn call(&self, call: &ToolCall, cancel: CancellationToken) -> ToolResult {
         let (tx, mut rx) = tokio::sync::mpsc::unbounded_channel::<tern_mcp::Progress>();
         let bus = self.bus.clone();
         let call_id = call.id.clone();
         let forward = tokio::spawn(async move {
             while let Some(p) = rx.recv().await {
-                bus.emit(AgentEvent::ToolProgress {
+                bus.emit(Event::ToolProgress {
                     call_id: call_id.clone(),
                     progress: p.progress,
                     total: p.total,
@@ -61,31 +59,8 @@ impl ToolExecutor for GatewayTools {
             cancel,
             progress: Some(tx),
         };
-        let result = self
-            .gateway
-            .call(
-                tern_gateway::ToolCall {
-                    call_id: call.id.clone(),
-                    name: call.name.clone(),
-                    arguments: call.arguments.clone(),
-                },
-                ctx,
-            )
-            .await;
+        let outcome = self.gateway.call(call.clone(), ctx).await;
         let _ = forward.await;
-        let diff = result
-            .metadata
-            .structured
-            .as_ref()
-            .and_then(|s| s.get("diff"))
-            .and_then(|d| d.as_str())
-            .map(str::to_string);
-        ExecOutcome {
-            content: result.content,
-            is_error: result.is_error,
-            error_type: result.error_type.map(|t| t.as_str().to_string()),
-            diff,
-            duration_ms: result.metadata.duration.as_millis() as u64,
-        }
+        outcome.result
     }
 }

@@ -10,7 +10,7 @@ use std::{
 
 use tern_model::Message;
 
-use crate::events::civil;
+use tern_protocol::civil;
 
 /// A random hex string of `bytes` bytes (ids, not secrets).
 pub fn random_hex(bytes: usize) -> String {

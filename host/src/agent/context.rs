@@ -4,13 +4,10 @@
 //! These system blocks come first and change rarely, so the request prefix stays
 //! byte-stable from turn to turn and the provider's prompt cache keeps hitting.
 
-use std::{
-    path::{Path, PathBuf},
-    process::Command,
-};
+use std::path::{Path, PathBuf};
 
 /// The built-in system prompt (`config/system_prompt.md`).
-pub const SYSTEM_PROMPT: &str = include_str!("../../config/system_prompt.md");
+pub const SYSTEM_PROMPT: &str = include_str!("../../../config/system_prompt.md");
 
 /// Project rules beyond this many bytes are cut (and the model is told).
 pub const MAX_RULES_BYTES: usize = 32 * 1024;
@@ -39,26 +36,27 @@ pub fn environment(cwd: &Path, date: &str) -> String {
     s
 }
 
-/// `branch X, N changed files` from `git status --porcelain -b`, if `cwd` is in a repo.
+/// `branch X` (or `detached at abc1234`), read from the repository's files.
+///
+/// Never by running `git`: a repository's own config can make `git status` run programs
+/// (`core.fsmonitor`, filters), and this runs before any model turn or rule.
 fn git_summary(cwd: &Path) -> Option<String> {
-    let out = Command::new("git")
-        .args(["status", "--porcelain", "-b"])
-        .current_dir(cwd)
-        .env("GIT_TERMINAL_PROMPT", "0")
-        .output()
-        .ok()?;
-    if !out.status.success() {
-        return None;
-    }
-    let text = String::from_utf8_lossy(&out.stdout);
-    let mut lines = text.lines();
-    let branch = lines
-        .next()
-        .and_then(|l| l.strip_prefix("## "))
-        .map(|b| b.split("...").next().unwrap_or(b).to_string())
-        .unwrap_or_else(|| "unknown".to_string());
-    let changed = lines.count();
-    Some(format!("branch {branch}, {changed} changed file(s)"))
+    let root = repo_root(cwd)?;
+    let dot_git = root.join(".git");
+    // A worktree or submodule has a `.git` file pointing at the real directory.
+    let git_dir = if dot_git.is_file() {
+        let text = std::fs::read_to_string(&dot_git).ok()?;
+        let target = text.trim().strip_prefix("gitdir:")?.trim();
+        root.join(target)
+    } else {
+        dot_git
+    };
+    let head = std::fs::read_to_string(git_dir.join("HEAD")).ok()?;
+    let head = head.trim();
+    Some(match head.strip_prefix("ref: ") {
+        Some(r) => format!("branch {}", r.strip_prefix("refs/heads/").unwrap_or(r)),
+        None => format!("detached at {}", head.get(..7).unwrap_or(head)),
+    })
 }
 
 /// The repository root above `cwd` (the nearest directory with `.git`).
@@ -141,6 +139,37 @@ mod tests {
         let rules = project_rules(dir.path()).unwrap();
         assert!(rules.len() < MAX_RULES_BYTES + 100);
         assert!(rules.contains("project rules cut"));
+    }
+
+    #[test]
+    fn the_branch_is_read_without_running_git_so_repo_config_runs_nothing() {
+        let dir = tempfile::tempdir().unwrap();
+        let root = dir.path();
+        let git = |args: &[&str]| {
+            let ok = std::process::Command::new("git")
+                .args(args)
+                .current_dir(root)
+                .output()
+                .unwrap()
+                .status
+                .success();
+            assert!(ok, "git {args:?}");
+        };
+        git(&["init", "-q", "-b", "feature/x"]);
+        // A repository that runs a program whenever git looks at its work tree.
+        let marker = root.join("fsmonitor-ran");
+        let hook = root.join("hook.sh");
+        std::fs::write(&hook, format!("#!/bin/sh\ntouch {}\n", marker.display())).unwrap();
+        git(&["config", "core.fsmonitor", &hook.display().to_string()]);
+        std::fs::write(root.join("f"), "x").unwrap();
+        use std::os::unix::fs::PermissionsExt;
+        std::fs::set_permissions(&hook, std::fs::Permissions::from_mode(0o755)).unwrap();
+        let env = environment(root, "2026-12-01");
+        assert!(env.contains("- git: branch feature/x"), "{env}");
+        assert!(
+            !marker.exists(),
+            "building the context ran the repository's fsmonitor"
+        );
     }
 
     #[test]

@@ -9,8 +9,9 @@ use std::{
 
 use tern_config::{Config, ConfigPaths, Launch, ServerConfig, Transport};
 use tern_mcp::{
-    EventSink, PoolEvent, PoolOptions, ServerPool, ServerSpec, TransportSpec, pins::PinStore,
+    EventSink, PoolOptions, ServerPool, ServerSpec, ToolFilter, TransportSpec, pins::PinStore,
 };
+use tern_protocol::Event;
 
 /// Errors turning config into specs.
 #[derive(Debug, thiserror::Error)]
@@ -51,9 +52,8 @@ pub fn specs(
                 },
                 required: s.required,
                 startup_timeout: s.startup_timeout,
-                tool_timeout: s.tool_timeout,
-                enabled_tools: None,
-                disabled_tools: Vec::new(),
+                request_timeout: s.tool_timeout,
+                tool_filter: ToolFilter::all(),
             }),
             other => other,
         })
@@ -119,32 +119,21 @@ fn spec(
             }
         }
     };
+    let config = server.clone();
     Ok(ServerSpec {
         name: server.name.clone(),
         transport,
         required: server.required,
         startup_timeout: server.startup_timeout,
-        tool_timeout: server.tool_timeout,
-        enabled_tools: server.enabled_tools.clone(),
-        disabled_tools: server
-            .disabled_tools
-            .iter()
-            .cloned()
-            .chain(
-                server
-                    .tools
-                    .iter()
-                    .filter(|(_, t)| t.enabled == Some(false))
-                    .map(|(name, _)| name.clone()),
-            )
-            .collect(),
+        request_timeout: server.tool_timeout,
+        tool_filter: ToolFilter::new(move |tool| config.tool_enabled(tool)),
     })
 }
 
 /// A started pool and the events it has reported so far.
 pub struct StartedPool {
     pub pool: Arc<ServerPool>,
-    pub events: Arc<Mutex<Vec<PoolEvent>>>,
+    pub events: Arc<Mutex<Vec<Event>>>,
 }
 
 /// Starts `specs` with tern's standard options (roots = `cwd`, logs and pins under `$TERN_HOME`).
@@ -155,9 +144,9 @@ pub fn start_pool(
     env: BTreeMap<String, String>,
     extra_sink: Option<EventSink>,
 ) -> Result<StartedPool, SpecError> {
-    let events: Arc<Mutex<Vec<PoolEvent>>> = Arc::default();
+    let events: Arc<Mutex<Vec<Event>>> = Arc::default();
     let collected = events.clone();
-    let sink: EventSink = Arc::new(move |e: PoolEvent| {
+    let sink: EventSink = Arc::new(move |e: Event| {
         if let Some(extra) = &extra_sink {
             extra(e.clone());
         }

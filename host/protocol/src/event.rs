@@ -1,0 +1,282 @@
+//! The one event stream of a run.
+//!
+//! Every part of the engine — the loop, the gateway, the server pool — reports what it does as an
+//! [`Event`]; none of them prints. Subscribers render them (the events file, the terminal, JSONL).
+//! Each event travels in an [`Envelope`] carrying `run_id`, `session_id`, a gap-free `seq` and a
+//! timestamp, so `events.jsonl` is a replayable trace of the run.
+
+use std::sync::Arc;
+
+use serde::{Deserialize, Serialize};
+use serde_json::Value;
+
+use crate::tool::{Decision, ErrorKind};
+
+/// Receives events. Called synchronously from the emitting task: keep it cheap.
+pub type EventSink = Arc<dyn Fn(Event) + Send + Sync>;
+
+/// A sink that drops every event, for callers that only want results.
+pub fn ignore_events() -> EventSink {
+    Arc::new(|_| {})
+}
+
+/// What happened. Serialised with `"type": "<snake_case variant>"`.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(tag = "type", rename_all = "snake_case")]
+pub enum Event {
+    /// The run began: what it was asked, with which model and servers.
+    RunStarted {
+        goal: String,
+        model: String,
+        provider: String,
+        servers: Vec<String>,
+        cwd: String,
+    },
+    /// A server finished its handshake and `tools/list`; its tools joined the table.
+    ServerReady {
+        server: String,
+        /// `stdio` or `http`.
+        transport: String,
+        pid: Option<u32>,
+        tools: usize,
+        startup_ms: u64,
+        /// The MCP revision agreed with the server.
+        protocol_version: String,
+        server_name: String,
+        server_version: String,
+    },
+    /// A server failed to start, or crashed; `will_restart` says whether supervision tries again.
+    ServerFailed {
+        server: String,
+        reason: String,
+        stderr_tail: Vec<String>,
+        will_restart: bool,
+        #[serde(default)]
+        required: bool,
+    },
+    /// A crashed server is about to be restarted.
+    ServerRestarting {
+        server: String,
+        attempt: usize,
+        delay_ms: u64,
+    },
+    /// A server's tool list was read again (`notifications/tools/list_changed`, or a restart).
+    ToolsChanged { server: String, tools: usize },
+    /// A tool was left out of the table (invalid schema, held by its pin, too large, …).
+    ToolDropped {
+        server: String,
+        tool: String,
+        reason: String,
+    },
+    /// A log message a server sent (`notifications/message`).
+    ServerLog {
+        server: String,
+        level: String,
+        #[serde(default)]
+        logger: Option<String>,
+        data: Value,
+    },
+    /// The loop moved to another state (`build_context`, `call_model`, `run_tools`, …).
+    State { state: String, step: u32 },
+    /// The request about to be sent to the model.
+    ModelRequest {
+        step: u32,
+        messages: usize,
+        tools: usize,
+        estimated_tokens: u64,
+        /// The full provider-neutral request (messages, tools), for replay.
+        request: Value,
+    },
+    /// A piece of streamed assistant text.
+    TextDelta { text: String },
+    /// The model finished a turn.
+    ModelResponse {
+        step: u32,
+        stop_reason: String,
+        input_tokens: u64,
+        output_tokens: u64,
+        cache_read_tokens: u64,
+        cache_creation_tokens: u64,
+        latency_ms: u64,
+        request_id: Option<String>,
+        text: String,
+        tool_calls: usize,
+    },
+    /// The model request is being retried.
+    ModelRetry {
+        attempt: u32,
+        reason: String,
+        delay_ms: u64,
+        discard_partial: bool,
+    },
+    /// A tool call is about to go through the gateway.
+    ToolCallStarted {
+        call_id: String,
+        tool: String,
+        arguments: Value,
+    },
+    /// The gateway decided whether a call may run (after asking, when it asked).
+    PermissionDecided {
+        call_id: String,
+        tool: String,
+        #[serde(default)]
+        server: String,
+        decision: Decision,
+        /// What decided it: `file:line`, `annotation:readOnlyHint`, `mode:yolo`, `user:always`, ….
+        rule: String,
+        /// Whether the user (or the headless approver) was asked.
+        #[serde(default)]
+        asked: bool,
+        /// Why, in words; for a headless deny, the `--allow` rule that would permit the call.
+        #[serde(default)]
+        reason: Option<String>,
+    },
+    /// Progress a server reported for a running call.
+    ToolProgress {
+        call_id: String,
+        progress: f64,
+        total: Option<f64>,
+        message: Option<String>,
+    },
+    /// A tool call ended (exactly one per call the model made).
+    ToolCallFinished {
+        call_id: String,
+        tool: String,
+        is_error: bool,
+        error_type: Option<ErrorKind>,
+        duration_ms: u64,
+        /// The first lines of the result.
+        summary: String,
+        /// The full text given to the model.
+        output: String,
+        /// For edits: the unified diff.
+        diff: Option<String>,
+    },
+    /// The gateway's audit record of a finished call (also a line of `audit.jsonl`).
+    Audit { record: AuditRecord },
+    /// A notice from the engine (an ignored project config, a rule that could not be saved, …).
+    Notice { message: String },
+    /// Something went wrong that the run reports (it may still continue).
+    Error { message: String },
+    /// The assistant turn ended (after its tools ran, if any).
+    TurnEnd { step: u32 },
+    /// The run ended. Always the last event.
+    RunFinished {
+        status: RunStatus,
+        steps: u32,
+        duration_ms: u64,
+        input_tokens: u64,
+        output_tokens: u64,
+        cache_read_tokens: u64,
+        cache_creation_tokens: u64,
+        answer: Option<String>,
+        error: Option<String>,
+    },
+}
+
+/// How a run ended.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum RunStatus {
+    /// The model gave a final answer.
+    Success,
+    /// `max_steps` was reached.
+    MaxSteps,
+    /// An unrecoverable error.
+    Error,
+    /// Ctrl-C.
+    Cancelled,
+}
+
+impl RunStatus {
+    /// The process exit code for this status (documented in the README).
+    pub fn exit_code(self) -> i32 {
+        match self {
+            RunStatus::Success => 0,
+            RunStatus::MaxSteps | RunStatus::Error => 1,
+            RunStatus::Cancelled => 130,
+        }
+    }
+
+    /// `success`, `max_steps`, …
+    pub fn as_str(self) -> &'static str {
+        match self {
+            RunStatus::Success => "success",
+            RunStatus::MaxSteps => "max_steps",
+            RunStatus::Error => "error",
+            RunStatus::Cancelled => "cancelled",
+        }
+    }
+}
+
+/// One line of `audit.jsonl`, and the payload of [`Event::Audit`].
+///
+/// Arguments and results are recorded as sha256 digests, never in clear.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct AuditRecord {
+    /// RFC 3339, UTC, milliseconds.
+    pub time: String,
+    pub run_id: String,
+    pub session_id: String,
+    pub call_id: String,
+    /// Model-facing name, as called (also for unknown tools).
+    pub tool: String,
+    /// Empty when the tool was unknown.
+    pub server: String,
+    /// sha256 of the arguments' JSON text.
+    pub args_sha256: String,
+    /// None when the call ended before the permission stage.
+    pub decision: Option<Decision>,
+    /// What decided it: `file:line`, `annotation:readOnlyHint`, `mode:yolo`, `user:always`, ….
+    pub rule: Option<String>,
+    pub duration_ms: u64,
+    /// sha256 and length in bytes of the result text as delivered in full (the spill file's
+    /// content when there is one), so the two can be checked against each other.
+    pub result_sha256: String,
+    pub result_bytes: usize,
+    pub is_error: bool,
+    pub error_type: Option<ErrorKind>,
+    pub truncated: bool,
+}
+
+/// An event with the ids that thread a run together.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Envelope {
+    pub run_id: String,
+    pub session_id: String,
+    pub seq: u64,
+    /// RFC 3339, UTC, milliseconds.
+    pub ts: String,
+    #[serde(flatten)]
+    pub event: Event,
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn envelopes_round_trip_with_a_type_tag() {
+        let e = Envelope {
+            run_id: "r1".into(),
+            session_id: "s1".into(),
+            seq: 3,
+            ts: "2026-12-01T00:00:00.000Z".into(),
+            event: Event::PermissionDecided {
+                call_id: "c".into(),
+                tool: "fs__read_file".into(),
+                server: "fs".into(),
+                decision: Decision::Deny,
+                rule: "mode:read-only".into(),
+                asked: false,
+                reason: None,
+            },
+        };
+        let json = serde_json::to_value(&e).unwrap();
+        assert_eq!(json["type"], "permission_decided");
+        assert_eq!(json["decision"], "deny");
+        assert_eq!(json["run_id"], "r1");
+        let back: Envelope = serde_json::from_value(json).unwrap();
+        assert_eq!(back, e);
+    }
+}

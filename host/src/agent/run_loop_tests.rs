@@ -1,0 +1,365 @@
+//! The loop alone: a scripted model and a fake tool executor, no processes, no HTTP. What is
+//! proven here — order, concurrency, the repeat guard, truncated calls, cancellation — must hold
+//! whatever the tools and the provider are.
+
+use std::{
+    collections::VecDeque,
+    sync::{
+        Arc, Mutex,
+        atomic::{AtomicUsize, Ordering},
+    },
+    time::Duration,
+};
+
+use async_trait::async_trait;
+use serde_json::json;
+use tern_model::{
+    EventStream, Message, ModelAdapter, ModelError, ModelEvent, ModelRequest, StopReason, ToolSpec,
+    UserContent,
+};
+use tern_protocol::{Envelope, ErrorKind, Event, RunStatus, ToolCall, ToolResult, Usage};
+use tokio_util::sync::CancellationToken;
+
+use super::{Agent, AgentSettings};
+use crate::agent::{
+    bus::{EventBus, Subscriber},
+    executor::ToolExecutor,
+};
+
+/// A model that plays scripted turns and records every request.
+struct ScriptedModel {
+    turns: Mutex<VecDeque<Vec<ModelEvent>>>,
+    requests: Mutex<Vec<ModelRequest>>,
+}
+
+impl ScriptedModel {
+    fn new(turns: Vec<Vec<ModelEvent>>) -> Arc<Self> {
+        Arc::new(Self {
+            turns: Mutex::new(turns.into()),
+            requests: Mutex::new(Vec::new()),
+        })
+    }
+}
+
+#[async_trait]
+impl ModelAdapter for ScriptedModel {
+    fn name(&self) -> &str {
+        "scripted"
+    }
+    fn provider(&self) -> &'static str {
+        "test"
+    }
+    async fn stream(
+        &self,
+        req: &ModelRequest,
+        _cancel: CancellationToken,
+    ) -> Result<EventStream, ModelError> {
+        self.requests.lock().unwrap().push(req.clone());
+        let turn = self
+            .turns
+            .lock()
+            .unwrap()
+            .pop_front()
+            .expect("no turn left");
+        Ok(Box::pin(futures::stream::iter(turn.into_iter().map(Ok))))
+    }
+}
+
+fn calls(list: &[(&str, &str)]) -> Vec<ModelEvent> {
+    let mut events: Vec<ModelEvent> = list
+        .iter()
+        .map(|(id, name)| ModelEvent::ToolCallComplete {
+            id: (*id).into(),
+            name: (*name).into(),
+            arguments: json!({"id": id}),
+        })
+        .collect();
+    events.push(ModelEvent::Completed {
+        stop_reason: StopReason::ToolUse,
+        request_id: None,
+    });
+    events
+}
+
+fn answer(text: &str) -> Vec<ModelEvent> {
+    vec![
+        ModelEvent::TextDelta(text.into()),
+        ModelEvent::Usage(Usage {
+            input: 5,
+            output: 2,
+            ..Usage::default()
+        }),
+        ModelEvent::Completed {
+            stop_reason: StopReason::EndTurn,
+            request_id: None,
+        },
+    ]
+}
+
+/// Tools named `read*` are read-only. Each call records when it started and ended; a `read_wait`
+/// call waits until three `read_wait` calls have started (or gives up after a while and says so
+/// in its result): with three in one batch, that only happens when they really overlap.
+#[derive(Default)]
+struct FakeTools {
+    waiting_started: AtomicUsize,
+    running: AtomicUsize,
+    max_running: AtomicUsize,
+    log: Mutex<Vec<String>>,
+    /// Cancelled from inside `slow` calls, to simulate Ctrl-C in the middle of a tool.
+    cancel_on_slow: Mutex<Option<CancellationToken>>,
+}
+
+#[async_trait]
+impl ToolExecutor for FakeTools {
+    fn tools(&self) -> Vec<ToolSpec> {
+        Vec::new()
+    }
+
+    fn is_read_only(&self, name: &str) -> bool {
+        name.starts_with("read")
+    }
+
+    async fn call(&self, call: &ToolCall, cancel: CancellationToken) -> ToolResult {
+        let now = self.running.fetch_add(1, Ordering::SeqCst) + 1;
+        self.max_running.fetch_max(now, Ordering::SeqCst);
+        self.log.lock().unwrap().push(format!("start {}", call.id));
+        let mut content = format!("ran {}", call.id);
+        if call.name == "read_wait" {
+            self.waiting_started.fetch_add(1, Ordering::SeqCst);
+            let waited = tokio::time::timeout(Duration::from_secs(5), async {
+                while self.waiting_started.load(Ordering::SeqCst) < 3 {
+                    tokio::time::sleep(Duration::from_millis(5)).await;
+                }
+            })
+            .await;
+            if waited.is_err() {
+                content = "ran alone".into();
+            }
+        }
+        if call.name == "slow" {
+            if let Some(c) = self.cancel_on_slow.lock().unwrap().take() {
+                c.cancel();
+            }
+            cancel.cancelled().await;
+            content = "cancelled".into();
+        }
+        self.log.lock().unwrap().push(format!("end {}", call.id));
+        self.running.fetch_sub(1, Ordering::SeqCst);
+        ToolResult::text(call.id.clone(), content)
+    }
+}
+
+struct Collect(Arc<Mutex<Vec<Event>>>);
+impl Subscriber for Collect {
+    fn on_event(&mut self, e: &Envelope) {
+        self.0.lock().unwrap().push(e.event.clone());
+    }
+}
+
+fn agent(model: Arc<ScriptedModel>, tools: Arc<FakeTools>) -> (Agent, Arc<Mutex<Vec<Event>>>) {
+    let bus = EventBus::new("r", "s");
+    let events = Arc::new(Mutex::new(Vec::new()));
+    bus.subscribe(Box::new(Collect(events.clone())));
+    let agent = Agent {
+        model,
+        tools,
+        bus,
+        settings: AgentSettings {
+            system: vec!["system".into()],
+            max_steps: 10,
+            max_tokens: 100,
+        },
+    };
+    (agent, events)
+}
+
+/// The tool results of the user message that follows the `n`-th assistant turn.
+fn results_in(request: &ModelRequest) -> Vec<ToolResult> {
+    match request.messages.last() {
+        Some(Message::User { content }) => content
+            .iter()
+            .filter_map(|c| match c {
+                UserContent::ToolResult(r) => Some(r.clone()),
+                UserContent::Text { .. } => None,
+            })
+            .collect(),
+        _ => Vec::new(),
+    }
+}
+
+#[tokio::test]
+async fn results_come_back_in_the_models_order_one_per_call_and_writes_run_alone() {
+    let model = ScriptedModel::new(vec![
+        calls(&[("a", "read"), ("b", "write"), ("c", "write"), ("d", "read")]),
+        answer("done"),
+    ]);
+    let tools = Arc::new(FakeTools::default());
+    let (agent, events) = agent(model.clone(), tools.clone());
+    let mut transcript = Vec::new();
+    let out = agent
+        .run_turn(&mut transcript, "go", &CancellationToken::new())
+        .await;
+    assert_eq!(out.status, RunStatus::Success);
+    assert_eq!(out.answer.as_deref(), Some("done"));
+    assert_eq!(out.steps, 2);
+    let requests = model.requests.lock().unwrap();
+    let ids: Vec<String> = results_in(&requests[1])
+        .iter()
+        .map(|r| format!("{}:{}", r.call_id, r.content))
+        .collect();
+    assert_eq!(ids, ["a:ran a", "b:ran b", "c:ran c", "d:ran d"]);
+    // Writes never overlap anything: the log is strictly start/end pairs in order.
+    let log = tools.log.lock().unwrap().clone();
+    assert_eq!(
+        log,
+        [
+            "start a", "end a", "start b", "end b", "start c", "end c", "start d", "end d"
+        ]
+    );
+    let finished: Vec<String> = events
+        .lock()
+        .unwrap()
+        .iter()
+        .filter_map(|e| match e {
+            Event::ToolCallFinished { call_id, .. } => Some(call_id.clone()),
+            _ => None,
+        })
+        .collect();
+    assert_eq!(finished, ["a", "b", "c", "d"]);
+}
+
+#[tokio::test]
+async fn consecutive_read_only_calls_overlap_in_time() {
+    let model = ScriptedModel::new(vec![
+        calls(&[
+            ("r1", "read_wait"),
+            ("r2", "read_wait"),
+            ("r3", "read_wait"),
+        ]),
+        answer("ok"),
+    ]);
+    let tools = Arc::new(FakeTools::default());
+    let (agent, _) = agent(model.clone(), tools.clone());
+    let mut transcript = Vec::new();
+    agent
+        .run_turn(&mut transcript, "go", &CancellationToken::new())
+        .await;
+    let requests = model.requests.lock().unwrap();
+    for r in results_in(&requests[1]) {
+        assert_eq!(
+            r.content,
+            format!("ran {}", r.call_id),
+            "ran one after another"
+        );
+    }
+    assert_eq!(tools.max_running.load(Ordering::SeqCst), 3);
+}
+
+#[tokio::test]
+async fn the_same_call_three_times_in_a_row_is_answered_not_run() {
+    let same = || calls(&[("x", "write")]);
+    let model = ScriptedModel::new(vec![same(), same(), same(), answer("ok")]);
+    let tools = Arc::new(FakeTools::default());
+    let (agent, _) = agent(model.clone(), tools.clone());
+    let mut transcript = Vec::new();
+    agent
+        .run_turn(&mut transcript, "go", &CancellationToken::new())
+        .await;
+    let requests = model.requests.lock().unwrap();
+    let third = &results_in(&requests[3])[0];
+    assert_eq!(third.error, Some(ErrorKind::RepeatedCall));
+    assert!(
+        third.content.contains("3 times in a row"),
+        "{}",
+        third.content
+    );
+    assert_eq!(tools.log.lock().unwrap().len(), 4, "only two calls ran");
+}
+
+#[tokio::test]
+async fn a_truncated_call_is_explained_to_the_model_and_never_run() {
+    let model = ScriptedModel::new(vec![
+        vec![
+            ModelEvent::ToolCallIncomplete {
+                id: "t".into(),
+                name: "write".into(),
+                reason: "cut off by max_tokens".into(),
+            },
+            ModelEvent::Completed {
+                stop_reason: StopReason::MaxTokens,
+                request_id: None,
+            },
+        ],
+        answer("sorry"),
+    ]);
+    let tools = Arc::new(FakeTools::default());
+    let (agent, _) = agent(model.clone(), tools.clone());
+    let mut transcript = Vec::new();
+    agent
+        .run_turn(&mut transcript, "go", &CancellationToken::new())
+        .await;
+    assert!(tools.log.lock().unwrap().is_empty());
+    let requests = model.requests.lock().unwrap();
+    let Some(Message::User { content }) = requests[1].messages.last() else {
+        panic!("no user turn")
+    };
+    let text = format!("{content:?}");
+    assert!(
+        text.contains("was not run: cut off by max_tokens"),
+        "{text}"
+    );
+}
+
+#[tokio::test]
+async fn cancelling_mid_tool_ends_the_turn_cancelled_with_a_result_for_every_call() {
+    let model = ScriptedModel::new(vec![calls(&[("s", "slow"), ("w", "write")])]);
+    let tools = Arc::new(FakeTools::default());
+    let cancel = CancellationToken::new();
+    *tools.cancel_on_slow.lock().unwrap() = Some(cancel.clone());
+    let (agent, events) = agent(model.clone(), tools.clone());
+    let mut transcript = Vec::new();
+    let out = agent.run_turn(&mut transcript, "go", &cancel).await;
+    assert_eq!(out.status, RunStatus::Cancelled);
+    let Some(Message::User { content }) = transcript.last() else {
+        panic!("the results of the cancelled turn were not recorded")
+    };
+    let results: Vec<&ToolResult> = content
+        .iter()
+        .filter_map(|c| match c {
+            UserContent::ToolResult(r) => Some(r),
+            UserContent::Text { .. } => None,
+        })
+        .collect();
+    assert_eq!(results.len(), 2);
+    assert_eq!(
+        results[1].error,
+        Some(ErrorKind::Cancelled),
+        "the write never ran"
+    );
+    assert_eq!(tools.log.lock().unwrap().len(), 2, "only the slow call ran");
+    let finished = events
+        .lock()
+        .unwrap()
+        .iter()
+        .filter(|e| matches!(e, Event::ToolCallFinished { .. }))
+        .count();
+    assert_eq!(finished, 2);
+}
+
+#[tokio::test]
+async fn max_steps_stops_the_loop_with_its_status() {
+    let model = ScriptedModel::new(vec![
+        calls(&[("1", "write")]),
+        calls(&[("2", "write")]),
+        calls(&[("3", "write")]),
+    ]);
+    let tools = Arc::new(FakeTools::default());
+    let (mut agent, _) = agent(model.clone(), tools);
+    agent.settings.max_steps = 2;
+    let mut transcript = Vec::new();
+    let out = agent
+        .run_turn(&mut transcript, "go", &CancellationToken::new())
+        .await;
+    assert_eq!(out.status, RunStatus::MaxSteps);
+    assert_eq!(model.requests.lock().unwrap().len(), 2);
+}

@@ -1,0 +1,77 @@
+//! `tern run`: one goal, headless.
+
+use std::{
+    io::{IsTerminal, Read},
+    sync::Arc,
+};
+
+use tern_gateway::{Approver, HeadlessApprover};
+use tokio_util::sync::CancellationToken;
+
+use crate::{
+    agent::{Engine, EngineOptions, Subscriber, TurnOutcome},
+    cli::OutputFormat,
+    error::UsageError,
+    render::{JsonlPrinter, TerminalPrinter},
+    workspace::Workspace,
+};
+
+/// Reads the goal from the argument, else from stdin when it is not a terminal.
+pub fn read_goal(arg: Option<String>) -> Result<String, UsageError> {
+    let goal = match arg {
+        Some(g) if g != "-" => g,
+        _ if !std::io::stdin().is_terminal() => {
+            let mut s = String::new();
+            std::io::stdin()
+                .read_to_string(&mut s)
+                .map_err(|e| UsageError(format!("cannot read the goal from stdin: {e}")))?;
+            s
+        }
+        _ => String::new(),
+    };
+    if goal.trim().is_empty() {
+        return Err(UsageError(
+            "no goal: pass it as an argument (`tern run \"fix the tests\"`) or on stdin".into(),
+        ));
+    }
+    Ok(goal)
+}
+
+/// Runs `goal` to its end and returns the exit code.
+pub async fn run(
+    ws: &Workspace,
+    goal: String,
+    output: OutputFormat,
+    session: Option<String>,
+) -> anyhow::Result<i32> {
+    let printer: Box<dyn Subscriber> = match output {
+        OutputFormat::Jsonl => Box::new(JsonlPrinter),
+        OutputFormat::Text => Box::new(TerminalPrinter::auto()),
+    };
+    // Headless: "ask" becomes "deny", and the result says which --allow would permit it.
+    let approver: Arc<dyn Approver> = Arc::new(HeadlessApprover);
+    let options = EngineOptions {
+        goal: goal.clone(),
+        session,
+    };
+    let mut engine = Engine::start(ws, options, printer, approver).await?;
+
+    let cancel = CancellationToken::new();
+    let on_ctrl_c = cancel.clone();
+    let ctrl_c = tokio::spawn(async move {
+        if tokio::signal::ctrl_c().await.is_ok() {
+            on_ctrl_c.cancel();
+        }
+    });
+    let outcome = match engine.required_failure() {
+        Some(message) => {
+            engine.report_error(message.clone());
+            TurnOutcome::failed(message)
+        }
+        None => engine.submit(&goal, &cancel).await,
+    };
+    ctrl_c.abort();
+    let status = outcome.status;
+    engine.finish(status, Some(&outcome)).await;
+    Ok(status.exit_code())
+}

@@ -1,0 +1,62 @@
+//! Where a command works: the directory, the environment, the config files and the loaded
+//! config — built once from the command line and passed down as a value.
+
+use std::{
+    collections::BTreeMap,
+    path::{Path, PathBuf},
+};
+
+use anyhow::Context as _;
+use tern_config::{Config, ConfigPaths, LoadOptions};
+
+use crate::error::ConfigFailure;
+
+/// What every command needs.
+pub struct Workspace {
+    /// The working directory (canonical).
+    pub cwd: PathBuf,
+    /// The environment, read once (tests and sub-runs pass their own).
+    pub env: BTreeMap<String, String>,
+    /// `$TERN_HOME` and the config files in play.
+    pub paths: ConfigPaths,
+    /// The merged config (flags already applied).
+    pub config: Config,
+    /// This executable, which runs the built-in servers (`tern serve NAME`).
+    pub tern_exe: PathBuf,
+}
+
+impl Workspace {
+    /// Resolves the directory (`cd` relative to the current one), paths and config.
+    pub fn load(cd: Option<&Path>, options: &LoadOptions) -> anyhow::Result<Workspace> {
+        let here = std::env::current_dir().context("cannot read the current directory")?;
+        let cwd = match cd {
+            Some(dir) => here.join(dir),
+            None => here,
+        };
+        let cwd = cwd
+            .canonicalize()
+            .with_context(|| format!("cannot use directory {}", cwd.display()))?;
+        let env: BTreeMap<String, String> = std::env::vars().collect();
+        let lookup = |k: &str| env.get(k).cloned();
+        let paths = ConfigPaths::resolve(&cwd, &lookup).map_err(ConfigFailure)?;
+        let config = Config::load(&paths, options, &lookup).map_err(ConfigFailure)?;
+        let tern_exe = std::env::current_exe().context("cannot find the tern executable")?;
+        Ok(Workspace {
+            cwd,
+            env,
+            paths,
+            config,
+            tern_exe,
+        })
+    }
+
+    /// Notices about the config (e.g. an untrusted project), one line each.
+    pub fn notices(&self) -> Vec<String> {
+        self.config.notices.iter().map(|n| n.to_string()).collect()
+    }
+
+    /// Looks a variable up in the workspace's environment.
+    pub fn var(&self, name: &str) -> Option<String> {
+        self.env.get(name).cloned()
+    }
+}
