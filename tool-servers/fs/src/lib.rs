@@ -5,6 +5,21 @@
 //! from an open root handle and refuses anything that leads outside the roots
 //! (see that module for why string checks are not enough).
 //!
+//! ## What a host can rely on
+//!
+//! - `write_file` and `edit_file` carry `"tern/edits_files": true` in their tool
+//!   definition's `_meta` (in `tools/list`): a host recognises file-editing tools by
+//!   that key, never by this server's name.
+//! - `edit_file`, and `write_file` when it replaced an existing small UTF-8 file,
+//!   answer with two content blocks: a one-line summary (text) and the unified diff
+//!   as an embedded resource `{"uri": "file:///abs/path", "mimeType": "text/x-diff",
+//!   "text": "<diff>"}`. A host gives the resource's text to the model, so the model
+//!   sees the diff once. `structuredContent` keeps only plain facts (`path`,
+//!   `replacements` or `bytes_written`/`created`); it has no `diff` key.
+//! - Tool input schemas are plain JSON Schema 2020-12 (`src/tools/schema.rs`): an
+//!   optional argument is absent from `required`, never `"type": [.., "null"]`, and
+//!   integer ranges are `minimum`/`maximum`, never custom formats.
+//!
 //! Run it standalone (`tern-fs --root DIR`) or as `tern serve fs --root DIR`; both
 //! call [`run`]. Embedding the server in a program of your own:
 //!

@@ -4,7 +4,7 @@
 use std::sync::Arc;
 
 use rmcp::handler::server::{router::tool::ToolRouter, wrapper::Parameters};
-use rmcp::model::{CallToolResult, ServerCapabilities, ServerConfig};
+use rmcp::model::{CallToolResult, MetaObject, ServerCapabilities, ServerConfig};
 use rmcp::{ServerHandler, tool, tool_handler, tool_router};
 use tokio_util::sync::CancellationToken;
 
@@ -55,6 +55,18 @@ impl FsServer {
     }
 }
 
+/// The tool definition's `_meta` for tools that create or modify the file at
+/// their `path` argument: the host recognises file-editing tools by this key,
+/// never by a server or tool name (see the crate docs).
+fn edits_files() -> MetaObject {
+    let mut meta = MetaObject::new();
+    meta.insert(EDITS_FILES_KEY.into(), serde_json::Value::Bool(true));
+    meta
+}
+
+/// `_meta` key on a tool definition: the tool edits files at its path arguments.
+pub(crate) const EDITS_FILES_KEY: &str = "tern/edits_files";
+
 /// Walks (glob, grep) can take a while on a large tree, so they run on Tokio's
 /// blocking pool. The other tools do a handful of syscalls on one bounded file
 /// and run inline: a thread hop would cost more than the work.
@@ -93,6 +105,7 @@ impl FsServer {
                        are created. The file is replaced atomically; a symlink at the path is \
                        refused, never written through. Prefer edit_file for changes to an \
                        existing file.",
+        meta = edits_files(),
         annotations(
             title = "Write file",
             read_only_hint = false,
@@ -111,6 +124,7 @@ impl FsServer {
         description = "Replace an exact piece of text in an existing file and return a unified \
                        diff of the change. `old_string` must occur exactly once (include enough \
                        surrounding lines to make it unique) unless `replace_all` is true.",
+        meta = edits_files(),
         annotations(
             title = "Edit file",
             read_only_hint = false,

@@ -1,4 +1,5 @@
-//! `edit_file`: exact string replacement, answered with a unified diff.
+//! `edit_file`: exact string replacement, answered with a unified diff
+//! (an embedded `text/x-diff` resource, see [`super::diff`]).
 
 use std::io::Read;
 
@@ -7,8 +8,9 @@ use schemars::JsonSchema;
 use serde::Deserialize;
 use serde_json::json;
 
+use super::diff::unified;
 use super::write::{Unchanged, replace};
-use super::{failure, resolve, shown, success};
+use super::{diff_block, failure, resolve, shown, success};
 use crate::resolve::{CreateParents, Intent, Roots};
 
 /// Files larger than this are not edited in memory; a model editing a 64 MiB
@@ -17,6 +19,7 @@ const MAX_EDIT_BYTES: u64 = 64 * 1024 * 1024;
 
 /// Parameters of `edit_file`.
 #[derive(Debug, Deserialize, JsonSchema)]
+#[schemars(transform = super::schema::portable)]
 pub struct EditFileParams {
     /// The file to edit: relative to the first root, or an absolute path inside a root.
     /// It must exist and be UTF-8 text; a symlink is not followed (edit its target).
@@ -107,14 +110,15 @@ pub(crate) fn edit_file(roots: &Roots, p: EditFileParams) -> CallToolResult {
         return failure(ACTION, &p.path, e);
     }
     let path = shown(resolved.path());
-    let diff = similar::TextDiff::from_lines(&before, &after)
-        .unified_diff()
-        .context_radius(3)
-        .header(&path, &path)
-        .to_string();
+    let diff = unified(&path, &before, &after);
     let plural = if found == 1 { "" } else { "s" };
-    success(
-        format!("edited `{path}`: {found} replacement{plural}\n\n{diff}"),
-        json!({ "path": path, "replacements": found, "diff": diff }),
-    )
+    let mut result = success(
+        format!(
+            "edited `{path}`: {found} replacement{plural} ({})",
+            diff.stat()
+        ),
+        json!({ "path": path, "replacements": found }),
+    );
+    result.content.push(diff_block(resolved.path(), diff.text));
+    result
 }

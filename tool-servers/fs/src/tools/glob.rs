@@ -16,6 +16,7 @@ use crate::resolve::{Intent, Roots};
 
 /// Parameters of `glob`.
 #[derive(Debug, Deserialize, JsonSchema)]
+#[schemars(transform = super::schema::portable)]
 pub struct GlobParams {
     /// Glob pattern matched against paths relative to `path`, e.g. `**/*.rs`,
     /// `src/**/mod.rs` or `*.toml`. `*` stays within one directory, `**` crosses

@@ -2,16 +2,18 @@
 //! failures are results with `isError: true` that name the path and the reason
 //! (the model can act on them), never a JSON-RPC error or a panic.
 
+pub(crate) mod diff;
 pub(crate) mod edit;
 pub(crate) mod glob;
 pub(crate) mod grep;
 pub(crate) mod list;
 pub(crate) mod read;
+pub(crate) mod schema;
 pub(crate) mod write;
 
 use std::path::Path;
 
-use rmcp::model::{CallToolResult, ContentBlock};
+use rmcp::model::{CallToolResult, ContentBlock, ResourceContents};
 use serde_json::{Value, json};
 
 use crate::resolve::{ResolveError, Resolved, Roots};
@@ -33,6 +35,25 @@ pub(crate) fn success(text: String, structured: Value) -> CallToolResult {
     result.structured_content = Some(structured);
     result
 }
+
+/// A unified diff as an embedded resource, the form every tern host renders as
+/// a diff and hands to the model (see the crate docs): `uri` names the file,
+/// `mimeType` is `text/x-diff`.
+pub(crate) fn diff_block(path: &Path, diff: String) -> ContentBlock {
+    let uri = url::Url::from_file_path(path)
+        .map(String::from)
+        // Only a relative path fails here, and resolved paths are absolute.
+        .unwrap_or_else(|()| format!("file://{}", path.display()));
+    ContentBlock::resource(ResourceContents::TextResourceContents {
+        uri,
+        mime_type: Some(DIFF_MIME.into()),
+        text: diff,
+        meta: None,
+    })
+}
+
+/// The MIME type of a unified diff.
+pub(crate) const DIFF_MIME: &str = "text/x-diff";
 
 /// A refusal or failure: "cannot {action} `{path}`: {reason}".
 pub(crate) fn failure(action: &str, path: &str, reason: impl std::fmt::Display) -> CallToolResult {
