@@ -35,6 +35,7 @@
 pub mod resolve;
 mod server;
 mod tools;
+mod walk;
 
 use std::path::PathBuf;
 

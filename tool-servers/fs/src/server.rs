@@ -10,9 +10,10 @@ use tokio_util::sync::CancellationToken;
 
 use crate::resolve::Roots;
 use crate::tools::{
-    self, Limits, edit::EditFileParams, glob::GlobParams, grep::GrepParams, list::ListDirParams,
-    read::ReadFileParams, write::WriteFileParams,
+    self, Context, Limits, edit::EditFileParams, glob::GlobParams, grep::GrepParams,
+    list::ListDirParams, read::ReadFileParams, write::WriteFileParams,
 };
+use crate::walk;
 
 /// The filesystem server. Cheap to clone (rmcp clones the handler per session).
 #[derive(Debug, Clone)]
@@ -24,8 +25,7 @@ pub struct FsServer {
 
 #[derive(Debug)]
 struct Shared {
-    roots: Roots,
-    limits: Limits,
+    ctx: Context,
     instructions: String,
 }
 
@@ -46,8 +46,12 @@ impl FsServer {
         );
         Self {
             shared: Arc::new(Shared {
-                roots,
-                limits,
+                ctx: Context {
+                    roots,
+                    limits,
+                    gitignore: Arc::new(walk::global_gitignore()),
+                    threads: walk::default_threads(),
+                },
                 instructions,
             }),
             tool_router: Self::tool_router(),
@@ -95,7 +99,7 @@ impl FsServer {
         )
     )]
     async fn read_file(&self, Parameters(p): Parameters<ReadFileParams>) -> CallToolResult {
-        tools::read::read_file(&self.shared.roots, self.shared.limits, p)
+        tools::read::read_file(&self.shared.ctx, p)
     }
 
     /// Create or overwrite a file.
@@ -115,7 +119,7 @@ impl FsServer {
         )
     )]
     async fn write_file(&self, Parameters(p): Parameters<WriteFileParams>) -> CallToolResult {
-        tools::write::write_file(&self.shared.roots, p)
+        tools::write::write_file(&self.shared.ctx, p)
     }
 
     /// Replace an exact string in a file.
@@ -134,7 +138,7 @@ impl FsServer {
         )
     )]
     async fn edit_file(&self, Parameters(p): Parameters<EditFileParams>) -> CallToolResult {
-        tools::edit::edit_file(&self.shared.roots, p)
+        tools::edit::edit_file(&self.shared.ctx, p)
     }
 
     /// List one directory.
@@ -151,7 +155,7 @@ impl FsServer {
         )
     )]
     async fn list_dir(&self, Parameters(p): Parameters<ListDirParams>) -> CallToolResult {
-        tools::list::list_dir(&self.shared.roots, self.shared.limits, p)
+        tools::list::list_dir(&self.shared.ctx, p)
     }
 
     /// Find paths by glob pattern.
@@ -174,7 +178,7 @@ impl FsServer {
         cancel: CancellationToken,
     ) -> CallToolResult {
         let shared = Arc::clone(&self.shared);
-        blocking(move || tools::glob::glob(&shared.roots, shared.limits, p, &cancel)).await
+        blocking(move || tools::glob::glob(&shared.ctx, p, &cancel)).await
     }
 
     /// Search file contents by regex.
@@ -198,7 +202,7 @@ impl FsServer {
         cancel: CancellationToken,
     ) -> CallToolResult {
         let shared = Arc::clone(&self.shared);
-        blocking(move || tools::grep::grep(&shared.roots, shared.limits, p, &cancel)).await
+        blocking(move || tools::grep::grep(&shared.ctx, p, &cancel)).await
     }
 }
 

@@ -201,6 +201,16 @@ impl Roots {
         walk.run(intent)
     }
 
+    /// Handle and real path of the outermost root containing the real path `path`
+    /// (compared component by component), where a walk of `path` starts.
+    pub(crate) fn outermost_containing(&self, path: &Path) -> Option<(BorrowedFd<'_>, &Path)> {
+        self.roots
+            .iter()
+            .filter(|r| path.starts_with(&r.canonical))
+            .min_by_key(|r| r.canonical.components().count())
+            .map(|r| (r.fd.as_fd(), r.canonical.as_path()))
+    }
+
     fn describe(&self) -> String {
         let names: Vec<String> = self
             .roots

@@ -10,8 +10,8 @@ use serde_json::json;
 
 use super::diff::unified;
 use super::write::{Unchanged, replace};
-use super::{diff_block, failure, resolve, shown, success};
-use crate::resolve::{CreateParents, Intent, Roots};
+use super::{Context, diff_block, failure, resolve, shown, success};
+use crate::resolve::{CreateParents, Intent};
 
 /// Files larger than this are not edited in memory; a model editing a 64 MiB
 /// file by string replacement is almost certainly doing the wrong thing.
@@ -34,7 +34,7 @@ pub struct EditFileParams {
     pub replace_all: bool,
 }
 
-pub(crate) fn edit_file(roots: &Roots, p: EditFileParams) -> CallToolResult {
+pub(crate) fn edit_file(ctx: &Context, p: EditFileParams) -> CallToolResult {
     const ACTION: &str = "edit";
     if p.old_string.is_empty() {
         return failure(
@@ -49,7 +49,7 @@ pub(crate) fn edit_file(roots: &Roots, p: EditFileParams) -> CallToolResult {
     let intent = Intent::Write {
         parents: CreateParents::No,
     };
-    let resolved = match resolve(roots, ACTION, &p.path, intent) {
+    let resolved = match resolve(&ctx.roots, ACTION, &p.path, intent) {
         Ok(r) => r,
         Err(result) => return result,
     };

@@ -9,8 +9,8 @@ use schemars::JsonSchema;
 use serde::Deserialize;
 use serde_json::json;
 
-use super::{Limits, failure, resolve, shown, success};
-use crate::resolve::{Intent, Roots};
+use super::{Context, failure, resolve, shown, success};
+use crate::resolve::Intent;
 
 /// Parameters of `list_dir`.
 #[derive(Debug, Deserialize, JsonSchema)]
@@ -22,10 +22,10 @@ pub struct ListDirParams {
     pub path: Option<String>,
 }
 
-pub(crate) fn list_dir(roots: &Roots, limits: Limits, p: ListDirParams) -> CallToolResult {
+pub(crate) fn list_dir(ctx: &Context, p: ListDirParams) -> CallToolResult {
     const ACTION: &str = "list";
     let asked = p.path.as_deref().unwrap_or(".");
-    let resolved = match resolve(roots, ACTION, asked, Intent::Open) {
+    let resolved = match resolve(&ctx.roots, ACTION, asked, Intent::Open) {
         Ok(r) => r,
         Err(result) => return result,
     };
@@ -50,8 +50,8 @@ pub(crate) fn list_dir(roots: &Roots, limits: Limits, p: ListDirParams) -> CallT
     }
     names.sort();
     let total = names.len();
-    let truncated = total > limits.max_entries;
-    names.truncate(limits.max_entries);
+    let truncated = total > ctx.limits.max_entries;
+    names.truncate(ctx.limits.max_entries);
 
     let path = shown(resolved.path());
     let mut text = format!("{path}: {total} entries\n");

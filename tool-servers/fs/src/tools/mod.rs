@@ -12,11 +12,25 @@ pub(crate) mod schema;
 pub(crate) mod write;
 
 use std::path::Path;
+use std::sync::Arc;
+
+use ignore::gitignore::Gitignore;
 
 use rmcp::model::{CallToolResult, ContentBlock, ResourceContents};
 use serde_json::{Value, json};
 
 use crate::resolve::{ResolveError, Resolved, Roots};
+
+/// Everything a tool call works with, built once at startup.
+#[derive(Debug)]
+pub(crate) struct Context {
+    pub(crate) roots: Roots,
+    pub(crate) limits: Limits,
+    /// The user's global gitignore, read once (walks apply it like ripgrep does).
+    pub(crate) gitignore: Arc<Gitignore>,
+    /// Worker threads per walk.
+    pub(crate) threads: usize,
+}
 
 /// Limits from the command line, passed to every tool by value.
 #[derive(Debug, Clone, Copy)]

@@ -8,8 +8,8 @@ use schemars::JsonSchema;
 use serde::Deserialize;
 use serde_json::json;
 
-use super::{Limits, failure, resolve, shown, success};
-use crate::resolve::{Intent, Roots};
+use super::{Context, failure, resolve, shown, success};
+use crate::resolve::Intent;
 
 /// Bytes at the start of a file inspected to decide whether it is text
 /// (the same window `git` and ripgrep use for their binary heuristics).
@@ -40,9 +40,9 @@ enum Stop {
     Bytes,
 }
 
-pub(crate) fn read_file(roots: &Roots, limits: Limits, p: ReadFileParams) -> CallToolResult {
+pub(crate) fn read_file(ctx: &Context, p: ReadFileParams) -> CallToolResult {
     const ACTION: &str = "read";
-    let resolved = match resolve(roots, ACTION, &p.path, Intent::Open) {
+    let resolved = match resolve(&ctx.roots, ACTION, &p.path, Intent::Open) {
         Ok(r) => r,
         Err(result) => return result,
     };
@@ -74,7 +74,7 @@ pub(crate) fn read_file(roots: &Roots, limits: Limits, p: ReadFileParams) -> Cal
             &mut std::io::Cursor::new(head),
             offset,
             p.limit,
-            limits.max_read_bytes,
+            ctx.limits.max_read_bytes,
             total_bytes,
         )
     } else {
@@ -84,12 +84,12 @@ pub(crate) fn read_file(roots: &Roots, limits: Limits, p: ReadFileParams) -> Cal
             &mut reader,
             offset,
             p.limit,
-            limits.max_read_bytes,
+            ctx.limits.max_read_bytes,
             total_bytes,
         )
     };
     match rendered {
-        Ok(r) => finish(&path, total_bytes, offset, limits.max_read_bytes, r),
+        Ok(r) => finish(&path, total_bytes, offset, ctx.limits.max_read_bytes, r),
         Err(e) => failure(ACTION, &p.path, e),
     }
 }

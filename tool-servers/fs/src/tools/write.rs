@@ -12,8 +12,8 @@ use serde::Deserialize;
 use serde_json::json;
 
 use super::diff::unified;
-use super::{diff_block, failure, resolve, shown, success};
-use crate::resolve::{CreateParents, Intent, Resolved, Roots, kind_name};
+use super::{Context, diff_block, failure, resolve, shown, success};
+use crate::resolve::{CreateParents, Intent, Resolved, kind_name};
 
 /// Parameters of `write_file`.
 #[derive(Debug, Deserialize, JsonSchema)]
@@ -26,12 +26,12 @@ pub struct WriteFileParams {
     pub content: String,
 }
 
-pub(crate) fn write_file(roots: &Roots, p: WriteFileParams) -> CallToolResult {
+pub(crate) fn write_file(ctx: &Context, p: WriteFileParams) -> CallToolResult {
     const ACTION: &str = "write";
     let intent = Intent::Write {
         parents: CreateParents::Yes,
     };
-    let resolved = match resolve(roots, ACTION, &p.path, intent) {
+    let resolved = match resolve(&ctx.roots, ACTION, &p.path, intent) {
         Ok(r) => r,
         Err(result) => return result,
     };
