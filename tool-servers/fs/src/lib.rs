@@ -20,6 +20,12 @@
 //!   optional argument is absent from `required`, never `"type": [.., "null"]`, and
 //!   integer ranges are `minimum`/`maximum`, never custom formats.
 //!
+//! - Paths the host denies (`--deny-read GLOB`, repeatable, and per call the request
+//!   `_meta` key `"tern/deny_paths": ["GLOB", ...]`) are refused by read_file,
+//!   write_file and edit_file ("denied by the host's rule") and silently left out
+//!   by grep, glob and list_dir, whether reached by name, through a symlink, or as
+//!   a hard link to a denied file (`src/deny.rs` has the rules and their cost).
+//!
 //! Run it standalone (`tern-fs --root DIR`) or as `tern serve fs --root DIR`; both
 //! call [`run`]. Embedding the server in a program of your own:
 //!
@@ -32,6 +38,7 @@
 //! ```
 #![deny(clippy::print_stdout, clippy::print_stderr)]
 
+mod deny;
 pub mod resolve;
 mod server;
 mod tools;
@@ -39,6 +46,7 @@ mod walk;
 
 use std::path::PathBuf;
 
+pub use deny::{DENY_META_KEY, DenyError};
 pub use server::FsServer;
 pub use tools::Limits;
 
@@ -63,6 +71,14 @@ pub struct Args {
     /// Matching lines (content mode) or files grep returns at most.
     #[arg(long, value_name = "N", default_value_t = 500)]
     pub max_grep_results: usize,
+    /// Never read, write, list or search paths matching this glob (repeatable).
+    /// Relative globs are anchored at every root (`**/.env`), absolute ones are
+    /// taken as is; `*` stays within a directory, `**` crosses directories.
+    /// Matched against the real path of what is opened and the path asked for;
+    /// hard links to a matching file are refused too. A call can add globs in
+    /// its request `_meta` under `tern/deny_paths`.
+    #[arg(long = "deny-read", value_name = "GLOB")]
+    pub deny_read: Vec<String>,
 }
 
 impl Args {
@@ -89,5 +105,7 @@ pub async fn run(args: Args) -> Result<(), tern_tool_common::ServeError> {
     let roots = resolve::Roots::open(&dirs)
         .map_err(|e| tern_tool_common::ServeError::Config(e.to_string()))?;
     tracing::debug!(roots = ?roots.paths().collect::<Vec<_>>(), "tern-fs serving");
-    tern_tool_common::serve_stdio(FsServer::new(roots, args.limits())).await
+    let server = FsServer::new(roots, args.limits(), args.deny_read.clone())
+        .map_err(|e| tern_tool_common::ServeError::Config(e.to_string()))?;
+    tern_tool_common::serve_stdio(server).await
 }

@@ -4,10 +4,13 @@
 use std::sync::Arc;
 
 use rmcp::handler::server::{router::tool::ToolRouter, wrapper::Parameters};
-use rmcp::model::{CallToolResult, MetaObject, ServerCapabilities, ServerConfig};
+use rmcp::model::{
+    CallToolResult, MetaObject, RequestMetaObject, ServerCapabilities, ServerConfig,
+};
 use rmcp::{ServerHandler, tool, tool_handler, tool_router};
 use tokio_util::sync::CancellationToken;
 
+use crate::deny::{DenyCache, DenyError};
 use crate::resolve::Roots;
 use crate::tools::{
     self, Context, Limits, edit::EditFileParams, glob::GlobParams, grep::GrepParams,
@@ -30,8 +33,10 @@ struct Shared {
 }
 
 impl FsServer {
-    /// A server over `roots` with the given limits.
-    pub fn new(roots: Roots, limits: Limits) -> Self {
+    /// A server over `roots` with the given limits, refusing paths that match
+    /// `deny_read` (globs; see the crate docs) in every call.
+    pub fn new(roots: Roots, limits: Limits, deny_read: Vec<String>) -> Result<Self, DenyError> {
+        let deny = DenyCache::new(&roots, deny_read)?;
         let list: Vec<String> = roots
             .paths()
             .map(|p| format!("`{}`", p.display()))
@@ -44,18 +49,19 @@ impl FsServer {
             list.join(", "),
             limits.max_read_bytes
         );
-        Self {
+        Ok(Self {
             shared: Arc::new(Shared {
                 ctx: Context {
                     roots,
                     limits,
                     gitignore: Arc::new(walk::global_gitignore()),
                     threads: walk::default_threads(),
+                    deny,
                 },
                 instructions,
             }),
             tool_router: Self::tool_router(),
-        }
+        })
     }
 }
 
@@ -98,8 +104,16 @@ impl FsServer {
             open_world_hint = false
         )
     )]
-    async fn read_file(&self, Parameters(p): Parameters<ReadFileParams>) -> CallToolResult {
-        tools::read::read_file(&self.shared.ctx, p)
+    async fn read_file(
+        &self,
+        Parameters(p): Parameters<ReadFileParams>,
+        meta: RequestMetaObject,
+    ) -> CallToolResult {
+        let ctx = &self.shared.ctx;
+        match ctx.deny(&meta, "read", &p.path) {
+            Ok(deny) => tools::read::read_file(ctx, &deny, p),
+            Err(result) => result,
+        }
     }
 
     /// Create or overwrite a file.
@@ -118,8 +132,16 @@ impl FsServer {
             open_world_hint = false
         )
     )]
-    async fn write_file(&self, Parameters(p): Parameters<WriteFileParams>) -> CallToolResult {
-        tools::write::write_file(&self.shared.ctx, p)
+    async fn write_file(
+        &self,
+        Parameters(p): Parameters<WriteFileParams>,
+        meta: RequestMetaObject,
+    ) -> CallToolResult {
+        let ctx = &self.shared.ctx;
+        match ctx.deny(&meta, "write", &p.path) {
+            Ok(deny) => tools::write::write_file(ctx, &deny, p),
+            Err(result) => result,
+        }
     }
 
     /// Replace an exact string in a file.
@@ -137,8 +159,16 @@ impl FsServer {
             open_world_hint = false
         )
     )]
-    async fn edit_file(&self, Parameters(p): Parameters<EditFileParams>) -> CallToolResult {
-        tools::edit::edit_file(&self.shared.ctx, p)
+    async fn edit_file(
+        &self,
+        Parameters(p): Parameters<EditFileParams>,
+        meta: RequestMetaObject,
+    ) -> CallToolResult {
+        let ctx = &self.shared.ctx;
+        match ctx.deny(&meta, "edit", &p.path) {
+            Ok(deny) => tools::edit::edit_file(ctx, &deny, p),
+            Err(result) => result,
+        }
     }
 
     /// List one directory.
@@ -154,8 +184,16 @@ impl FsServer {
             open_world_hint = false
         )
     )]
-    async fn list_dir(&self, Parameters(p): Parameters<ListDirParams>) -> CallToolResult {
-        tools::list::list_dir(&self.shared.ctx, p)
+    async fn list_dir(
+        &self,
+        Parameters(p): Parameters<ListDirParams>,
+        meta: RequestMetaObject,
+    ) -> CallToolResult {
+        let ctx = &self.shared.ctx;
+        match ctx.deny(&meta, "list", p.path.as_deref().unwrap_or(".")) {
+            Ok(deny) => tools::list::list_dir(ctx, &deny, p),
+            Err(result) => result,
+        }
     }
 
     /// Find paths by glob pattern.
@@ -176,9 +214,18 @@ impl FsServer {
         &self,
         Parameters(p): Parameters<GlobParams>,
         cancel: CancellationToken,
+        meta: RequestMetaObject,
     ) -> CallToolResult {
+        let deny = match self
+            .shared
+            .ctx
+            .deny(&meta, "glob in", p.path.as_deref().unwrap_or("."))
+        {
+            Ok(deny) => deny,
+            Err(result) => return result,
+        };
         let shared = Arc::clone(&self.shared);
-        blocking(move || tools::glob::glob(&shared.ctx, p, &cancel)).await
+        blocking(move || tools::glob::glob(&shared.ctx, &deny, p, &cancel)).await
     }
 
     /// Search file contents by regex.
@@ -200,9 +247,18 @@ impl FsServer {
         &self,
         Parameters(p): Parameters<GrepParams>,
         cancel: CancellationToken,
+        meta: RequestMetaObject,
     ) -> CallToolResult {
+        let deny = match self
+            .shared
+            .ctx
+            .deny(&meta, "search", p.path.as_deref().unwrap_or("."))
+        {
+            Ok(deny) => deny,
+            Err(result) => return result,
+        };
         let shared = Arc::clone(&self.shared);
-        blocking(move || tools::grep::grep(&shared.ctx, p, &cancel)).await
+        blocking(move || tools::grep::grep(&shared.ctx, &deny, p, &cancel)).await
     }
 }
 

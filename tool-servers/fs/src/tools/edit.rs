@@ -11,6 +11,7 @@ use serde_json::json;
 use super::diff::unified;
 use super::write::{Unchanged, replace};
 use super::{Context, diff_block, failure, resolve, shown, success};
+use crate::deny::Deny;
 use crate::resolve::{CreateParents, Intent};
 
 /// Files larger than this are not edited in memory; a model editing a 64 MiB
@@ -34,7 +35,7 @@ pub struct EditFileParams {
     pub replace_all: bool,
 }
 
-pub(crate) fn edit_file(ctx: &Context, p: EditFileParams) -> CallToolResult {
+pub(crate) fn edit_file(ctx: &Context, deny: &Deny, p: EditFileParams) -> CallToolResult {
     const ACTION: &str = "edit";
     if p.old_string.is_empty() {
         return failure(
@@ -49,6 +50,9 @@ pub(crate) fn edit_file(ctx: &Context, p: EditFileParams) -> CallToolResult {
     let intent = Intent::Write {
         parents: CreateParents::No,
     };
+    if let Some(why) = deny.refusal_named(&ctx.roots, &p.path) {
+        return failure(ACTION, &p.path, why);
+    }
     let resolved = match resolve(&ctx.roots, ACTION, &p.path, intent) {
         Ok(r) => r,
         Err(result) => return result,
@@ -65,6 +69,9 @@ pub(crate) fn edit_file(ctx: &Context, p: EditFileParams) -> CallToolResult {
         Ok(f) => f,
         Err(e) => return failure(ACTION, &p.path, e),
     };
+    if let Some(why) = deny.refusal(&ctx.roots, &p.path, resolved.path(), Some(&stat)) {
+        return failure(ACTION, &p.path, why);
+    }
     let size = u64::try_from(stat.st_size).unwrap_or(u64::MAX);
     if size > MAX_EDIT_BYTES {
         return failure(

@@ -8,13 +8,14 @@ use std::sync::atomic::{AtomicUsize, Ordering};
 use globset::{GlobBuilder, GlobMatcher};
 use ignore::overrides::Override;
 use rmcp::model::CallToolResult;
-use rustix::fs::FileType;
+use rustix::fs::{self as rfs, AtFlags, FileType};
 use schemars::JsonSchema;
 use serde::Deserialize;
 use serde_json::json;
 use tokio_util::sync::CancellationToken;
 
 use super::{Context, failure, resolve, shown, success};
+use crate::deny::Deny;
 use crate::resolve::{Intent, Roots};
 use crate::walk::{Entry, Flow, Rules, Visitor, walk};
 
@@ -48,6 +49,8 @@ pub(crate) fn search_base(
 
 /// One worker's matches: `(path, is_dir)`.
 struct Worker<'a> {
+    roots: &'a Roots,
+    deny: &'a Deny,
     base: &'a Path,
     matcher: GlobMatcher,
     cap: usize,
@@ -64,6 +67,15 @@ impl Visitor for Worker<'_> {
         if !self.matcher.is_match(rel) {
             return Flow::Continue;
         }
+        // Denied paths never reach a visitor; a hard link or symlink to a denied
+        // file needs the entry's metadata, fetched only when rules exist.
+        if !self.deny.is_empty()
+            && matches!(entry.kind, FileType::RegularFile | FileType::Symlink)
+            && rfs::statat(entry.dir, entry.name, AtFlags::SYMLINK_NOFOLLOW)
+                .is_ok_and(|st| self.deny.hides_entry(self.roots, entry.path, &st))
+        {
+            return Flow::Continue;
+        }
         if self.taken.fetch_add(1, Ordering::Relaxed) >= self.cap {
             self.truncated = true;
             return Flow::Stop;
@@ -74,7 +86,12 @@ impl Visitor for Worker<'_> {
     }
 }
 
-pub(crate) fn glob(ctx: &Context, p: GlobParams, cancel: &CancellationToken) -> CallToolResult {
+pub(crate) fn glob(
+    ctx: &Context,
+    deny: &Deny,
+    p: GlobParams,
+    cancel: &CancellationToken,
+) -> CallToolResult {
     const ACTION: &str = "glob in";
     let asked = p.path.as_deref().unwrap_or(".");
     let (base, is_dir) = match search_base(&ctx.roots, ACTION, p.path.as_deref()) {
@@ -84,6 +101,9 @@ pub(crate) fn glob(ctx: &Context, p: GlobParams, cancel: &CancellationToken) -> 
     if !is_dir {
         return failure(ACTION, asked, "it is not a directory");
     }
+    if let Some(why) = deny.refusal(&ctx.roots, asked, &base, None) {
+        return failure(ACTION, asked, why);
+    }
     let matcher = match GlobBuilder::new(&p.pattern).literal_separator(true).build() {
         Ok(g) => g.compile_matcher(),
         Err(e) => return failure(ACTION, asked, format!("invalid glob pattern: {e}")),
@@ -91,6 +111,8 @@ pub(crate) fn glob(ctx: &Context, p: GlobParams, cancel: &CancellationToken) -> 
     let taken = AtomicUsize::new(0);
     let workers = (0..ctx.threads)
         .map(|_| Worker {
+            roots: &ctx.roots,
+            deny,
             base: &base,
             matcher: matcher.clone(),
             cap: ctx.limits.max_entries,
@@ -99,7 +121,7 @@ pub(crate) fn glob(ctx: &Context, p: GlobParams, cancel: &CancellationToken) -> 
             found: Vec::new(),
         })
         .collect();
-    let rules = Rules::new(Arc::clone(&ctx.gitignore), Override::empty());
+    let rules = Rules::new(Arc::clone(&ctx.gitignore), Override::empty(), deny);
     let (workers, outcome) = match walk(&ctx.roots, &base, &rules, cancel, workers) {
         Ok(w) => w,
         Err(e) => return failure(ACTION, asked, e),

@@ -22,7 +22,8 @@ use tokio_util::sync::CancellationToken;
 
 use super::glob::search_base;
 use super::{Context, failure, resolve, shown, success};
-use crate::resolve::Intent;
+use crate::deny::Deny;
+use crate::resolve::{Intent, Roots};
 use crate::walk::{Entry, Flow, Rules, Visitor, walk};
 
 /// Characters of one matching line shown in `content` mode; minified files
@@ -94,6 +95,8 @@ impl Cap {
 
 /// One worker's search state.
 struct Worker<'a> {
+    roots: &'a Roots,
+    deny: &'a Deny,
     searcher: Searcher,
     matcher: RegexMatcher,
     mode: OutputMode,
@@ -107,10 +110,14 @@ impl Visitor for Worker<'_> {
         if entry.kind != FileType::RegularFile {
             return Flow::Continue;
         }
-        let Some((file, _)) = entry.open_file() else {
+        let Some((file, stat)) = entry.open_file() else {
             self.found.unreadable += 1;
             return Flow::Continue;
         };
+        // Denied names never reach a visitor; another name for a denied inode does.
+        if self.deny.hard_link_of(self.roots, &stat).is_some() {
+            return Flow::Continue;
+        }
         search_one(
             &mut self.searcher,
             &self.matcher,
@@ -123,7 +130,12 @@ impl Visitor for Worker<'_> {
     }
 }
 
-pub(crate) fn grep(ctx: &Context, p: GrepParams, cancel: &CancellationToken) -> CallToolResult {
+pub(crate) fn grep(
+    ctx: &Context,
+    deny: &Deny,
+    p: GrepParams,
+    cancel: &CancellationToken,
+) -> CallToolResult {
     const ACTION: &str = "search";
     let asked = p.path.as_deref().unwrap_or(".");
     let matcher = match RegexMatcherBuilder::new()
@@ -164,9 +176,14 @@ pub(crate) fn grep(ctx: &Context, p: GrepParams, cancel: &CancellationToken) -> 
                 Err(e) => return failure(ACTION, asked, format!("invalid glob `{glob}`: {e}")),
             },
         };
-        let rules = Rules::new(Arc::clone(&ctx.gitignore), overrides);
+        if let Some(why) = deny.refusal(&ctx.roots, asked, &base, None) {
+            return failure(ACTION, asked, why);
+        }
+        let rules = Rules::new(Arc::clone(&ctx.gitignore), overrides, deny);
         let workers = (0..ctx.threads)
             .map(|_| Worker {
+                roots: &ctx.roots,
+                deny,
                 searcher: searcher(),
                 matcher: matcher.clone(),
                 mode: p.output_mode,
@@ -196,7 +213,10 @@ pub(crate) fn grep(ctx: &Context, p: GrepParams, cancel: &CancellationToken) -> 
             Err(result) => return result,
         };
         match resolved.open_file() {
-            Ok((file, _)) => {
+            Ok((file, stat)) => {
+                if let Some(why) = deny.refusal(&ctx.roots, asked, resolved.path(), Some(&stat)) {
+                    return failure(ACTION, asked, why);
+                }
                 search_one(
                     &mut searcher(),
                     &matcher,

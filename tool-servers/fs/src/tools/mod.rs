@@ -16,9 +16,10 @@ use std::sync::Arc;
 
 use ignore::gitignore::Gitignore;
 
-use rmcp::model::{CallToolResult, ContentBlock, ResourceContents};
+use rmcp::model::{CallToolResult, ContentBlock, RequestMetaObject, ResourceContents};
 use serde_json::{Value, json};
 
+use crate::deny::{DENY_META_KEY, Deny, DenyCache};
 use crate::resolve::{ResolveError, Resolved, Roots};
 
 /// Everything a tool call works with, built once at startup.
@@ -30,6 +31,23 @@ pub(crate) struct Context {
     pub(crate) gitignore: Arc<Gitignore>,
     /// Worker threads per walk.
     pub(crate) threads: usize,
+    /// The host's deny globs (`--deny-read`), merged per call with `_meta`'s.
+    pub(crate) deny: DenyCache,
+}
+
+impl Context {
+    /// The deny rules of one call, from its request `_meta`; a malformed list
+    /// fails the call (`Err` is the result to send) rather than run unguarded.
+    pub(crate) fn deny(
+        &self,
+        meta: &RequestMetaObject,
+        action: &str,
+        path: &str,
+    ) -> Result<Deny, CallToolResult> {
+        self.deny
+            .for_call(&self.roots, meta.get(DENY_META_KEY))
+            .map_err(|e| failure(action, path, e))
+    }
 }
 
 /// Limits from the command line, passed to every tool by value.

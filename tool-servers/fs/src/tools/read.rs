@@ -9,6 +9,7 @@ use serde::Deserialize;
 use serde_json::json;
 
 use super::{Context, failure, resolve, shown, success};
+use crate::deny::Deny;
 use crate::resolve::Intent;
 
 /// Bytes at the start of a file inspected to decide whether it is text
@@ -40,7 +41,7 @@ enum Stop {
     Bytes,
 }
 
-pub(crate) fn read_file(ctx: &Context, p: ReadFileParams) -> CallToolResult {
+pub(crate) fn read_file(ctx: &Context, deny: &Deny, p: ReadFileParams) -> CallToolResult {
     const ACTION: &str = "read";
     let resolved = match resolve(&ctx.roots, ACTION, &p.path, Intent::Open) {
         Ok(r) => r,
@@ -50,6 +51,10 @@ pub(crate) fn read_file(ctx: &Context, p: ReadFileParams) -> CallToolResult {
         Ok(f) => f,
         Err(e) => return failure(ACTION, &p.path, e),
     };
+    // Checked on the opened file's own metadata, so a hard link is caught too.
+    if let Some(why) = deny.refusal(&ctx.roots, &p.path, resolved.path(), Some(&stat)) {
+        return failure(ACTION, &p.path, why);
+    }
     let total_bytes = u64::try_from(stat.st_size).unwrap_or(0);
     let mut head = Vec::with_capacity(SNIFF_BYTES);
     if let Err(e) = (&mut file).take(SNIFF_BYTES as u64).read_to_end(&mut head) {

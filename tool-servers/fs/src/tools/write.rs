@@ -13,6 +13,7 @@ use serde_json::json;
 
 use super::diff::unified;
 use super::{Context, diff_block, failure, resolve, shown, success};
+use crate::deny::Deny;
 use crate::resolve::{CreateParents, Intent, Resolved, kind_name};
 
 /// Parameters of `write_file`.
@@ -26,11 +27,14 @@ pub struct WriteFileParams {
     pub content: String,
 }
 
-pub(crate) fn write_file(ctx: &Context, p: WriteFileParams) -> CallToolResult {
+pub(crate) fn write_file(ctx: &Context, deny: &Deny, p: WriteFileParams) -> CallToolResult {
     const ACTION: &str = "write";
     let intent = Intent::Write {
         parents: CreateParents::Yes,
     };
+    if let Some(why) = deny.refusal_named(&ctx.roots, &p.path) {
+        return failure(ACTION, &p.path, why);
+    }
     let resolved = match resolve(&ctx.roots, ACTION, &p.path, intent) {
         Ok(r) => r,
         Err(result) => return result,
@@ -38,6 +42,9 @@ pub(crate) fn write_file(ctx: &Context, p: WriteFileParams) -> CallToolResult {
     let Some(name) = resolved.name() else {
         return failure(ACTION, &p.path, "it is a directory");
     };
+    if let Some(why) = deny.refusal(&ctx.roots, &p.path, resolved.path(), resolved.stat()) {
+        return failure(ACTION, &p.path, why);
+    }
     if let Some(stat) = resolved.stat()
         && FileType::from_raw_mode(stat.st_mode) != FileType::RegularFile
     {

@@ -103,7 +103,7 @@ pub(crate) fn default_threads() -> usize {
 pub(crate) fn walk<V: Visitor>(
     roots: &Roots,
     base: &Path,
-    rules: &Rules,
+    rules: &Rules<'_>,
     cancel: &CancellationToken,
     visitors: Vec<V>,
 ) -> Result<(Vec<V>, Outcome), ResolveError> {
@@ -227,7 +227,7 @@ struct Queue {
 }
 
 struct Shared<'a> {
-    rules: &'a Rules,
+    rules: &'a Rules<'a>,
     cancel: &'a CancellationToken,
     queue: Mutex<Queue>,
     wake: Condvar,
@@ -336,7 +336,11 @@ impl Shared<'_> {
             s.names.extend_from_slice(name);
             s.entries.push((start, s.names.len(), kind));
         }
-        let level = Level::child(&job.level, fd.as_fd(), &job.path, found);
+        let level = if self.rules.reads_ignore_files() {
+            Level::child(&job.level, fd.as_fd(), &job.path, found)
+        } else {
+            Arc::clone(&job.level)
+        };
         let mut path = job.path;
         for &(start, end, kind) in &s.entries {
             if self.stopped() {
@@ -344,12 +348,12 @@ impl Shared<'_> {
             }
             let name = OsStr::from_bytes(&s.names[start..end]);
             // Never enter or report a repository's internals.
-            if name == ".git" {
+            if name == ".git" && self.rules.reads_ignore_files() {
                 continue;
             }
             path.push(name);
             let is_dir = kind == FileType::Directory;
-            if !self.rules.ignored(&level, &path, is_dir) {
+            if !self.rules.skips(&level, &path, is_dir) {
                 let entry = Entry {
                     dir: fd.as_fd(),
                     name,

@@ -21,24 +21,60 @@ use ignore::gitignore::{Gitignore, GitignoreBuilder};
 use ignore::overrides::Override;
 use rustix::fs::{self as rfs, FileType, Mode, OFlags};
 
+use crate::deny::Deny;
+
 /// Bytes of one ignore file read at most; a larger file is cut there.
 const MAX_IGNORE_FILE_BYTES: u64 = 1024 * 1024;
 
 /// The rules of one walk.
-pub(crate) struct Rules {
-    /// The user's global gitignore (`core.excludesFile`), read once at startup.
-    global: Arc<Gitignore>,
+pub(crate) struct Rules<'a> {
+    /// The user's global gitignore (`core.excludesFile`), read once at startup;
+    /// `None` when the walk reads no ignore file at all and enters `.git`.
+    global: Option<Arc<Gitignore>>,
     /// The caller's `--glob`-style overrides; empty when there are none.
     overrides: Override,
+    /// The host's deny rules for this call.
+    deny: Option<&'a Deny>,
 }
 
-impl Rules {
-    pub(crate) fn new(global: Arc<Gitignore>, overrides: Override) -> Self {
-        Self { global, overrides }
+impl<'a> Rules<'a> {
+    /// The rules tools walk by: ignore files, `overrides`, and `deny`.
+    pub(crate) fn new(global: Arc<Gitignore>, overrides: Override, deny: &'a Deny) -> Self {
+        Self {
+            global: Some(global),
+            overrides,
+            deny: (!deny.is_empty()).then_some(deny),
+        }
     }
 
-    /// Whether `path` (an entry of the directory whose rules are `level`) is skipped.
-    pub(crate) fn ignored(&self, level: &Level, path: &Path, is_dir: bool) -> bool {
+    /// Nothing skipped, `.git` included: for finding denied files, which are
+    /// usually git-ignored themselves.
+    pub(crate) fn everything() -> Self {
+        Self {
+            global: None,
+            overrides: Override::empty(),
+            deny: None,
+        }
+    }
+
+    /// Whether directories' ignore files count (and `.git` is skipped).
+    pub(crate) fn reads_ignore_files(&self) -> bool {
+        self.global.is_some()
+    }
+
+    /// Whether the entry at `path` (in the directory whose rules are `level`) is
+    /// left out of the walk: denied by the host, or ignored.
+    pub(crate) fn skips(&self, level: &Level, path: &Path, is_dir: bool) -> bool {
+        if self.deny.is_some_and(|d| d.entry_rule(path).is_some()) {
+            return true;
+        }
+        match &self.global {
+            Some(global) => self.ignored(global, level, path, is_dir),
+            None => false,
+        }
+    }
+
+    fn ignored(&self, global: &Gitignore, level: &Level, path: &Path, is_dir: bool) -> bool {
         if !self.overrides.is_empty() {
             let m = self.overrides.matched(path, is_dir);
             if !m.is_none() {
@@ -62,7 +98,7 @@ impl Rules {
         dot_ignore
             .or(git)
             .or(exclude)
-            .or(self.global.matched(path, is_dir))
+            .or(global.matched(path, is_dir))
             .is_ignore()
     }
 }

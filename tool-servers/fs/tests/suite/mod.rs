@@ -1,6 +1,7 @@
 //! Spawns the real `tern-fs` binary and talks MCP to it with rmcp's client.
 
 mod annotations;
+mod deny;
 mod race;
 mod raw;
 mod read;
