@@ -5,6 +5,27 @@
 //! from an open root handle and refuses anything that leads outside the roots
 //! (see that module for why string checks are not enough).
 //!
+//! ## What a host can rely on
+//!
+//! - `write_file` and `edit_file` carry `"tern/edits_files": true` in their tool
+//!   definition's `_meta` (in `tools/list`): a host recognises file-editing tools by
+//!   that key, never by this server's name.
+//! - `edit_file`, and `write_file` when it replaced an existing small UTF-8 file,
+//!   answer with two content blocks: a one-line summary (text) and the unified diff
+//!   as an embedded resource `{"uri": "file:///abs/path", "mimeType": "text/x-diff",
+//!   "text": "<diff>"}`. A host gives the resource's text to the model, so the model
+//!   sees the diff once. `structuredContent` keeps only plain facts (`path`,
+//!   `replacements` or `bytes_written`/`created`); it has no `diff` key.
+//! - Tool input schemas are plain JSON Schema 2020-12 (`src/tools/schema.rs`): an
+//!   optional argument is absent from `required`, never `"type": [.., "null"]`, and
+//!   integer ranges are `minimum`/`maximum`, never custom formats.
+//!
+//! - Paths the host denies (`--deny-read GLOB`, repeatable, and per call the request
+//!   `_meta` key `"tern/deny_paths": ["GLOB", ...]`) are refused by read_file,
+//!   write_file and edit_file ("denied by the host's rule") and silently left out
+//!   by grep, glob and list_dir, whether reached by name, through a symlink, or as
+//!   a hard link to a denied file (`src/deny.rs` has the rules and their cost).
+//!
 //! Run it standalone (`tern-fs --root DIR`) or as `tern serve fs --root DIR`; both
 //! call [`run`]. Embedding the server in a program of your own:
 //!
@@ -17,12 +38,15 @@
 //! ```
 #![deny(clippy::print_stdout, clippy::print_stderr)]
 
+mod deny;
 pub mod resolve;
 mod server;
 mod tools;
+mod walk;
 
 use std::path::PathBuf;
 
+pub use deny::{DENY_META_KEY, DenyError};
 pub use server::FsServer;
 pub use tools::Limits;
 
@@ -47,6 +71,14 @@ pub struct Args {
     /// Matching lines (content mode) or files grep returns at most.
     #[arg(long, value_name = "N", default_value_t = 500)]
     pub max_grep_results: usize,
+    /// Never read, write, list or search paths matching this glob (repeatable).
+    /// Relative globs are anchored at every root (`**/.env`), absolute ones are
+    /// taken as is; `*` stays within a directory, `**` crosses directories.
+    /// Matched against the real path of what is opened and the path asked for;
+    /// hard links to a matching file are refused too. A call can add globs in
+    /// its request `_meta` under `tern/deny_paths`.
+    #[arg(long = "deny-read", value_name = "GLOB")]
+    pub deny_read: Vec<String>,
 }
 
 impl Args {
@@ -73,5 +105,7 @@ pub async fn run(args: Args) -> Result<(), tern_tool_common::ServeError> {
     let roots = resolve::Roots::open(&dirs)
         .map_err(|e| tern_tool_common::ServeError::Config(e.to_string()))?;
     tracing::debug!(roots = ?roots.paths().collect::<Vec<_>>(), "tern-fs serving");
-    tern_tool_common::serve_stdio(FsServer::new(roots, args.limits())).await
+    let server = FsServer::new(roots, args.limits(), args.deny_read.clone())
+        .map_err(|e| tern_tool_common::ServeError::Config(e.to_string()))?;
+    tern_tool_common::serve_stdio(server).await
 }

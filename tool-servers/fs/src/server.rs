@@ -4,15 +4,19 @@
 use std::sync::Arc;
 
 use rmcp::handler::server::{router::tool::ToolRouter, wrapper::Parameters};
-use rmcp::model::{CallToolResult, ServerCapabilities, ServerConfig};
+use rmcp::model::{
+    CallToolResult, MetaObject, RequestMetaObject, ServerCapabilities, ServerConfig,
+};
 use rmcp::{ServerHandler, tool, tool_handler, tool_router};
 use tokio_util::sync::CancellationToken;
 
+use crate::deny::{DenyCache, DenyError};
 use crate::resolve::Roots;
 use crate::tools::{
-    self, Limits, edit::EditFileParams, glob::GlobParams, grep::GrepParams, list::ListDirParams,
-    read::ReadFileParams, write::WriteFileParams,
+    self, Context, Limits, edit::EditFileParams, glob::GlobParams, grep::GrepParams,
+    list::ListDirParams, read::ReadFileParams, write::WriteFileParams,
 };
+use crate::walk;
 
 /// The filesystem server. Cheap to clone (rmcp clones the handler per session).
 #[derive(Debug, Clone)]
@@ -24,14 +28,15 @@ pub struct FsServer {
 
 #[derive(Debug)]
 struct Shared {
-    roots: Roots,
-    limits: Limits,
+    ctx: Context,
     instructions: String,
 }
 
 impl FsServer {
-    /// A server over `roots` with the given limits.
-    pub fn new(roots: Roots, limits: Limits) -> Self {
+    /// A server over `roots` with the given limits, refusing paths that match
+    /// `deny_read` (globs; see the crate docs) in every call.
+    pub fn new(roots: Roots, limits: Limits, deny_read: Vec<String>) -> Result<Self, DenyError> {
+        let deny = DenyCache::new(&roots, deny_read)?;
         let list: Vec<String> = roots
             .paths()
             .map(|p| format!("`{}`", p.display()))
@@ -44,16 +49,33 @@ impl FsServer {
             list.join(", "),
             limits.max_read_bytes
         );
-        Self {
+        Ok(Self {
             shared: Arc::new(Shared {
-                roots,
-                limits,
+                ctx: Context {
+                    roots,
+                    limits,
+                    gitignore: Arc::new(walk::global_gitignore()),
+                    threads: walk::default_threads(),
+                    deny,
+                },
                 instructions,
             }),
             tool_router: Self::tool_router(),
-        }
+        })
     }
 }
+
+/// The tool definition's `_meta` for tools that create or modify the file at
+/// their `path` argument: the host recognises file-editing tools by this key,
+/// never by a server or tool name (see the crate docs).
+fn edits_files() -> MetaObject {
+    let mut meta = MetaObject::new();
+    meta.insert(EDITS_FILES_KEY.into(), serde_json::Value::Bool(true));
+    meta
+}
+
+/// `_meta` key on a tool definition: the tool edits files at its path arguments.
+pub(crate) const EDITS_FILES_KEY: &str = "tern/edits_files";
 
 /// Walks (glob, grep) can take a while on a large tree, so they run on Tokio's
 /// blocking pool. The other tools do a handful of syscalls on one bounded file
@@ -82,8 +104,16 @@ impl FsServer {
             open_world_hint = false
         )
     )]
-    async fn read_file(&self, Parameters(p): Parameters<ReadFileParams>) -> CallToolResult {
-        tools::read::read_file(&self.shared.roots, self.shared.limits, p)
+    async fn read_file(
+        &self,
+        Parameters(p): Parameters<ReadFileParams>,
+        meta: RequestMetaObject,
+    ) -> CallToolResult {
+        let ctx = &self.shared.ctx;
+        match ctx.deny(&meta, "read", &p.path) {
+            Ok(deny) => tools::read::read_file(ctx, &deny, p),
+            Err(result) => result,
+        }
     }
 
     /// Create or overwrite a file.
@@ -93,6 +123,7 @@ impl FsServer {
                        are created. The file is replaced atomically; a symlink at the path is \
                        refused, never written through. Prefer edit_file for changes to an \
                        existing file.",
+        meta = edits_files(),
         annotations(
             title = "Write file",
             read_only_hint = false,
@@ -101,8 +132,16 @@ impl FsServer {
             open_world_hint = false
         )
     )]
-    async fn write_file(&self, Parameters(p): Parameters<WriteFileParams>) -> CallToolResult {
-        tools::write::write_file(&self.shared.roots, p)
+    async fn write_file(
+        &self,
+        Parameters(p): Parameters<WriteFileParams>,
+        meta: RequestMetaObject,
+    ) -> CallToolResult {
+        let ctx = &self.shared.ctx;
+        match ctx.deny(&meta, "write", &p.path) {
+            Ok(deny) => tools::write::write_file(ctx, &deny, p),
+            Err(result) => result,
+        }
     }
 
     /// Replace an exact string in a file.
@@ -111,6 +150,7 @@ impl FsServer {
         description = "Replace an exact piece of text in an existing file and return a unified \
                        diff of the change. `old_string` must occur exactly once (include enough \
                        surrounding lines to make it unique) unless `replace_all` is true.",
+        meta = edits_files(),
         annotations(
             title = "Edit file",
             read_only_hint = false,
@@ -119,8 +159,16 @@ impl FsServer {
             open_world_hint = false
         )
     )]
-    async fn edit_file(&self, Parameters(p): Parameters<EditFileParams>) -> CallToolResult {
-        tools::edit::edit_file(&self.shared.roots, p)
+    async fn edit_file(
+        &self,
+        Parameters(p): Parameters<EditFileParams>,
+        meta: RequestMetaObject,
+    ) -> CallToolResult {
+        let ctx = &self.shared.ctx;
+        match ctx.deny(&meta, "edit", &p.path) {
+            Ok(deny) => tools::edit::edit_file(ctx, &deny, p),
+            Err(result) => result,
+        }
     }
 
     /// List one directory.
@@ -136,8 +184,16 @@ impl FsServer {
             open_world_hint = false
         )
     )]
-    async fn list_dir(&self, Parameters(p): Parameters<ListDirParams>) -> CallToolResult {
-        tools::list::list_dir(&self.shared.roots, self.shared.limits, p)
+    async fn list_dir(
+        &self,
+        Parameters(p): Parameters<ListDirParams>,
+        meta: RequestMetaObject,
+    ) -> CallToolResult {
+        let ctx = &self.shared.ctx;
+        match ctx.deny(&meta, "list", p.path.as_deref().unwrap_or(".")) {
+            Ok(deny) => tools::list::list_dir(ctx, &deny, p),
+            Err(result) => result,
+        }
     }
 
     /// Find paths by glob pattern.
@@ -158,9 +214,18 @@ impl FsServer {
         &self,
         Parameters(p): Parameters<GlobParams>,
         cancel: CancellationToken,
+        meta: RequestMetaObject,
     ) -> CallToolResult {
+        let deny = match self
+            .shared
+            .ctx
+            .deny(&meta, "glob in", p.path.as_deref().unwrap_or("."))
+        {
+            Ok(deny) => deny,
+            Err(result) => return result,
+        };
         let shared = Arc::clone(&self.shared);
-        blocking(move || tools::glob::glob(&shared.roots, shared.limits, p, &cancel)).await
+        blocking(move || tools::glob::glob(&shared.ctx, &deny, p, &cancel)).await
     }
 
     /// Search file contents by regex.
@@ -182,9 +247,18 @@ impl FsServer {
         &self,
         Parameters(p): Parameters<GrepParams>,
         cancel: CancellationToken,
+        meta: RequestMetaObject,
     ) -> CallToolResult {
+        let deny = match self
+            .shared
+            .ctx
+            .deny(&meta, "search", p.path.as_deref().unwrap_or("."))
+        {
+            Ok(deny) => deny,
+            Err(result) => return result,
+        };
         let shared = Arc::clone(&self.shared);
-        blocking(move || tools::grep::grep(&shared.roots, shared.limits, p, &cancel)).await
+        blocking(move || tools::grep::grep(&shared.ctx, &deny, p, &cancel)).await
     }
 }
 

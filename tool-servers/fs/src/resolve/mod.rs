@@ -201,6 +201,26 @@ impl Roots {
         walk.run(intent)
     }
 
+    /// Every path a root is known by (its real path, and the path it was given
+    /// as when that differs, e.g. through a symlink): what a caller's absolute
+    /// paths and relative deny globs are anchored at.
+    pub(crate) fn bases(&self) -> impl Iterator<Item = &Path> {
+        self.roots.iter().flat_map(|r| {
+            std::iter::once(r.canonical.as_path())
+                .chain((r.given != r.canonical).then_some(r.given.as_path()))
+        })
+    }
+
+    /// Handle and real path of the outermost root containing the real path `path`
+    /// (compared component by component), where a walk of `path` starts.
+    pub(crate) fn outermost_containing(&self, path: &Path) -> Option<(BorrowedFd<'_>, &Path)> {
+        self.roots
+            .iter()
+            .filter(|r| path.starts_with(&r.canonical))
+            .min_by_key(|r| r.canonical.components().count())
+            .map(|r| (r.fd.as_fd(), r.canonical.as_path()))
+    }
+
     fn describe(&self) -> String {
         let names: Vec<String> = self
             .roots

@@ -1,4 +1,5 @@
-//! `edit_file`: exact string replacement, answered with a unified diff.
+//! `edit_file`: exact string replacement, answered with a unified diff
+//! (an embedded `text/x-diff` resource, see [`super::diff`]).
 
 use std::io::Read;
 
@@ -7,9 +8,11 @@ use schemars::JsonSchema;
 use serde::Deserialize;
 use serde_json::json;
 
+use super::diff::unified;
 use super::write::{Unchanged, replace};
-use super::{failure, resolve, shown, success};
-use crate::resolve::{CreateParents, Intent, Roots};
+use super::{Context, diff_block, failure, resolve, shown, success};
+use crate::deny::Deny;
+use crate::resolve::{CreateParents, Intent};
 
 /// Files larger than this are not edited in memory; a model editing a 64 MiB
 /// file by string replacement is almost certainly doing the wrong thing.
@@ -17,6 +20,7 @@ const MAX_EDIT_BYTES: u64 = 64 * 1024 * 1024;
 
 /// Parameters of `edit_file`.
 #[derive(Debug, Deserialize, JsonSchema)]
+#[schemars(transform = super::schema::portable)]
 pub struct EditFileParams {
     /// The file to edit: relative to the first root, or an absolute path inside a root.
     /// It must exist and be UTF-8 text; a symlink is not followed (edit its target).
@@ -31,7 +35,7 @@ pub struct EditFileParams {
     pub replace_all: bool,
 }
 
-pub(crate) fn edit_file(roots: &Roots, p: EditFileParams) -> CallToolResult {
+pub(crate) fn edit_file(ctx: &Context, deny: &Deny, p: EditFileParams) -> CallToolResult {
     const ACTION: &str = "edit";
     if p.old_string.is_empty() {
         return failure(
@@ -46,7 +50,10 @@ pub(crate) fn edit_file(roots: &Roots, p: EditFileParams) -> CallToolResult {
     let intent = Intent::Write {
         parents: CreateParents::No,
     };
-    let resolved = match resolve(roots, ACTION, &p.path, intent) {
+    if let Some(why) = deny.refusal_named(&ctx.roots, &p.path) {
+        return failure(ACTION, &p.path, why);
+    }
+    let resolved = match resolve(&ctx.roots, ACTION, &p.path, intent) {
         Ok(r) => r,
         Err(result) => return result,
     };
@@ -62,6 +69,9 @@ pub(crate) fn edit_file(roots: &Roots, p: EditFileParams) -> CallToolResult {
         Ok(f) => f,
         Err(e) => return failure(ACTION, &p.path, e),
     };
+    if let Some(why) = deny.refusal(&ctx.roots, &p.path, resolved.path(), Some(&stat)) {
+        return failure(ACTION, &p.path, why);
+    }
     let size = u64::try_from(stat.st_size).unwrap_or(u64::MAX);
     if size > MAX_EDIT_BYTES {
         return failure(
@@ -107,14 +117,15 @@ pub(crate) fn edit_file(roots: &Roots, p: EditFileParams) -> CallToolResult {
         return failure(ACTION, &p.path, e);
     }
     let path = shown(resolved.path());
-    let diff = similar::TextDiff::from_lines(&before, &after)
-        .unified_diff()
-        .context_radius(3)
-        .header(&path, &path)
-        .to_string();
+    let diff = unified(&path, &before, &after);
     let plural = if found == 1 { "" } else { "s" };
-    success(
-        format!("edited `{path}`: {found} replacement{plural}\n\n{diff}"),
-        json!({ "path": path, "replacements": found, "diff": diff }),
-    )
+    let mut result = success(
+        format!(
+            "edited `{path}`: {found} replacement{plural} ({})",
+            diff.stat()
+        ),
+        json!({ "path": path, "replacements": found }),
+    );
+    result.content.push(diff_block(resolved.path(), diff.text));
+    result
 }

@@ -2,23 +2,29 @@
 //!
 //! The pattern is handed to `grep-regex` as a value. There is no subprocess and
 //! no argument vector, so a pattern like `--pre=sh` can only ever match text.
+//! The tree is walked by [`crate::walk`] (in parallel, never following a link,
+//! every file opened relative to its directory's handle).
 
 use std::fs::File;
-use std::path::Path;
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 
-use grep_regex::RegexMatcherBuilder;
+use grep_regex::{RegexMatcher, RegexMatcherBuilder};
 use grep_searcher::{BinaryDetection, Searcher, SearcherBuilder, sinks::Lossy};
-use ignore::overrides::OverrideBuilder;
+use ignore::overrides::{Override, OverrideBuilder};
 use rmcp::model::CallToolResult;
-use rustix::fs::{self as rfs, FileType, Mode, OFlags};
+use rustix::fs::FileType;
 use schemars::JsonSchema;
 use serde::Deserialize;
 use serde_json::json;
 use tokio_util::sync::CancellationToken;
 
-use super::glob::{search_base, walker};
-use super::{Limits, failure, resolve, shown, success};
+use super::glob::search_base;
+use super::{Context, failure, resolve, shown, success};
+use crate::deny::Deny;
 use crate::resolve::{Intent, Roots};
+use crate::walk::{Entry, Flow, Rules, Visitor, walk};
 
 /// Characters of one matching line shown in `content` mode; minified files
 /// would otherwise fill the context with a single line.
@@ -26,6 +32,7 @@ const MAX_LINE_CHARS: usize = 300;
 
 /// Parameters of `grep`.
 #[derive(Debug, Deserialize, JsonSchema)]
+#[schemars(transform = super::schema::portable)]
 pub struct GrepParams {
     /// Regular expression to search for (Rust regex syntax, as in ripgrep), e.g.
     /// `fn\s+main` or `TODO|FIXME`. Matched line by line.
@@ -60,18 +67,72 @@ pub enum OutputMode {
     Count,
 }
 
-/// Results gathered so far, capped.
-struct Hits {
-    lines: Vec<String>,
-    files: usize,
-    cap: usize,
-    truncated: bool,
+/// What one worker found: `(path, lines)` per matching file, in `lines` the
+/// shape the output mode asks for.
+struct Found {
+    files: Vec<(PathBuf, Vec<String>)>,
     unreadable: usize,
 }
 
+/// Counts results across workers, so the cap holds for the whole search.
+struct Cap {
+    cap: usize,
+    taken: AtomicUsize,
+    truncated: AtomicBool,
+}
+
+impl Cap {
+    /// Takes one result slot; `false` (and the walk should stop) when none is left.
+    fn take(&self) -> bool {
+        if self.taken.fetch_add(1, Ordering::Relaxed) < self.cap {
+            true
+        } else {
+            self.truncated.store(true, Ordering::Relaxed);
+            false
+        }
+    }
+}
+
+/// One worker's search state.
+struct Worker<'a> {
+    roots: &'a Roots,
+    deny: &'a Deny,
+    searcher: Searcher,
+    matcher: RegexMatcher,
+    mode: OutputMode,
+    cap: &'a Cap,
+    found: Found,
+}
+
+impl Visitor for Worker<'_> {
+    fn visit(&mut self, entry: &Entry<'_>) -> Flow {
+        // Only regular files; symlinks are never followed (they may lead out of the roots).
+        if entry.kind != FileType::RegularFile {
+            return Flow::Continue;
+        }
+        let Some((file, stat)) = entry.open_file() else {
+            self.found.unreadable += 1;
+            return Flow::Continue;
+        };
+        // Denied names never reach a visitor; another name for a denied inode does.
+        if self.deny.hard_link_of(self.roots, &stat).is_some() {
+            return Flow::Continue;
+        }
+        search_one(
+            &mut self.searcher,
+            &self.matcher,
+            &file,
+            entry.path,
+            self.mode,
+            self.cap,
+            &mut self.found,
+        )
+    }
+}
+
 pub(crate) fn grep(
-    roots: &Roots,
-    limits: Limits,
+    ctx: &Context,
+    deny: &Deny,
     p: GrepParams,
     cancel: &CancellationToken,
 ) -> CallToolResult {
@@ -85,102 +146,107 @@ pub(crate) fn grep(
         Ok(m) => m,
         Err(e) => return failure(ACTION, asked, format!("invalid regex `{}`: {e}", p.pattern)),
     };
-    let mut searcher = SearcherBuilder::new()
-        .binary_detection(BinaryDetection::quit(0))
-        .line_number(true)
-        .build();
-    let mut hits = Hits {
-        lines: Vec::new(),
-        files: 0,
-        cap: limits.max_matches,
-        truncated: false,
-        unreadable: 0,
+    let searcher = || {
+        SearcherBuilder::new()
+            .binary_detection(BinaryDetection::quit(0))
+            .line_number(true)
+            .build()
     };
-    let (base, is_dir) = match search_base(roots, ACTION, p.path.as_deref()) {
+    let cap = Cap {
+        cap: ctx.limits.max_matches,
+        taken: AtomicUsize::new(0),
+        truncated: AtomicBool::new(false),
+    };
+    let (base, is_dir) = match search_base(&ctx.roots, ACTION, p.path.as_deref()) {
         Ok(b) => b,
         Err(result) => return result,
     };
+    let mut found = Found {
+        files: Vec::new(),
+        unreadable: 0,
+    };
     if is_dir {
-        let mut builder = walker(&base);
-        if let Some(glob) = &p.glob {
-            let overrides = OverrideBuilder::new(&base)
+        let overrides = match &p.glob {
+            None => Override::empty(),
+            Some(glob) => match OverrideBuilder::new(&base)
                 .add(glob)
-                .and_then(|o| o.build());
-            match overrides {
-                Ok(o) => {
-                    builder.overrides(o);
-                }
+                .and_then(|o| o.build())
+            {
+                Ok(o) => o,
                 Err(e) => return failure(ACTION, asked, format!("invalid glob `{glob}`: {e}")),
-            }
+            },
+        };
+        if let Some(why) = deny.refusal(&ctx.roots, asked, &base, None) {
+            return failure(ACTION, asked, why);
         }
-        for entry in builder.build() {
-            if cancel.is_cancelled() {
-                return failure(ACTION, asked, "cancelled");
-            }
-            let Ok(entry) = entry else { continue };
-            // Only regular files; symlinks are not followed (they may lead out of the roots).
-            if !entry.file_type().is_some_and(|t| t.is_file()) {
-                continue;
-            }
-            match open_plain(entry.path()) {
-                Some(file) => search_one(
-                    &mut searcher,
-                    &matcher,
-                    &file,
-                    entry.path(),
-                    p.output_mode,
-                    &mut hits,
-                ),
-                None => hits.unreadable += 1,
-            }
-            if hits.truncated {
-                break;
-            }
+        let rules = Rules::new(Arc::clone(&ctx.gitignore), overrides, deny);
+        let workers = (0..ctx.threads)
+            .map(|_| Worker {
+                roots: &ctx.roots,
+                deny,
+                searcher: searcher(),
+                matcher: matcher.clone(),
+                mode: p.output_mode,
+                cap: &cap,
+                found: Found {
+                    files: Vec::new(),
+                    unreadable: 0,
+                },
+            })
+            .collect();
+        let (workers, outcome) = match walk(&ctx.roots, &base, &rules, cancel, workers) {
+            Ok(w) => w,
+            Err(e) => return failure(ACTION, asked, e),
+        };
+        if outcome.cancelled {
+            return failure(ACTION, asked, "cancelled");
         }
+        for w in workers {
+            found.files.extend(w.found.files);
+            found.unreadable += w.found.unreadable;
+        }
+        found.unreadable += outcome.unreadable_dirs;
     } else {
         // A single file: open it through the resolver like read_file does.
-        let resolved = match resolve(roots, ACTION, asked, Intent::Open) {
+        let resolved = match resolve(&ctx.roots, ACTION, asked, Intent::Open) {
             Ok(r) => r,
             Err(result) => return result,
         };
         match resolved.open_file() {
-            Ok((file, _)) => search_one(
-                &mut searcher,
-                &matcher,
-                &file,
-                resolved.path(),
-                p.output_mode,
-                &mut hits,
-            ),
+            Ok((file, stat)) => {
+                if let Some(why) = deny.refusal(&ctx.roots, asked, resolved.path(), Some(&stat)) {
+                    return failure(ACTION, asked, why);
+                }
+                search_one(
+                    &mut searcher(),
+                    &matcher,
+                    &file,
+                    resolved.path(),
+                    p.output_mode,
+                    &cap,
+                    &mut found,
+                );
+            }
             Err(e) => return failure(ACTION, asked, e),
         }
     }
-    report(&p, &shown(&base), hits)
-}
-
-/// Opens a walked file without following a symlink and without blocking, and
-/// only if it is (still) a regular file.
-fn open_plain(path: &Path) -> Option<File> {
-    let fd = rfs::open(
-        path,
-        OFlags::RDONLY | OFlags::NOFOLLOW | OFlags::NONBLOCK | OFlags::NOCTTY | OFlags::CLOEXEC,
-        Mode::empty(),
-    )
-    .ok()?;
-    let stat = rfs::fstat(&fd).ok()?;
-    (FileType::from_raw_mode(stat.st_mode) == FileType::RegularFile).then(|| File::from(fd))
+    // Workers finish in any order; results are reported sorted by path.
+    found.files.sort_unstable_by(|a, b| a.0.cmp(&b.0));
+    report(&p, &shown(&base), found, &cap)
 }
 
 fn search_one(
     searcher: &mut Searcher,
-    matcher: &grep_regex::RegexMatcher,
+    matcher: &RegexMatcher,
     file: &File,
     path: &Path,
     mode: OutputMode,
-    hits: &mut Hits,
-) {
-    let name = shown(path);
+    cap: &Cap,
+    found: &mut Found,
+) -> Flow {
     let mut count = 0u64;
+    let mut lines = Vec::new();
+    let mut full = false;
     let result = searcher.search_file(
         matcher,
         file,
@@ -188,11 +254,11 @@ fn search_one(
             count += 1;
             match mode {
                 OutputMode::Content => {
-                    if hits.lines.len() == hits.cap {
-                        hits.truncated = true;
+                    if !cap.take() {
+                        full = true;
                         return Ok(false);
                     }
-                    hits.lines.push(format!("{name}:{line_no}:{}", clip(line)));
+                    lines.push((line_no, clip(line)));
                     Ok(true)
                 }
                 // One match is enough to list the file.
@@ -202,24 +268,30 @@ fn search_one(
         }),
     );
     if result.is_err() {
-        hits.unreadable += 1;
+        found.unreadable += 1;
     }
     if count == 0 {
-        return;
+        return Flow::Continue;
     }
-    hits.files += 1;
-    match mode {
-        OutputMode::Content => {}
+    let name = shown(path);
+    let out = match mode {
+        OutputMode::Content => lines
+            .into_iter()
+            .map(|(n, text)| format!("{name}:{n}:{text}"))
+            .collect(),
         OutputMode::FilesWithMatches | OutputMode::Count => {
-            if hits.lines.len() == hits.cap {
-                hits.truncated = true;
-            } else if mode == OutputMode::Count {
-                hits.lines.push(format!("{name}:{count}"));
+            if !cap.take() {
+                return Flow::Stop;
+            }
+            if mode == OutputMode::Count {
+                vec![format!("{name}:{count}")]
             } else {
-                hits.lines.push(name);
+                vec![name]
             }
         }
-    }
+    };
+    found.files.push((path.to_path_buf(), out));
+    if full { Flow::Stop } else { Flow::Continue }
 }
 
 /// A matching line without its terminator, cut to [`MAX_LINE_CHARS`].
@@ -231,24 +303,30 @@ fn clip(line: &str) -> String {
     }
 }
 
-fn report(p: &GrepParams, base: &str, hits: Hits) -> CallToolResult {
-    let mut text = if hits.lines.is_empty() {
+fn report(p: &GrepParams, base: &str, found: Found, cap: &Cap) -> CallToolResult {
+    let files = found.files.len();
+    let lines: Vec<String> = found.files.into_iter().flat_map(|(_, l)| l).collect();
+    let truncated = cap.truncated.load(Ordering::Relaxed);
+    let mut text = if lines.is_empty() {
         format!("no matches for `{}` under `{base}`\n", p.pattern)
     } else {
-        hits.lines.join("\n") + "\n"
+        lines.join("\n") + "\n"
     };
-    if hits.truncated {
+    if truncated {
         let what = match p.output_mode {
             OutputMode::Content => "matching lines",
             OutputMode::FilesWithMatches | OutputMode::Count => "files",
         };
         text.push_str(&format!(
             "[capped at {} {what}; narrow the pattern, path or glob]\n",
-            hits.cap
+            cap.cap
         ));
     }
-    if hits.unreadable > 0 {
-        text.push_str(&format!("[{} files could not be read]\n", hits.unreadable));
+    if found.unreadable > 0 {
+        text.push_str(&format!(
+            "[{} files or directories could not be read]\n",
+            found.unreadable
+        ));
     }
     let key = match p.output_mode {
         OutputMode::Content => "lines",
@@ -260,9 +338,9 @@ fn report(p: &GrepParams, base: &str, hits: Hits) -> CallToolResult {
         json!({
             "path": base,
             "pattern": p.pattern,
-            key: hits.lines,
-            "files_matched": hits.files,
-            "truncated": hits.truncated,
+            key: lines,
+            "files_matched": files,
+            "truncated": truncated,
         }),
     )
 }

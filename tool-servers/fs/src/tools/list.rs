@@ -9,11 +9,13 @@ use schemars::JsonSchema;
 use serde::Deserialize;
 use serde_json::json;
 
-use super::{Limits, failure, resolve, shown, success};
-use crate::resolve::{Intent, Roots};
+use super::{Context, failure, resolve, shown, success};
+use crate::deny::Deny;
+use crate::resolve::Intent;
 
 /// Parameters of `list_dir`.
 #[derive(Debug, Deserialize, JsonSchema)]
+#[schemars(transform = super::schema::portable)]
 pub struct ListDirParams {
     /// The directory to list: relative to the first root, or an absolute path inside
     /// a root (default: the first root).
@@ -21,13 +23,16 @@ pub struct ListDirParams {
     pub path: Option<String>,
 }
 
-pub(crate) fn list_dir(roots: &Roots, limits: Limits, p: ListDirParams) -> CallToolResult {
+pub(crate) fn list_dir(ctx: &Context, deny: &Deny, p: ListDirParams) -> CallToolResult {
     const ACTION: &str = "list";
     let asked = p.path.as_deref().unwrap_or(".");
-    let resolved = match resolve(roots, ACTION, asked, Intent::Open) {
+    let resolved = match resolve(&ctx.roots, ACTION, asked, Intent::Open) {
         Ok(r) => r,
         Err(result) => return result,
     };
+    if let Some(why) = deny.refusal(&ctx.roots, asked, resolved.path(), None) {
+        return failure(ACTION, asked, why);
+    }
     let fd = match resolved.open_dir() {
         Ok(fd) => fd,
         Err(e) => return failure(ACTION, asked, e),
@@ -47,10 +52,22 @@ pub(crate) fn list_dir(roots: &Roots, limits: Limits, p: ListDirParams) -> CallT
             names.push(name.to_vec());
         }
     }
+    if !deny.is_empty() {
+        // Denied entries are left out without a word: not even their names show.
+        names.retain(|name| {
+            let name = OsStr::from_bytes(name);
+            let path = resolved.path().join(name);
+            if deny.entry_rule(&path).is_some() {
+                return false;
+            }
+            rfs::statat(&fd, name, AtFlags::SYMLINK_NOFOLLOW)
+                .map_or(true, |st| !deny.hides_entry(&ctx.roots, &path, &st))
+        });
+    }
     names.sort();
     let total = names.len();
-    let truncated = total > limits.max_entries;
-    names.truncate(limits.max_entries);
+    let truncated = total > ctx.limits.max_entries;
+    names.truncate(ctx.limits.max_entries);
 
     let path = shown(resolved.path());
     let mut text = format!("{path}: {total} entries\n");

@@ -2,19 +2,53 @@
 //! failures are results with `isError: true` that name the path and the reason
 //! (the model can act on them), never a JSON-RPC error or a panic.
 
+pub(crate) mod diff;
 pub(crate) mod edit;
 pub(crate) mod glob;
 pub(crate) mod grep;
 pub(crate) mod list;
 pub(crate) mod read;
+pub(crate) mod schema;
 pub(crate) mod write;
 
 use std::path::Path;
+use std::sync::Arc;
 
-use rmcp::model::{CallToolResult, ContentBlock};
+use ignore::gitignore::Gitignore;
+
+use rmcp::model::{CallToolResult, ContentBlock, RequestMetaObject, ResourceContents};
 use serde_json::{Value, json};
 
+use crate::deny::{DENY_META_KEY, Deny, DenyCache};
 use crate::resolve::{ResolveError, Resolved, Roots};
+
+/// Everything a tool call works with, built once at startup.
+#[derive(Debug)]
+pub(crate) struct Context {
+    pub(crate) roots: Roots,
+    pub(crate) limits: Limits,
+    /// The user's global gitignore, read once (walks apply it like ripgrep does).
+    pub(crate) gitignore: Arc<Gitignore>,
+    /// Worker threads per walk.
+    pub(crate) threads: usize,
+    /// The host's deny globs (`--deny-read`), merged per call with `_meta`'s.
+    pub(crate) deny: DenyCache,
+}
+
+impl Context {
+    /// The deny rules of one call, from its request `_meta`; a malformed list
+    /// fails the call (`Err` is the result to send) rather than run unguarded.
+    pub(crate) fn deny(
+        &self,
+        meta: &RequestMetaObject,
+        action: &str,
+        path: &str,
+    ) -> Result<Deny, CallToolResult> {
+        self.deny
+            .for_call(&self.roots, meta.get(DENY_META_KEY))
+            .map_err(|e| failure(action, path, e))
+    }
+}
 
 /// Limits from the command line, passed to every tool by value.
 #[derive(Debug, Clone, Copy)]
@@ -33,6 +67,25 @@ pub(crate) fn success(text: String, structured: Value) -> CallToolResult {
     result.structured_content = Some(structured);
     result
 }
+
+/// A unified diff as an embedded resource, the form every tern host renders as
+/// a diff and hands to the model (see the crate docs): `uri` names the file,
+/// `mimeType` is `text/x-diff`.
+pub(crate) fn diff_block(path: &Path, diff: String) -> ContentBlock {
+    let uri = url::Url::from_file_path(path)
+        .map(String::from)
+        // Only a relative path fails here, and resolved paths are absolute.
+        .unwrap_or_else(|()| format!("file://{}", path.display()));
+    ContentBlock::resource(ResourceContents::TextResourceContents {
+        uri,
+        mime_type: Some(DIFF_MIME.into()),
+        text: diff,
+        meta: None,
+    })
+}
+
+/// The MIME type of a unified diff.
+pub(crate) const DIFF_MIME: &str = "text/x-diff";
 
 /// A refusal or failure: "cannot {action} `{path}`: {reason}".
 pub(crate) fn failure(action: &str, path: &str, reason: impl std::fmt::Display) -> CallToolResult {

@@ -8,8 +8,9 @@ use schemars::JsonSchema;
 use serde::Deserialize;
 use serde_json::json;
 
-use super::{Limits, failure, resolve, shown, success};
-use crate::resolve::{Intent, Roots};
+use super::{Context, failure, resolve, shown, success};
+use crate::deny::Deny;
+use crate::resolve::Intent;
 
 /// Bytes at the start of a file inspected to decide whether it is text
 /// (the same window `git` and ripgrep use for their binary heuristics).
@@ -17,6 +18,7 @@ const SNIFF_BYTES: usize = 8 * 1024;
 
 /// Parameters of `read_file`.
 #[derive(Debug, Deserialize, JsonSchema)]
+#[schemars(transform = super::schema::portable)]
 pub struct ReadFileParams {
     /// The file to read: relative to the first root, or an absolute path inside a root.
     pub path: String,
@@ -39,9 +41,9 @@ enum Stop {
     Bytes,
 }
 
-pub(crate) fn read_file(roots: &Roots, limits: Limits, p: ReadFileParams) -> CallToolResult {
+pub(crate) fn read_file(ctx: &Context, deny: &Deny, p: ReadFileParams) -> CallToolResult {
     const ACTION: &str = "read";
-    let resolved = match resolve(roots, ACTION, &p.path, Intent::Open) {
+    let resolved = match resolve(&ctx.roots, ACTION, &p.path, Intent::Open) {
         Ok(r) => r,
         Err(result) => return result,
     };
@@ -49,6 +51,10 @@ pub(crate) fn read_file(roots: &Roots, limits: Limits, p: ReadFileParams) -> Cal
         Ok(f) => f,
         Err(e) => return failure(ACTION, &p.path, e),
     };
+    // Checked on the opened file's own metadata, so a hard link is caught too.
+    if let Some(why) = deny.refusal(&ctx.roots, &p.path, resolved.path(), Some(&stat)) {
+        return failure(ACTION, &p.path, why);
+    }
     let total_bytes = u64::try_from(stat.st_size).unwrap_or(0);
     let mut head = Vec::with_capacity(SNIFF_BYTES);
     if let Err(e) = (&mut file).take(SNIFF_BYTES as u64).read_to_end(&mut head) {
@@ -73,7 +79,7 @@ pub(crate) fn read_file(roots: &Roots, limits: Limits, p: ReadFileParams) -> Cal
             &mut std::io::Cursor::new(head),
             offset,
             p.limit,
-            limits.max_read_bytes,
+            ctx.limits.max_read_bytes,
             total_bytes,
         )
     } else {
@@ -83,12 +89,12 @@ pub(crate) fn read_file(roots: &Roots, limits: Limits, p: ReadFileParams) -> Cal
             &mut reader,
             offset,
             p.limit,
-            limits.max_read_bytes,
+            ctx.limits.max_read_bytes,
             total_bytes,
         )
     };
     match rendered {
-        Ok(r) => finish(&path, total_bytes, offset, limits.max_read_bytes, r),
+        Ok(r) => finish(&path, total_bytes, offset, ctx.limits.max_read_bytes, r),
         Err(e) => failure(ACTION, &p.path, e),
     }
 }

@@ -1,7 +1,7 @@
 //! `write_file`, and the atomic replace that `edit_file` shares.
 
 use std::ffi::OsStr;
-use std::io::Write;
+use std::io::{Read, Write};
 use std::os::fd::BorrowedFd;
 use std::sync::atomic::{AtomicU64, Ordering};
 
@@ -11,11 +11,14 @@ use schemars::JsonSchema;
 use serde::Deserialize;
 use serde_json::json;
 
-use super::{failure, resolve, shown, success};
-use crate::resolve::{CreateParents, Intent, Roots, kind_name};
+use super::diff::unified;
+use super::{Context, diff_block, failure, resolve, shown, success};
+use crate::deny::Deny;
+use crate::resolve::{CreateParents, Intent, Resolved, kind_name};
 
 /// Parameters of `write_file`.
 #[derive(Debug, Deserialize, JsonSchema)]
+#[schemars(transform = super::schema::portable)]
 pub struct WriteFileParams {
     /// The file to create or overwrite: relative to the first root, or an absolute
     /// path inside a root. Missing parent directories are created.
@@ -24,18 +27,24 @@ pub struct WriteFileParams {
     pub content: String,
 }
 
-pub(crate) fn write_file(roots: &Roots, p: WriteFileParams) -> CallToolResult {
+pub(crate) fn write_file(ctx: &Context, deny: &Deny, p: WriteFileParams) -> CallToolResult {
     const ACTION: &str = "write";
     let intent = Intent::Write {
         parents: CreateParents::Yes,
     };
-    let resolved = match resolve(roots, ACTION, &p.path, intent) {
+    if let Some(why) = deny.refusal_named(&ctx.roots, &p.path) {
+        return failure(ACTION, &p.path, why);
+    }
+    let resolved = match resolve(&ctx.roots, ACTION, &p.path, intent) {
         Ok(r) => r,
         Err(result) => return result,
     };
     let Some(name) = resolved.name() else {
         return failure(ACTION, &p.path, "it is a directory");
     };
+    if let Some(why) = deny.refusal(&ctx.roots, &p.path, resolved.path(), resolved.stat()) {
+        return failure(ACTION, &p.path, why);
+    }
     if let Some(stat) = resolved.stat()
         && FileType::from_raw_mode(stat.st_mode) != FileType::RegularFile
     {
@@ -50,16 +59,50 @@ pub(crate) fn write_file(roots: &Roots, p: WriteFileParams) -> CallToolResult {
     }
     let existed = resolved.stat().is_some();
     let keep = resolved.stat().map(Unchanged::from);
+    // Read before replacing: afterwards the old content is gone.
+    let before = if existed && p.content.len() <= MAX_DIFF_BYTES {
+        old_text(&resolved)
+    } else {
+        None
+    };
     if let Err(e) = replace(resolved.parent(), name, p.content.as_bytes(), keep.as_ref()) {
         return failure(ACTION, &p.path, e);
     }
     let bytes = p.content.len();
     let path = shown(resolved.path());
-    let verb = if existed { "replaced" } else { "created" };
-    success(
+    let diff = before.map(|before| unified(&path, &before, &p.content));
+    let verb = match &diff {
+        None if existed => "replaced".to_string(),
+        None => "created".to_string(),
+        Some(d) => format!("replaced, {}", d.stat()),
+    };
+    let mut result = success(
         format!("wrote {bytes} bytes to `{path}` ({verb})"),
         json!({ "path": path, "bytes_written": bytes, "created": !existed }),
-    )
+    );
+    if let Some(diff) = diff
+        && !diff.text.is_empty()
+    {
+        result.content.push(diff_block(resolved.path(), diff.text));
+    }
+    result
+}
+
+/// Files up to this size (old and new) get a diff when replaced; beyond it
+/// the diff would cost more than the write and swamp the model's context.
+const MAX_DIFF_BYTES: usize = 1024 * 1024;
+
+/// The current content of an existing file, when it is small UTF-8 text.
+fn old_text(resolved: &Resolved) -> Option<String> {
+    let (file, stat) = resolved.open_file().ok()?;
+    if usize::try_from(stat.st_size).ok()? > MAX_DIFF_BYTES {
+        return None;
+    }
+    let mut bytes = Vec::new();
+    file.take(MAX_DIFF_BYTES as u64 + 1)
+        .read_to_end(&mut bytes)
+        .ok()?;
+    String::from_utf8(bytes).ok()
 }
 
 /// What the file looked like when the caller read it: the replace is refused

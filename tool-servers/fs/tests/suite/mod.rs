@@ -1,8 +1,12 @@
 //! Spawns the real `tern-fs` binary and talks MCP to it with rmcp's client.
 
 mod annotations;
+mod deny;
+mod race;
+mod raw;
 mod read;
 mod refusals;
+mod schemas;
 mod search;
 mod write_edit;
 

@@ -154,3 +154,31 @@ async fn grep_is_capped_and_says_so() {
     assert!(text.contains("capped at 3 matching lines"), "{text}");
     fs.stop().await;
 }
+
+#[tokio::test]
+async fn walks_apply_ignore_files_like_ripgrep() {
+    let fs = Fs::start().await;
+    // Root rules apply below, even when the search starts in a subdirectory.
+    fs.put(".gitignore", "*.tmp\nbuild/\n");
+    // A deeper file re-includes what a shallower one ignores.
+    fs.put("a/.gitignore", "!keep.tmp\n");
+    // `.ignore` beats `.gitignore` in the same directory.
+    fs.put("a/.ignore", "secret.txt\n");
+    fs.put("a/keep.tmp", "x");
+    fs.put("a/drop.tmp", "x");
+    fs.put("a/secret.txt", "x");
+    fs.put("a/ok.txt", "x");
+    fs.put("a/build/out.txt", "x");
+    // .git/info/exclude counts; .git itself is never listed.
+    fs.put(".git/info/exclude", "excluded.txt\n");
+    fs.put("a/excluded.txt", "x");
+    let (text, st) = fs.ok("glob", json!({"pattern": "**/*", "path": "a"})).await;
+    let expect: Vec<String> = ["a/.gitignore", "a/.ignore", "a/keep.tmp", "a/ok.txt"]
+        .iter()
+        .map(|p| s(&fs.path(p)))
+        .collect();
+    assert_eq!(st["matches"], json!(expect), "{text}");
+    let (text, _) = fs.ok("glob", json!({"pattern": "**"})).await;
+    assert!(!text.contains("/.git/"), "{text}");
+    fs.stop().await;
+}

@@ -2,9 +2,10 @@
 
 use std::os::unix::fs::PermissionsExt;
 
+use rmcp::model::ResourceContents;
 use serde_json::json;
 
-use super::{Fs, s};
+use super::{Fs, s, text};
 
 #[tokio::test]
 async fn write_file_creates_parents_and_reports_bytes() {
@@ -71,29 +72,96 @@ async fn write_file_never_writes_through_a_symlink() {
     fs.stop().await;
 }
 
+/// The diff block: `(uri, mimeType, text)` of the one embedded resource.
+fn diff_of(r: &rmcp::model::CallToolResult) -> (String, String, String) {
+    let resources: Vec<_> = r.content.iter().filter_map(|c| c.as_resource()).collect();
+    assert_eq!(resources.len(), 1, "one embedded resource: {:?}", r.content);
+    match &resources[0].resource {
+        ResourceContents::TextResourceContents {
+            uri,
+            mime_type,
+            text,
+            ..
+        } => (
+            uri.clone(),
+            mime_type.clone().unwrap_or_default(),
+            text.clone(),
+        ),
+        other => panic!("the diff is text, not {other:?}"),
+    }
+}
+
 #[tokio::test]
-async fn edit_file_replaces_and_returns_a_diff() {
+async fn edit_file_returns_its_diff_as_an_embedded_resource() {
     let fs = Fs::start().await;
     fs.put("code.rs", "fn main() {\n    println!(\"hi\");\n}\n");
-    let (text, st) = fs
-        .ok(
+    let r = fs
+        .call(
             "edit_file",
             json!({"path": "code.rs", "old_string": "\"hi\"", "new_string": "\"hello\""}),
         )
         .await;
-    assert_eq!(st["replacements"], 1);
-    let diff = st["diff"].as_str().unwrap();
+    assert_eq!(r.is_error, Some(false), "{}", text(&r));
+    let (uri, mime, diff) = diff_of(&r);
+    assert_eq!(uri, format!("file://{}", s(&fs.path("code.rs"))));
+    assert_eq!(mime, "text/x-diff");
     assert!(diff.contains("-    println!(\"hi\");"), "{diff}");
     assert!(diff.contains("+    println!(\"hello\");"), "{diff}");
     assert!(
         diff.contains(&format!("--- {}", s(&fs.path("code.rs")))),
         "{diff}"
     );
-    assert!(text.contains(diff), "the diff is in the text too: {text}");
+    // The text block is the one-line summary; the diff is not sent twice.
+    let summary = text(&r);
+    assert_eq!(
+        summary,
+        format!(
+            "edited `{}`: 1 replacement (+1 -1 lines)",
+            s(&fs.path("code.rs"))
+        )
+    );
+    let st = r.structured_content.unwrap();
+    assert_eq!(st["replacements"], 1);
+    assert!(st.get("diff").is_none(), "no private diff key: {st}");
     assert_eq!(
         std::fs::read_to_string(fs.path("code.rs")).unwrap(),
         "fn main() {\n    println!(\"hello\");\n}\n"
     );
+    fs.stop().await;
+}
+
+#[tokio::test]
+async fn write_file_over_an_existing_file_returns_a_diff_and_a_new_file_none() {
+    let fs = Fs::start().await;
+    let r = fs
+        .call("write_file", json!({"path": "n.txt", "content": "a\nb\n"}))
+        .await;
+    assert_eq!(r.is_error, Some(false), "{}", text(&r));
+    assert_eq!(
+        r.content.len(),
+        1,
+        "a created file has no diff: {:?}",
+        r.content
+    );
+    let r = fs
+        .call("write_file", json!({"path": "n.txt", "content": "a\nc\n"}))
+        .await;
+    assert_eq!(r.is_error, Some(false), "{}", text(&r));
+    let (uri, mime, diff) = diff_of(&r);
+    assert_eq!(uri, format!("file://{}", s(&fs.path("n.txt"))));
+    assert_eq!(mime, "text/x-diff");
+    assert!(diff.contains("-b\n") && diff.contains("+c\n"), "{diff}");
+    assert!(text(&r).contains("replaced, +1 -1 lines"), "{}", text(&r));
+    // A path that needs escaping in a URI gets it.
+    fs.put("with space.txt", "x\n");
+    let r = fs
+        .call(
+            "write_file",
+            json!({"path": "with space.txt", "content": "y\n"}),
+        )
+        .await;
+    let (uri, _, _) = diff_of(&r);
+    assert!(uri.ends_with("/with%20space.txt"), "{uri}");
     fs.stop().await;
 }
 
