@@ -24,6 +24,8 @@ mod decode;
 pub mod env;
 pub mod exec;
 mod group;
+mod limits;
+mod schema;
 mod server;
 
 use std::path::{Path, PathBuf};

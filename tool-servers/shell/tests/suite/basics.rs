@@ -113,3 +113,34 @@ async fn a_timeout_above_the_maximum_is_clamped_and_said() {
     );
     assert_eq!(field(&r, "exit_code"), 0);
 }
+
+#[tokio::test]
+async fn the_input_schema_is_portable_and_the_command_argument_is_named() {
+    let s = start(&[], &[]).await;
+    let tools = s.client.list_all_tools().await.unwrap();
+    let tool = serde_json::to_value(&tools[0]).unwrap();
+    // Optional arguments are plain optional properties: not required, no
+    // `null` type, no `default: null`, no Rust-only formats such as `uint64`.
+    let description = |p: &str| tool["inputSchema"]["properties"][p]["description"].clone();
+    assert_eq!(
+        tool["inputSchema"],
+        json!({
+            "$schema": "https://json-schema.org/draft/2020-12/schema",
+            "type": "object",
+            "additionalProperties": false,
+            "required": ["command"],
+            "properties": {
+                "command": {"type": "string", "description": description("command")},
+                "cwd": {"type": "string", "description": description("cwd")},
+                "timeout_sec": {"type": "integer", "minimum": 0, "description": description("timeout_sec")},
+            }
+        }),
+        "{tool:#}"
+    );
+    assert!(description("cwd").is_string());
+    assert_eq!(
+        tool["_meta"],
+        json!({"tern/command_arg": "command"}),
+        "{tool:#}"
+    );
+}

@@ -1,4 +1,5 @@
 mod basics;
 mod confinement;
+mod host_limits;
 mod lifecycle;
 mod support;

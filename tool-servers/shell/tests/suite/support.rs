@@ -5,7 +5,8 @@ use std::time::Duration;
 
 use rmcp::handler::client::progress::ProgressDispatcher;
 use rmcp::model::{
-    CallToolRequestParams, CallToolResult, ClientRequest, ProgressNotificationParam, Request,
+    CallToolRequestParams, CallToolResult, ClientRequest, MetaObject, ProgressNotificationParam,
+    Request, RequestMetaObject,
 };
 use rmcp::service::{PeerRequestOptions, RequestHandle, RunningService};
 use rmcp::transport::TokioChildProcess;
@@ -73,6 +74,18 @@ impl Server {
     /// Calls `run` with `args` and waits for the result.
     pub async fn run(&self, args: Value) -> CallToolResult {
         tokio::time::timeout(CALL_TIMEOUT, self.client.peer().call_tool(params(args)))
+            .await
+            .expect("call did not return in time")
+            .unwrap()
+    }
+
+    /// Calls `run` with `args` and the request `_meta` object `meta`.
+    pub async fn run_with_meta(&self, args: Value, meta: Value) -> CallToolResult {
+        let mut p = params(args);
+        p.meta = Some(RequestMetaObject(MetaObject(
+            meta.as_object().unwrap().clone(),
+        )));
+        tokio::time::timeout(CALL_TIMEOUT, self.client.peer().call_tool(p))
             .await
             .expect("call did not return in time")
             .unwrap()
