@@ -39,6 +39,8 @@ pub struct Settings {
     pub max_output_chars: usize,
     /// The full environment every command starts with.
     pub env: Vec<(OsString, OsString)>,
+    /// The OS sandbox every command runs under.
+    pub sandbox: Arc<tern_sandbox::Sandbox>,
 }
 
 /// Parameters of the `run` tool.
@@ -143,6 +145,7 @@ impl ShellServer {
             env: &settings.env,
             timeout,
             max_output_chars: limits::output_budget(&host, settings.max_output_chars),
+            sandbox: &settings.sandbox,
         };
         let on_progress = progress
             .as_mut()
