@@ -25,6 +25,41 @@ const FORCED: &[(&str, &str)] = &[
     ("GIT_EDITOR", "true"),
 ];
 
+/// Git configuration forced on every command through `GIT_CONFIG_COUNT` /
+/// `GIT_CONFIG_KEY_n` / `GIT_CONFIG_VALUE_n`, which override every config file
+/// (issue F6). A repository's `.git/config` can name programs that git runs on
+/// an innocent `git status` or `git diff` — the kind of command a permission
+/// rule allows without asking. Each key here is one such program, reset to a
+/// harmless value. What cannot be reset by key (per-driver
+/// `diff.<driver>.textconv`, `filter.<driver>.*`, `merge.<driver>.driver`,
+/// selected by `.gitattributes`) is covered by the sandbox keeping
+/// `.git/config` read-only; see the README's "Git configuration" section.
+pub const GIT_CONFIG: &[(&str, &str)] = &[
+    // Runs on `git status` and every index refresh.
+    ("core.fsmonitor", "false"),
+    // Hooks (commit, checkout, merge…): none.
+    ("core.hooksPath", "/dev/null"),
+    ("core.pager", "cat"),
+    ("core.editor", "true"),
+    ("sequence.editor", "true"),
+    ("core.askPass", ""),
+    ("core.sshCommand", "ssh"),
+    ("core.gitProxy", "none"),
+    // An empty value clears every helper configured before it.
+    ("credential.helper", ""),
+    ("protocol.ext.allow", "never"),
+    ("gpg.program", "gpg"),
+    ("gpg.ssh.program", "ssh-keygen"),
+    ("gpg.x509.program", "gpgsm"),
+    // No value makes git use its own diff (an empty one fails to run ""), so
+    // an external diff is replaced by a message saying how to get the diff.
+    (
+        "diff.external",
+        "echo \"tern: diff.external is disabled (it runs a program named in git config); \
+         use git diff --no-ext-diff\" >&2; false #",
+    ),
+];
+
 /// Used when the server itself has no `PATH`, so `bash -c 'ls'` still works.
 const FALLBACK_PATH: &str = "/usr/local/bin:/usr/bin:/bin";
 
@@ -39,6 +74,8 @@ pub fn child_env(
         .into_iter()
         .filter(|(name, _)| is_allowed(name, extra))
         .filter(|(name, _)| !FORCED.iter().any(|(forced, _)| name == *forced))
+        // Ours replace any the parent passed on, or the numbering would clash.
+        .filter(|(name, _)| !name.to_str().is_some_and(|n| n.starts_with("GIT_CONFIG_")))
         .collect();
     if !env.iter().any(|(name, _)| name == "PATH") {
         env.push(("PATH".into(), FALLBACK_PATH.into()));
@@ -48,6 +85,14 @@ pub fn child_env(
             .iter()
             .map(|(name, value)| (OsString::from(name), OsString::from(value))),
     );
+    env.push((
+        "GIT_CONFIG_COUNT".into(),
+        GIT_CONFIG.len().to_string().into(),
+    ));
+    for (i, (key, value)) in GIT_CONFIG.iter().enumerate() {
+        env.push((format!("GIT_CONFIG_KEY_{i}").into(), (*key).into()));
+        env.push((format!("GIT_CONFIG_VALUE_{i}").into(), (*value).into()));
+    }
     env.sort();
     env
 }
@@ -115,6 +160,28 @@ mod tests {
             get(&env, "GIT_TERMINAL_PROMPT").map(|v| v.as_os_str()),
             Some(OsStr::new("0"))
         );
+    }
+
+    #[test]
+    fn git_config_overrides_are_numbered_and_replace_the_parents() {
+        let env = child_env(
+            parent(&[("GIT_CONFIG_COUNT", "1"), ("GIT_CONFIG_KEY_0", "x")]),
+            &[
+                "GIT_CONFIG_COUNT".to_string(),
+                "GIT_CONFIG_KEY_0".to_string(),
+            ],
+        );
+        let count = GIT_CONFIG.len().to_string();
+        assert_eq!(
+            get(&env, "GIT_CONFIG_COUNT").map(|v| v.as_os_str()),
+            Some(OsStr::new(&count))
+        );
+        assert_eq!(
+            get(&env, "GIT_CONFIG_KEY_0").map(|v| v.as_os_str()),
+            Some(OsStr::new("core.fsmonitor"))
+        );
+        let last = GIT_CONFIG.len() - 1;
+        assert!(get(&env, &format!("GIT_CONFIG_VALUE_{last}")).is_some());
     }
 
     #[test]

@@ -26,6 +26,7 @@ use tokio_util::sync::CancellationToken;
 
 use crate::decode::Utf8Stream;
 use crate::group::{Group, KillOnDrop, group_has_live_members, signal_group};
+use tern_sandbox::Session;
 
 /// Time between SIGTERM and SIGKILL.
 pub const TERM_GRACE: Duration = Duration::from_secs(2);
@@ -53,6 +54,8 @@ pub struct Invocation<'a> {
     pub env: &'a [(OsString, OsString)],
     pub timeout: Duration,
     pub max_output_chars: usize,
+    /// The sandbox the command runs under (also what kills its leftovers).
+    pub sandbox: &'a tern_sandbox::Sandbox,
 }
 
 /// Why the supervision loop stopped the command, if it did.
@@ -108,6 +111,8 @@ pub struct Outcome {
 pub enum SpawnError {
     #[error("cannot create the output pipe: {0}")]
     Pipe(std::io::Error),
+    #[error("{0}")]
+    Sandbox(tern_sandbox::SandboxError),
     #[error("cannot start `{shell}`: {source}")]
     Spawn {
         shell: String,
@@ -127,13 +132,13 @@ pub async fn run(
 ) -> Result<Outcome, SpawnError> {
     let start = Instant::now();
     let (mut child, mut reader) = spawn(&inv)?;
-    // `setsid` made the child a session and group leader: its pid is the pgid.
-    let group = child
-        .id()
+    // The sandbox's supervisor called `setsid`: its pid is the pgid.
+    let supervisor = child.id();
+    let group = supervisor
         .and_then(|id| i32::try_from(id).ok())
         .and_then(Pid::from_raw)
         .and_then(Group::new);
-    let mut guard = KillOnDrop(group);
+    let mut guard = KillOnDrop(supervisor);
 
     let mut capture = HeadTail::new(inv.max_output_chars);
     let mut decoder = Utf8Stream::default();
@@ -172,7 +177,7 @@ pub async fn run(
             }
             _ = tokio::time::sleep_until(kill_at.unwrap_or(never)), if kill_at.is_some() && !escalated_to_kill => {
                 escalated_to_kill = true;
-                signal_group(group, Signal::KILL);
+                kill_everything(supervisor, group);
             }
             status = child.wait(), if ending.is_none() => {
                 ending = Some(match status {
@@ -216,14 +221,14 @@ pub async fn run(
         while !escalated_to_kill && group_has_live_members(group) {
             if tokio::time::Instant::now() >= kill_at {
                 escalated_to_kill = true;
-                signal_group(group, Signal::KILL);
+                kill_everything(supervisor, group);
                 break;
             }
             tokio::time::sleep(Duration::from_millis(25)).await;
         }
     }
-    // Finished normally: background jobs it started stay alive on purpose
-    // (`server &` is a legitimate command); only an abandoned run kills them.
+    // The supervisor has exited, and with it everything the command started
+    // (issue F9: `sleep 100 &` does not outlive the call).
     guard.disarm();
 
     Ok(Outcome {
@@ -256,7 +261,9 @@ fn spawn(
         .stdin(Stdio::null())
         .stdout(Stdio::from(write_end))
         .stderr(Stdio::from(write_end_for_stderr));
-    start_new_session(&mut cmd);
+    inv.sandbox
+        .configure(cmd.as_std_mut(), Session::New)
+        .map_err(SpawnError::Sandbox)?;
     let child = cmd.spawn().map_err(|source| SpawnError::Spawn {
         shell: inv.shell.display().to_string(),
         source,
@@ -267,17 +274,12 @@ fn spawn(
     Ok((child, reader))
 }
 
-/// Makes the child call `setsid()` between fork and exec.
-#[allow(unsafe_code)]
-fn start_new_session(cmd: &mut tokio::process::Command) {
-    // SAFETY: the closure runs in the forked child before exec, where only
-    // async-signal-safe operations are allowed. It makes one raw `setsid`
-    // system call through rustix: no allocation, no lock, no shared state.
-    unsafe {
-        cmd.pre_exec(|| {
-            rustix::process::setsid()
-                .map(drop)
-                .map_err(std::io::Error::from)
-        });
+/// SIGKILL for everything the command started: the supervisor's sweep
+/// reaches processes that left the group (`setsid`), the group signal
+/// anything left if the supervisor itself is gone.
+fn kill_everything(supervisor: Option<u32>, group: Option<Group>) {
+    if let Some(pid) = supervisor {
+        tern_sandbox::abort(pid);
     }
+    signal_group(group, Signal::KILL);
 }

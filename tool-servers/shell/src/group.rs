@@ -60,12 +60,13 @@ fn parse_stat(stat: &str) -> Option<(char, i32)> {
     Some((state, pgrp))
 }
 
-/// Kills the group if a run is abandoned midway (its future dropped because the
-/// client went away): nothing a command started may outlive an abandoned call.
-pub struct KillOnDrop(pub Option<Group>);
+/// Aborts the command (through its sandbox supervisor's pid) if a run is
+/// abandoned midway (its future dropped because the client went away or the
+/// server is shutting down): nothing a command started may outlive its call.
+pub struct KillOnDrop(pub Option<u32>);
 
 impl KillOnDrop {
-    /// The run finished and handled its group itself.
+    /// The run finished and its supervisor has exited.
     pub fn disarm(&mut self) {
         self.0 = None;
     }
@@ -73,7 +74,9 @@ impl KillOnDrop {
 
 impl Drop for KillOnDrop {
     fn drop(&mut self) {
-        signal_group(self.0, Signal::KILL);
+        if let Some(pid) = self.0 {
+            tern_sandbox::abort(pid);
+        }
     }
 }
 

@@ -24,10 +24,15 @@ mod decode;
 pub mod env;
 pub mod exec;
 mod group;
+mod limits;
+mod schema;
 mod server;
 
 use std::path::{Path, PathBuf};
+use std::sync::Arc;
 use std::time::Duration;
+
+pub use tern_sandbox::{Mode, Network};
 
 pub use server::{RunParams, Settings, ShellServer};
 
@@ -54,12 +59,31 @@ pub struct Args {
     /// Also pass this environment variable through to commands (repeatable).
     #[arg(long = "env-allow", value_name = "NAME")]
     pub env_allow: Vec<String>,
+    /// OS sandbox for commands: `read-only` (nothing writable), `workspace-write`
+    /// (only the root, `--writable` directories and TMPDIR), `full-access` (none).
+    #[arg(long, value_enum, value_name = "MODE", default_value_t = Mode::WorkspaceWrite)]
+    pub sandbox: Mode,
+    /// Network for sandboxed commands: `off` gives them a private loopback only.
+    /// Ignored in `full-access`.
+    #[arg(long, value_enum, value_name = "on|off", default_value_t = Network::Off)]
+    pub network: Network,
+    /// Also writable in `workspace-write` (repeatable).
+    #[arg(long, value_name = "DIR")]
+    pub writable: Vec<PathBuf>,
+    /// Keep this path read-only even inside a writable directory (repeatable;
+    /// e.g. `$TERN_HOME`). `.git/hooks`, `.git/config` and `.tern` always are.
+    #[arg(long, value_name = "PATH")]
+    pub protect: Vec<PathBuf>,
 }
 
 /// Runs the server over stdio until the client disconnects.
 pub async fn run(args: Args) -> Result<(), tern_tool_common::ServeError> {
     let settings = settings_from(args)?;
     tracing::info!(root = %settings.root.display(), shell = %settings.shell.display(), "tern-shell starting");
+    tracing::info!("{}", settings.sandbox.summary());
+    for degradation in settings.sandbox.degradations() {
+        tracing::warn!("{degradation}");
+    }
     tern_tool_common::serve_stdio(ShellServer::new(settings)).await
 }
 
@@ -85,19 +109,48 @@ pub fn settings_from(args: Args) -> Result<Settings, tern_tool_common::ServeErro
     let timeout_max = Duration::from_secs(args.timeout_max);
     let timeout_default = Duration::from_secs(args.timeout_default.max(1)).min(timeout_max);
     let env = env::child_env(std::env::vars_os(), &args.env_allow);
-    let path = env
-        .iter()
-        .find(|(k, _)| k == "PATH")
-        .map(|(_, v)| v.clone())
-        .unwrap_or_default();
+    let var = |name: &str| env.iter().find(|(k, _)| k == name).map(|(_, v)| v.clone());
+    let shell = find_shell(&var("PATH").unwrap_or_default());
+    let sandbox = sandbox_from(&args, &root, var("TMPDIR"))?;
     Ok(Settings {
         root,
-        shell: find_shell(&path),
+        shell,
         timeout_default,
         timeout_max,
         max_output_chars: args.max_output_chars,
         env,
+        sandbox: Arc::new(sandbox),
     })
+}
+
+/// The sandbox commands run under: the policy from the flags, fitted to what
+/// this kernel supports (missing layers are logged by [`run`]).
+fn sandbox_from(
+    args: &Args,
+    root: &Path,
+    tmpdir: Option<std::ffi::OsString>,
+) -> Result<tern_sandbox::Sandbox, tern_tool_common::ServeError> {
+    let invalid = |msg: String| tern_tool_common::ServeError::Config(msg);
+    let absolute = |flag: &str, p: &Path| {
+        p.canonicalize()
+            .map_err(|e| invalid(format!("{flag} {}: {e}", p.display())))
+    };
+    let mut roots = vec![root.to_path_buf()];
+    for dir in &args.writable {
+        roots.push(absolute("--writable", dir)?);
+    }
+    let mut policy = tern_sandbox::Policy::new(args.sandbox, args.network, roots);
+    if let Some(tmp) = tmpdir.filter(|t| !t.is_empty()) {
+        policy.temp_dirs[0] = PathBuf::from(tmp);
+    }
+    // A protected path may not exist yet; it is protected from when it does.
+    policy.protected = args
+        .protect
+        .iter()
+        .map(|p| std::path::absolute(p).unwrap_or_else(|_| p.clone()))
+        .collect();
+    let support = tern_sandbox::Support::detect();
+    tern_sandbox::Sandbox::new(policy, &support).map_err(|e| invalid(format!("--sandbox: {e}")))
 }
 
 /// `bash` from the commands' `PATH` when present (models write bash), else `sh`.

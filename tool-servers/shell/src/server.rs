@@ -17,6 +17,15 @@ use serde::Deserialize;
 
 use crate::cwd::resolve_cwd;
 use crate::exec::{self, Ending, Invocation, Outcome, Stop};
+use crate::limits::{self, HostLimits, Timeout};
+
+/// The tool's `_meta`: tells a host which argument holds the shell command, so
+/// it can apply command rules without recognising this server by name.
+fn run_tool_meta() -> rmcp::model::MetaObject {
+    let mut meta = rmcp::model::MetaObject::new();
+    meta.0.insert("tern/command_arg".into(), "command".into());
+    meta
+}
 
 /// Settings fixed when the server starts.
 #[derive(Debug, Clone)]
@@ -30,11 +39,14 @@ pub struct Settings {
     pub max_output_chars: usize,
     /// The full environment every command starts with.
     pub env: Vec<(OsString, OsString)>,
+    /// The OS sandbox every command runs under.
+    pub sandbox: Arc<tern_sandbox::Sandbox>,
 }
 
 /// Parameters of the `run` tool.
 #[derive(Debug, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
+#[schemars(transform = crate::schema::portable)]
 pub struct RunParams {
     /// The shell command line, run as `bash -c COMMAND`. Pipes, `&&`, redirections
     /// and subshells work. There is no terminal and stdin is empty, so interactive
@@ -82,7 +94,8 @@ impl ShellServer {
             destructive_hint = true,
             idempotent_hint = false,
             open_world_hint = true
-        )
+        ),
+        meta = run_tool_meta()
     )]
     async fn run(
         &self,
@@ -94,11 +107,19 @@ impl ShellServer {
             Ok(cwd) => cwd,
             Err(e) => return CallToolResult::error(vec![ContentBlock::text(e.to_string())]),
         };
-        let requested = params.timeout_sec.map(Duration::from_secs);
-        let timeout = requested
-            .unwrap_or(settings.timeout_default)
-            .clamp(Duration::from_secs(1), settings.timeout_max);
-        let clamped = requested.filter(|r| *r != timeout);
+        let host = match HostLimits::from_meta(&context.meta.0.0) {
+            Ok(host) => host,
+            Err(e) => return CallToolResult::error(vec![ContentBlock::text(e.to_string())]),
+        };
+        let Timeout {
+            effective: timeout,
+            clamped_from: clamped,
+        } = limits::timeout(
+            params.timeout_sec.map(Duration::from_secs),
+            &host,
+            settings.timeout_default,
+            settings.timeout_max,
+        );
 
         let mut progress = context.meta.get_progress_token().map(|token| {
             let peer = context.peer.clone();
@@ -123,7 +144,8 @@ impl ShellServer {
             cwd: &cwd,
             env: &settings.env,
             timeout,
-            max_output_chars: settings.max_output_chars,
+            max_output_chars: limits::output_budget(&host, settings.max_output_chars),
+            sandbox: &settings.sandbox,
         };
         let on_progress = progress
             .as_mut()
@@ -173,8 +195,8 @@ fn render(outcome: &Outcome, timeout: Duration, clamped: Option<Duration>) -> Ca
     let mut footer = match outcome.stop {
         Stop::Finished => format!("[{status} · {secs:.2} s]"),
         Stop::TimedOut => format!(
-            "[timed out after {} s; process group terminated{} · {status}]",
-            timeout.as_secs(),
+            "[timed out after {}; process group terminated{} · {status}]",
+            seconds(timeout),
             if outcome.escalated_to_kill {
                 " (SIGKILL needed)"
             } else {
@@ -187,9 +209,9 @@ fn render(outcome: &Outcome, timeout: Duration, clamped: Option<Duration>) -> Ca
     };
     if let Some(requested) = clamped {
         footer.push_str(&format!(
-            "\n[timeout_sec {} is outside the allowed range; used {} s]",
+            "\n[timeout_sec {} is outside the allowed range; used {}]",
             requested.as_secs(),
-            timeout.as_secs()
+            seconds(timeout)
         ));
     }
     if outcome.output.truncated {
@@ -223,6 +245,16 @@ fn render(outcome: &Outcome, timeout: Duration, clamped: Option<Duration>) -> Ca
     let mut result = CallToolResult::success(vec![ContentBlock::text(text)]);
     result.structured_content = Some(structured);
     result
+}
+
+/// `5 s`, or `1.5 s` when the duration is not whole seconds (host limits are in ms).
+fn seconds(d: Duration) -> String {
+    if d.subsec_millis() == 0 {
+        format!("{} s", d.as_secs())
+    } else {
+        let millis = format!("{:.3}", d.as_secs_f64());
+        format!("{} s", millis.trim_end_matches('0'))
+    }
 }
 
 fn signal_name(signal: i32) -> &'static str {

@@ -31,20 +31,25 @@ async fn stderr_is_interleaved_with_stdout_in_arrival_order() {
 }
 
 #[tokio::test]
-async fn bash_runs_in_its_own_session_with_empty_stdin() {
-    let s = start(&[], &[]).await;
+async fn bash_runs_in_a_session_of_its_own_with_empty_stdin() {
     // `cat` would hang forever on an inherited stdin; /dev/null ends it at once.
     // Fields 5 and 6 of /proc/PID/stat are the process group and the session.
-    let r = s
-        .run(json!({"command": "cat; echo \"$BASH_VERSION\"; echo $$ $(cut -d' ' -f5,6 /proc/$$/stat)"}))
-        .await;
-    let t = text(&r);
-    let mut lines = t.lines();
-    assert!(!lines.next().unwrap().is_empty(), "not bash: {t}");
-    let ids: Vec<&str> = lines.next().unwrap().split(' ').collect();
-    assert_eq!(ids.len(), 3, "{t}");
-    assert_eq!(ids[0], ids[1], "own process group: {t}");
-    assert_eq!(ids[0], ids[2], "own session: {t}");
+    let probe = "cat; echo \"$BASH_VERSION\"; echo $$ $PPID; cut -d' ' -f5,6 /proc/$$/stat";
+    // Sandboxed: bash is pid 2 under the namespace's init; its group and
+    // session were made outside the namespace, so they read as 0 inside.
+    let s = start(&[], &[]).await;
+    let t = text(&s.run(json!({ "command": probe })).await);
+    let lines: Vec<&str> = t.lines().collect();
+    assert!(!lines[0].is_empty(), "not bash: {t}");
+    assert_eq!(lines[1], "2 1", "{t}");
+    assert_eq!(lines[2], "0 0", "{t}");
+    // Full access: the supervisor (bash's parent) leads the group and session.
+    let s = start(&["--sandbox", "full-access"], &[]).await;
+    let t = text(&s.run(json!({ "command": probe })).await);
+    let lines: Vec<&str> = t.lines().collect();
+    let parent = lines[1].split(' ').nth(1).unwrap();
+    assert_eq!(lines[2], format!("{parent} {parent}"), "{t}");
+    assert_ne!(parent, s.pid.to_string(), "{t}");
 }
 
 #[tokio::test]
@@ -112,4 +117,35 @@ async fn a_timeout_above_the_maximum_is_clamped_and_said() {
         "{t}"
     );
     assert_eq!(field(&r, "exit_code"), 0);
+}
+
+#[tokio::test]
+async fn the_input_schema_is_portable_and_the_command_argument_is_named() {
+    let s = start(&[], &[]).await;
+    let tools = s.client.list_all_tools().await.unwrap();
+    let tool = serde_json::to_value(&tools[0]).unwrap();
+    // Optional arguments are plain optional properties: not required, no
+    // `null` type, no `default: null`, no Rust-only formats such as `uint64`.
+    let description = |p: &str| tool["inputSchema"]["properties"][p]["description"].clone();
+    assert_eq!(
+        tool["inputSchema"],
+        json!({
+            "$schema": "https://json-schema.org/draft/2020-12/schema",
+            "type": "object",
+            "additionalProperties": false,
+            "required": ["command"],
+            "properties": {
+                "command": {"type": "string", "description": description("command")},
+                "cwd": {"type": "string", "description": description("cwd")},
+                "timeout_sec": {"type": "integer", "minimum": 0, "description": description("timeout_sec")},
+            }
+        }),
+        "{tool:#}"
+    );
+    assert!(description("cwd").is_string());
+    assert_eq!(
+        tool["_meta"],
+        json!({"tern/command_arg": "command"}),
+        "{tool:#}"
+    );
 }

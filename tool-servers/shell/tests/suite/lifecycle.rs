@@ -6,95 +6,161 @@ use std::time::{Duration, Instant};
 use futures::StreamExt;
 use serde_json::json;
 
-use super::support::{field, kill_pids, pids_in, rss_kib, start, still_running_after, text};
+use super::support::{
+    field, kill_pids, processes_with_arg, rss_kib, start, survivors, text, unique_sleep,
+};
 
+/// Both ways commands run: the default sandbox and no sandbox at all.
+const MODES: [&[&str]; 2] = [&[], &["--sandbox", "full-access"]];
+
+/// Issue F9: `sleep 100 &` (and its `nohup`/`setsid`/subshell variants) used
+/// to outlive the call — and a `setsid` child even a timeout. Nothing a
+/// command starts may survive its call, in every mode.
 #[tokio::test]
-async fn a_background_child_holding_the_pipe_does_not_hang_the_call() {
-    let s = start(&[], &[]).await;
-    for command in [
-        "sleep 1000 & echo $!; echo started",
-        "setsid sleep 1000 & echo $!; echo started",
-    ] {
-        let t0 = Instant::now();
-        let r = s.run(json!({"command": command})).await;
-        let took = t0.elapsed();
-        let t = text(&r);
-        let pids = pids_in(&t);
-        kill_pids(&pids);
-        assert!(took < Duration::from_secs(3), "{command}: took {took:?}");
-        assert_eq!(field(&r, "exit_code"), 0, "{t}");
-        assert!(t.contains("started\n"), "{t}");
-        assert!(
-            t.contains("background process still holds stdout/stderr open"),
-            "{t}"
-        );
-        assert_eq!(pids.len(), 1, "{t}");
-        eprintln!("{command}: returned in {took:?}");
+async fn background_children_do_not_outlive_the_call() {
+    for mode in MODES {
+        let s = start(mode, &[]).await;
+        for form in [
+            "sleep {} &",
+            "nohup sleep {} >/dev/null 2>&1 &",
+            "setsid sleep {} &",
+            "(setsid sleep {} &) ; (sleep {} &)",
+            "setsid nohup sleep {} </dev/null >/dev/null 2>&1 &",
+        ] {
+            let marker = unique_sleep();
+            let command = format!("{}\necho started", form.replace("{}", &marker));
+            let t0 = Instant::now();
+            let r = s.run(json!({"command": command})).await;
+            let took = t0.elapsed();
+            let t = text(&r);
+            let left = survivors(&marker, Duration::from_millis(500)).await;
+            kill_pids(&left);
+            assert!(
+                left.is_empty(),
+                "{mode:?} `{command}`: survived the call: {left:?}"
+            );
+            assert!(
+                took < Duration::from_secs(3),
+                "{mode:?} `{command}`: took {took:?}"
+            );
+            assert_eq!(field(&r, "exit_code"), 0, "{t}");
+            assert!(t.contains("started\n"), "{t}");
+        }
     }
 }
 
 #[tokio::test]
-async fn a_timeout_kills_the_whole_process_group() {
-    let s = start(&[], &[]).await;
-    let t0 = Instant::now();
-    let r = s
-        .run(json!({"command": "sleep 1000 & echo $!; echo $$; sleep 1000", "timeout_sec": 1}))
-        .await;
-    let took = t0.elapsed();
-    let t = text(&r);
-    let pids = pids_in(&t);
-    assert_eq!(pids.len(), 2, "{t}");
-    let alive = still_running_after(&pids, Duration::from_millis(500)).await;
-    kill_pids(&alive);
-    assert!(alive.is_empty(), "still running after timeout: {alive:?}");
-    assert_eq!(field(&r, "timed_out"), true);
-    assert!(t.contains("[timed out after 1 s"), "{t}");
-    assert_eq!(field(&r, "signal"), 15, "{t}");
-    assert!(took < Duration::from_secs(4), "took {took:?}");
-    eprintln!("timeout 1 s: returned in {took:?}");
+async fn a_timeout_kills_everything_the_command_started() {
+    for mode in MODES {
+        let s = start(mode, &[]).await;
+        let (bg, escaped, fg) = (unique_sleep(), unique_sleep(), unique_sleep());
+        let t0 = Instant::now();
+        let r = s
+            .run(json!({"command": format!("sleep {bg} & setsid sleep {escaped} & sleep {fg}"), "timeout_sec": 1}))
+            .await;
+        let took = t0.elapsed();
+        let t = text(&r);
+        for marker in [&bg, &escaped, &fg] {
+            let left = survivors(marker, Duration::from_millis(500)).await;
+            kill_pids(&left);
+            assert!(
+                left.is_empty(),
+                "{mode:?}: `sleep {marker}` survived the timeout: {left:?}"
+            );
+        }
+        assert_eq!(field(&r, "timed_out"), true);
+        assert!(t.contains("[timed out after 1 s"), "{t}");
+        assert_eq!(field(&r, "signal"), 15, "{t}");
+        assert!(took < Duration::from_secs(4), "took {took:?}");
+    }
 }
 
 #[tokio::test]
 async fn processes_ignoring_sigterm_get_sigkill_after_the_grace() {
-    let s = start(&[], &[]).await;
-    let t0 = Instant::now();
-    // An ignored signal stays ignored across fork and exec: every process here ignores SIGTERM.
-    let r = s
-        .run(json!({"command": "trap '' TERM; sleep 1000 & echo $!; echo $$; sleep 1000", "timeout_sec": 1}))
-        .await;
-    let took = t0.elapsed();
-    let t = text(&r);
-    let pids = pids_in(&t);
-    assert_eq!(pids.len(), 2, "{t}");
-    let alive = still_running_after(&pids, Duration::from_millis(500)).await;
-    kill_pids(&alive);
-    assert!(alive.is_empty(), "still running after SIGKILL: {alive:?}");
-    assert!(t.contains("SIGKILL needed"), "{t}");
-    assert!(
-        took >= Duration::from_millis(2900),
-        "SIGKILL came too early: {took:?}"
-    );
-    assert!(took < Duration::from_secs(6), "took {took:?}");
+    for mode in MODES {
+        let s = start(mode, &[]).await;
+        let (bg, fg) = (unique_sleep(), unique_sleep());
+        let t0 = Instant::now();
+        // An ignored signal stays ignored across fork and exec: every process here ignores SIGTERM.
+        let r = s
+            .run(json!({"command": format!("trap '' TERM; sleep {bg} & sleep {fg}"), "timeout_sec": 1}))
+            .await;
+        let took = t0.elapsed();
+        let t = text(&r);
+        for marker in [&bg, &fg] {
+            let left = survivors(marker, Duration::from_millis(500)).await;
+            kill_pids(&left);
+            assert!(
+                left.is_empty(),
+                "{mode:?}: still running after SIGKILL: {left:?}"
+            );
+        }
+        assert!(t.contains("SIGKILL needed"), "{t}");
+        assert!(
+            took >= Duration::from_millis(2900),
+            "SIGKILL came too early: {took:?}"
+        );
+        assert!(took < Duration::from_secs(6), "took {took:?}");
+    }
 }
 
 #[tokio::test]
 async fn cancellation_stops_the_command() {
-    let s = start(&[], &[]).await;
-    let pidfile = s.root.join("pids");
-    let handle = s
-        .run_cancellable(json!({"command": "echo $$ > pids; sleep 1000 & echo $! >> pids; wait"}))
-        .await;
-    let pids = wait_for_pids(&pidfile, 2).await;
-    let t0 = Instant::now();
-    handle.cancel(Some("test".into())).await.unwrap();
-    let alive = still_running_after(&pids, Duration::from_secs(5)).await;
-    kill_pids(&alive);
-    assert!(alive.is_empty(), "still running after cancel: {alive:?}");
-    eprintln!("cancel → processes gone in {:?}", t0.elapsed());
-    assert!(t0.elapsed() < Duration::from_secs(3));
-    // The server keeps serving.
-    let r = s.run(json!({"command": "echo after"})).await;
-    assert!(text(&r).starts_with("after\n"));
+    for mode in MODES {
+        let s = start(mode, &[]).await;
+        let (bg, escaped) = (unique_sleep(), unique_sleep());
+        let handle = s
+            .run_cancellable(
+                json!({"command": format!("sleep {bg} & setsid sleep {escaped} & wait")}),
+            )
+            .await;
+        wait_for_process(&escaped).await;
+        let t0 = Instant::now();
+        handle.cancel(Some("test".into())).await.unwrap();
+        for marker in [&bg, &escaped] {
+            let left = survivors(marker, Duration::from_secs(5)).await;
+            kill_pids(&left);
+            assert!(
+                left.is_empty(),
+                "{mode:?}: still running after cancel: {left:?}"
+            );
+        }
+        assert!(t0.elapsed() < Duration::from_secs(3));
+        // The server keeps serving.
+        let r = s.run(json!({"command": "echo after"})).await;
+        assert!(text(&r).starts_with("after\n"));
+    }
+}
+
+/// When the server ends — its client closes the pipe, or it is killed — every
+/// command still running ends with it, including `setsid` escapees.
+#[tokio::test]
+async fn nothing_outlives_the_server() {
+    for mode in MODES {
+        for kill_server in [false, true] {
+            let s = start(mode, &[]).await;
+            let (bg, escaped) = (unique_sleep(), unique_sleep());
+            let _handle = s
+                .run_cancellable(
+                    json!({"command": format!("sleep {bg} & setsid sleep {escaped} & wait")}),
+                )
+                .await;
+            wait_for_process(&escaped).await;
+            if kill_server {
+                kill_pids(&[s.pid]);
+            } else {
+                s.client.cancel().await.unwrap();
+            }
+            for marker in [&bg, &escaped] {
+                let left = survivors(marker, Duration::from_secs(5)).await;
+                kill_pids(&left);
+                assert!(
+                    left.is_empty(),
+                    "{mode:?}, server killed: {kill_server}: survived the server: {left:?}"
+                );
+            }
+        }
+    }
 }
 
 #[tokio::test]
@@ -163,16 +229,10 @@ async fn progress_notifications_arrive_while_a_command_runs() {
     assert!(message.contains("bytes of output"), "{message}");
 }
 
-async fn wait_for_pids(file: &std::path::Path, n: usize) -> Vec<u32> {
+async fn wait_for_process(marker: &str) {
     let end = Instant::now() + Duration::from_secs(10);
-    loop {
-        if let Ok(s) = std::fs::read_to_string(file) {
-            let pids = pids_in(&s);
-            if pids.len() >= n {
-                return pids;
-            }
-        }
-        assert!(Instant::now() < end, "the command never wrote its pids");
+    while processes_with_arg(marker).is_empty() {
+        assert!(Instant::now() < end, "`sleep {marker}` never started");
         tokio::time::sleep(Duration::from_millis(20)).await;
     }
 }

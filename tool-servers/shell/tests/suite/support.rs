@@ -5,7 +5,8 @@ use std::time::Duration;
 
 use rmcp::handler::client::progress::ProgressDispatcher;
 use rmcp::model::{
-    CallToolRequestParams, CallToolResult, ClientRequest, ProgressNotificationParam, Request,
+    CallToolRequestParams, CallToolResult, ClientRequest, MetaObject, ProgressNotificationParam,
+    Request, RequestMetaObject,
 };
 use rmcp::service::{PeerRequestOptions, RequestHandle, RunningService};
 use rmcp::transport::TokioChildProcess;
@@ -46,8 +47,12 @@ pub async fn start(extra: &[&str], envs: &[(&str, &str)]) -> Server {
     let dir = tempfile::tempdir().unwrap();
     let root = dir.path().canonicalize().unwrap().join("root");
     std::fs::create_dir_all(&root).unwrap();
+    // Commands' TMPDIR (writable in the sandbox) is a sibling of the root, so
+    // the rest of the temporary tree is "outside" for write tests.
+    let tmp = dir.path().canonicalize().unwrap().join("tmp");
+    std::fs::create_dir_all(&tmp).unwrap();
     let mut cmd = tokio::process::Command::new(env!("CARGO_BIN_EXE_tern-shell"));
-    cmd.arg("--root").arg(&root).args(extra);
+    cmd.arg("--root").arg(&root).args(extra).env("TMPDIR", &tmp);
     for (k, v) in envs {
         cmd.env(k, v);
     }
@@ -73,6 +78,18 @@ impl Server {
     /// Calls `run` with `args` and waits for the result.
     pub async fn run(&self, args: Value) -> CallToolResult {
         tokio::time::timeout(CALL_TIMEOUT, self.client.peer().call_tool(params(args)))
+            .await
+            .expect("call did not return in time")
+            .unwrap()
+    }
+
+    /// Calls `run` with `args` and the request `_meta` object `meta`.
+    pub async fn run_with_meta(&self, args: Value, meta: Value) -> CallToolResult {
+        let mut p = params(args);
+        p.meta = Some(RequestMetaObject(MetaObject(
+            meta.as_object().unwrap().clone(),
+        )));
+        tokio::time::timeout(CALL_TIMEOUT, self.client.peer().call_tool(p))
             .await
             .expect("call did not return in time")
             .unwrap()
@@ -113,11 +130,6 @@ pub fn is_error(result: &CallToolResult) -> bool {
     result.is_error == Some(true)
 }
 
-/// Every line of `text` that parses as a pid.
-pub fn pids_in(text: &str) -> Vec<u32> {
-    text.lines().filter_map(|l| l.trim().parse().ok()).collect()
-}
-
 /// True when `pid` runs (exists and is not a zombie).
 pub fn is_running(pid: u32) -> bool {
     match std::fs::read_to_string(format!("/proc/{pid}/stat")) {
@@ -129,23 +141,48 @@ pub fn is_running(pid: u32) -> bool {
     }
 }
 
-/// Waits up to `within` for every pid to stop running; returns those still running.
-pub async fn still_running_after(pids: &[u32], within: Duration) -> Vec<u32> {
-    let end = tokio::time::Instant::now() + within;
-    loop {
-        let alive: Vec<u32> = pids.iter().copied().filter(|p| is_running(*p)).collect();
-        if alive.is_empty() || tokio::time::Instant::now() >= end {
-            return alive;
-        }
-        tokio::time::sleep(Duration::from_millis(20)).await;
-    }
-}
-
 /// Resident memory of `pid` in KiB, from /proc.
 pub fn rss_kib(pid: u32) -> u64 {
     let status = std::fs::read_to_string(format!("/proc/{pid}/status")).unwrap();
     let line = status.lines().find(|l| l.starts_with("VmRSS:")).unwrap();
     line.split_whitespace().nth(1).unwrap().parse().unwrap()
+}
+
+/// A `sleep` argument no other process on the machine uses, so a test can
+/// find the processes it started from outside any namespace.
+pub fn unique_sleep() -> String {
+    use std::sync::atomic::{AtomicU32, Ordering};
+    static NEXT: AtomicU32 = AtomicU32::new(1);
+    let n = NEXT.fetch_add(1, Ordering::Relaxed);
+    format!("{}.{:06}{n:03}", 3000 + n, std::process::id() % 1_000_000)
+}
+
+/// Host pids of running processes with `arg` as one of their arguments.
+pub fn processes_with_arg(arg: &str) -> Vec<u32> {
+    let Ok(entries) = std::fs::read_dir("/proc") else {
+        return Vec::new();
+    };
+    entries
+        .filter_map(Result::ok)
+        .filter_map(|e| e.file_name().to_str()?.parse::<u32>().ok())
+        .filter(|pid| {
+            std::fs::read(format!("/proc/{pid}/cmdline"))
+                .is_ok_and(|c| c.split(|b| *b == 0).any(|a| a == arg.as_bytes()))
+        })
+        .filter(|pid| is_running(*pid))
+        .collect()
+}
+
+/// Waits up to `within` for every process with `arg` to end; returns those left.
+pub async fn survivors(arg: &str, within: Duration) -> Vec<u32> {
+    let end = tokio::time::Instant::now() + within;
+    loop {
+        let alive = processes_with_arg(arg);
+        if alive.is_empty() || tokio::time::Instant::now() >= end {
+            return alive;
+        }
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
 }
 
 /// Kills leftover test processes by pid (never by name).

@@ -1,0 +1,61 @@
+//! tern-sandbox: run a command under an OS sandbox, and make sure nothing it
+//! starts outlives it.
+//!
+//! A model-written shell command is untrusted code. Rules on the command text
+//! are a convenience; the wall is here, enforced by the kernel (issue 15):
+//!
+//! - **namespaces** — a fresh user, PID, mount and IPC namespace (and a network
+//!   namespace when the network is off). The command is PID 2 under a small
+//!   init of ours, with its own `/proc`: it cannot see, signal or read the
+//!   environment of any process outside (the host's API key in
+//!   `/proc/<pid>/environ`). When the init exits, the kernel kills everything
+//!   left in the namespace, so `setsid sleep 1000 &` dies with the call.
+//! - **read-only binds** — `.git/hooks`, `.git/config`, `.tern/` and every
+//!   `protected` path stay read-only even inside a writable root.
+//! - **Landlock** — writes only inside the writable roots (and `TMPDIR`).
+//! - **seccomp** — no `mount`, no new namespaces, no kernel keyrings, no BPF,
+//!   module loading or `io_uring`, so the command cannot undo the above.
+//!
+//! Every layer is probed at startup ([`Support::detect`]); a layer the kernel
+//! lacks is reported once as a [`Degradation`] and the rest still apply —
+//! never a silent fall back to nothing.
+//!
+//! ```no_run
+//! use tern_sandbox::{Mode, Network, Policy, Sandbox, Session, Support};
+//! # fn demo() -> Result<(), Box<dyn std::error::Error>> {
+//! let support = Support::detect();
+//! let policy = Policy::new(Mode::WorkspaceWrite, Network::Off, vec![std::env::current_dir()?]);
+//! let sandbox = Sandbox::new(policy, &support)?;
+//! for warning in sandbox.degradations() {
+//!     eprintln!("sandbox: {warning}");
+//! }
+//! let status = sandbox.run_command(std::process::Command::new("make").arg("test"), Session::Inherit)?;
+//! # Ok(()) }
+//! ```
+#![deny(clippy::print_stdout, clippy::print_stderr)]
+
+mod child;
+mod landlock_rules;
+mod policy;
+mod sandbox;
+mod seccomp;
+mod support;
+
+pub use policy::{Mode, Network, Policy, builtin_protected};
+pub use sandbox::{Degradation, Sandbox, Session, abort};
+pub use support::{Support, landlock_abi};
+
+/// Why a sandbox could not be set up or a sandboxed command not started.
+#[derive(Debug, thiserror::Error)]
+pub enum SandboxError {
+    /// Building the Landlock ruleset failed (a path could not be opened, the
+    /// kernel refused the ruleset).
+    #[error("cannot build the Landlock ruleset: {0}")]
+    Landlock(String),
+    /// A path in the policy cannot be used (e.g. contains a NUL byte).
+    #[error("sandbox path {path}: {reason}")]
+    Path { path: String, reason: String },
+    /// The command could not be started under the sandbox.
+    #[error("cannot start the sandboxed command: {0}")]
+    Spawn(#[from] std::io::Error),
+}

@@ -1,0 +1,329 @@
+//! A policy turned into a plan for this kernel, applied to commands.
+
+use std::ffi::CString;
+use std::fmt;
+use std::os::unix::ffi::OsStrExt;
+use std::path::Path;
+use std::process::{Command, ExitStatus};
+use std::sync::Arc;
+
+use crate::SandboxError;
+use crate::child::{self, Fixed, Namespaces, Plan};
+use crate::landlock_rules::{self, TcpRule};
+use crate::policy::{Mode, Network, Policy};
+use crate::seccomp;
+use crate::support::Support;
+
+/// Whether the command gets a session (and process group) of its own.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Session {
+    /// `setsid`: detached from any terminal; the supervisor's pid is the
+    /// group id, so one signal reaches the whole command. For servers.
+    New,
+    /// Stay in the caller's session and process group, so an interactive
+    /// `tern sandbox -- CMD` keeps its terminal and Ctrl-C.
+    Inherit,
+}
+
+/// A layer the policy asked for that this kernel cannot provide.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Degradation {
+    /// The missing layer, e.g. "network namespace".
+    pub layer: &'static str,
+    /// Why it is missing (the probe's error).
+    pub reason: String,
+    /// What is not enforced because of it, and what is used instead.
+    pub consequence: &'static str,
+}
+
+impl fmt::Display for Degradation {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(
+            f,
+            "{} unavailable ({}): {}",
+            self.layer, self.reason, self.consequence
+        )
+    }
+}
+
+/// A policy prepared for this kernel: build once, apply to many commands.
+#[derive(Debug)]
+pub struct Sandbox {
+    policy: Policy,
+    fixed: Arc<Fixed>,
+    /// `CLONE_NEW*` flags, `/proc` and loopback choices, when namespaces are used.
+    namespaces: Option<(libc::c_int, bool, bool)>,
+    degradations: Vec<Degradation>,
+}
+
+impl fmt::Debug for Fixed {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("Fixed")
+            .field("landlock", &self.landlock.is_some())
+            .field("seccomp_instructions", &self.seccomp.as_ref().map(Vec::len))
+            .field("drop_capabilities", &self.drop_capabilities)
+            .finish()
+    }
+}
+
+impl Sandbox {
+    /// Prepares `policy` with the layers `support` says this kernel has. A
+    /// missing layer is recorded in [`Sandbox::degradations`] (say it to the
+    /// user once) and the strongest remaining combination is used.
+    pub fn new(policy: Policy, support: &Support) -> Result<Self, SandboxError> {
+        let mut degradations = Vec::new();
+        if policy.mode == Mode::FullAccess {
+            return Ok(Self {
+                policy,
+                fixed: Arc::new(Fixed {
+                    landlock: None,
+                    seccomp: None,
+                    drop_capabilities: false,
+                }),
+                namespaces: None,
+                degradations,
+            });
+        }
+        let network_off = policy.network == Network::Off;
+        let namespaces = match &support.namespaces {
+            Ok(()) => {
+                let mut flags = libc::CLONE_NEWUSER
+                    | libc::CLONE_NEWPID
+                    | libc::CLONE_NEWNS
+                    | libc::CLONE_NEWIPC;
+                let mut private_network = false;
+                if network_off {
+                    match &support.network_namespace {
+                        Ok(()) => {
+                            flags |= libc::CLONE_NEWNET;
+                            private_network = true;
+                        }
+                        Err(reason) => degradations.push(Degradation {
+                            layer: "network namespace",
+                            reason: reason.clone(),
+                            consequence: "network off is enforced by Landlock (TCP, ABI 4+) and \
+                                seccomp (no Internet sockets) instead; UDP over an existing \
+                                socket type is not covered",
+                        }),
+                    }
+                }
+                let mount_proc = match &support.proc_mount {
+                    Ok(()) => true,
+                    Err(reason) => {
+                        degradations.push(Degradation {
+                            layer: "fresh /proc",
+                            reason: reason.clone(),
+                            consequence: "commands see the host's /proc (process list); reading \
+                                other processes' environ is still refused by Landlock",
+                        });
+                        false
+                    }
+                };
+                Some((flags, mount_proc, private_network))
+            }
+            Err(reason) => {
+                degradations.push(Degradation {
+                    layer: "user/pid/mount namespaces",
+                    reason: reason.clone(),
+                    consequence: "commands can see the host's processes; protected paths inside \
+                        writable roots (.git/hooks, .git/config, .tern) are writable; network \
+                        off relies on Landlock and seccomp; background processes are still \
+                        killed when the call ends",
+                });
+                None
+            }
+        };
+        let private_network = namespaces.is_some_and(|(_, _, net)| net);
+        let network_fallback = network_off && !private_network;
+        let landlock = match support.landlock_abi {
+            Some(abi) => {
+                if network_fallback && abi < 4 {
+                    degradations.push(Degradation {
+                        layer: "Landlock network rules",
+                        reason: format!("Landlock ABI {abi} < 4"),
+                        consequence: "TCP is blocked only by the seccomp socket rule",
+                    });
+                }
+                let tcp = if network_fallback {
+                    TcpRule::Denied
+                } else {
+                    TcpRule::Unrestricted
+                };
+                Some(landlock_rules::ruleset(&policy, tcp)?)
+            }
+            None => {
+                degradations.push(Degradation {
+                    layer: "Landlock",
+                    reason: "not built into the kernel or not enabled at boot".to_string(),
+                    consequence: "writes are NOT confined to the workspace (only the read-only \
+                        binds of protected paths hold)",
+                });
+                None
+            }
+        };
+        let seccomp = match &support.seccomp {
+            Ok(()) => Some(seccomp::program(network_fallback)),
+            Err(reason) => {
+                degradations.push(Degradation {
+                    layer: "seccomp",
+                    reason: reason.clone(),
+                    consequence: "mount, namespace and keyring system calls are not filtered",
+                });
+                None
+            }
+        };
+        Ok(Self {
+            policy,
+            fixed: Arc::new(Fixed {
+                landlock,
+                seccomp,
+                drop_capabilities: true,
+            }),
+            namespaces,
+            degradations,
+        })
+    }
+
+    /// The policy this sandbox enforces.
+    pub fn policy(&self) -> &Policy {
+        &self.policy
+    }
+
+    /// Layers asked for but missing on this kernel (empty when all hold).
+    pub fn degradations(&self) -> &[Degradation] {
+        &self.degradations
+    }
+
+    /// One line for logs: mode, network and the layers in force.
+    pub fn summary(&self) -> String {
+        let mut layers = Vec::new();
+        if let Some((flags, proc, _)) = self.namespaces {
+            layers.push(if flags & libc::CLONE_NEWNET != 0 {
+                "user/pid/mount/ipc/net namespaces"
+            } else {
+                "user/pid/mount/ipc namespaces"
+            });
+            if proc {
+                layers.push("fresh /proc");
+            }
+        }
+        if self.fixed.landlock.is_some() {
+            layers.push("Landlock");
+        }
+        if self.fixed.seccomp.is_some() {
+            layers.push("seccomp");
+        }
+        if layers.is_empty() {
+            layers.push("process cleanup only");
+        }
+        format!(
+            "sandbox {} (network {}): {}",
+            self.policy.mode,
+            self.policy.network,
+            layers.join(", ")
+        )
+    }
+
+    /// Makes `cmd` start under this sandbox. The process `cmd.spawn()`
+    /// returns is the supervisor: its exit status is the command's, and
+    /// [`abort`] on its pid kills everything the command started.
+    pub fn configure(&self, cmd: &mut Command, session: Session) -> Result<(), SandboxError> {
+        let namespaces = match self.namespaces {
+            None => None,
+            Some((flags, mount_proc, loopback)) => {
+                let read_only = self
+                    .policy
+                    .protected_paths()
+                    .iter()
+                    .map(|p| Ok((c_path(p)?, kept_mount_flags(p))))
+                    .collect::<Result<Vec<_>, SandboxError>>()?;
+                Some(namespaces(flags, mount_proc, loopback, read_only))
+            }
+        };
+        child::install(
+            cmd,
+            Plan {
+                session,
+                namespaces,
+                fixed: self.fixed.clone(),
+            },
+        );
+        Ok(())
+    }
+
+    /// Runs `cmd` (stdio as configured on it, inherited by default) under this
+    /// sandbox and waits for it: the library side of `tern sandbox -- CMD`.
+    pub fn run_command(
+        &self,
+        cmd: &mut Command,
+        session: Session,
+    ) -> Result<ExitStatus, SandboxError> {
+        self.configure(cmd, session)?;
+        Ok(cmd.status()?)
+    }
+}
+
+/// Kills a sandboxed command and everything it started, given the pid of the
+/// process `spawn` returned (its supervisor). Used on timeout, cancellation
+/// and when a call is abandoned; a supervisor that is already gone is fine.
+pub fn abort(supervisor_pid: u32) {
+    let Ok(pid) = libc::pid_t::try_from(supervisor_pid) else {
+        return;
+    };
+    if pid <= 1 {
+        return;
+    }
+    match child::signal_abort(pid) {
+        Ok(()) => {}
+        Err(e) if e.raw_os_error() == Some(libc::ESRCH) => {}
+        Err(e) => tracing::warn!(pid, "cannot abort the sandboxed command: {e}"),
+    }
+}
+
+/// The namespace part of a plan; uid and gid map to themselves, so files the
+/// command creates belong to the server's user.
+pub(crate) fn namespaces(
+    flags: libc::c_int,
+    mount_proc: bool,
+    loopback: bool,
+    read_only: Vec<(CString, libc::c_ulong)>,
+) -> Namespaces {
+    let uid = rustix::process::geteuid().as_raw();
+    let gid = rustix::process::getegid().as_raw();
+    Namespaces {
+        flags,
+        uid_map: format!("{uid} {uid} 1\n").into_bytes(),
+        gid_map: format!("{gid} {gid} 1\n").into_bytes(),
+        mount_proc,
+        loopback,
+        read_only,
+    }
+}
+
+fn c_path(path: &Path) -> Result<CString, SandboxError> {
+    CString::new(path.as_os_str().as_bytes()).map_err(|_| SandboxError::Path {
+        path: path.display().to_string(),
+        reason: "contains a NUL byte".to_string(),
+    })
+}
+
+/// Flags of the mount a path lives on that a bind remount inside a user
+/// namespace must repeat: the kernel refuses to clear locked ones.
+fn kept_mount_flags(path: &Path) -> libc::c_ulong {
+    use rustix::fs::StatVfsMountFlags as St;
+    let Ok(stat) = rustix::fs::statvfs(path) else {
+        return 0;
+    };
+    let pairs = [
+        (St::NOSUID, libc::MS_NOSUID),
+        (St::NODEV, libc::MS_NODEV),
+        (St::NOEXEC, libc::MS_NOEXEC),
+        (St::NOATIME, libc::MS_NOATIME),
+        (St::NODIRATIME, libc::MS_NODIRATIME),
+        (St::RELATIME, libc::MS_RELATIME),
+    ];
+    pairs
+        .into_iter()
+        .filter(|(st, _)| stat.f_flag.contains(*st))
+        .fold(0, |acc, (_, ms)| acc | ms)
+}
