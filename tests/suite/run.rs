@@ -468,6 +468,21 @@ async fn a_model_error_is_reported_verbatim_and_the_run_still_finishes() {
     );
 }
 
+/// Live processes whose command line contains `marker`.
+fn pids_with(marker: &str) -> Vec<u32> {
+    std::fs::read_dir("/proc")
+        .into_iter()
+        .flatten()
+        .flatten()
+        .filter_map(|e| e.file_name().to_str()?.parse::<u32>().ok())
+        .filter(|pid| {
+            std::fs::read(format!("/proc/{pid}/cmdline"))
+                .is_ok_and(|c| String::from_utf8_lossy(&c).contains(marker))
+                && alive(*pid)
+        })
+        .collect()
+}
+
 fn alive(pid: u32) -> bool {
     // A zombie has exited; only a live process counts.
     std::fs::read_to_string(format!("/proc/{pid}/stat"))
@@ -489,7 +504,7 @@ async fn ctrl_c_during_a_shell_tool_cancels_it_and_finishes_the_run() {
             .tool_use(
                 "toolu_sleep",
                 "shell__run",
-                &[r#"{"command":"sleep 300 & echo $! > bg.pid; echo $$ > sh.pid; sleep 300"}"#],
+                &[r#"{"command":"sleep 314159 & touch started; sleep 271828"}"#],
             )
             .finish("tool_use"),
     );
@@ -506,25 +521,20 @@ async fn ctrl_c_during_a_shell_tool_cancels_it_and_finishes_the_run() {
         .stderr(std::process::Stdio::piped())
         .spawn()
         .unwrap();
+    // The command may run in a PID namespace of its own, where `$!` means nothing out here:
+    // find its processes by their unusual arguments instead.
     let dir = env.dir.path().to_path_buf();
     let deadline = std::time::Instant::now() + Duration::from_secs(60);
-    while !(dir.join("bg.pid").exists() && dir.join("sh.pid").exists()) {
+    while !(dir.join("started").exists()
+        && !pids_with("314159").is_empty()
+        && !pids_with("271828").is_empty())
+    {
         assert!(
             std::time::Instant::now() < deadline,
             "the shell command never started"
         );
         tokio::time::sleep(Duration::from_millis(50)).await;
     }
-    tokio::time::sleep(Duration::from_millis(200)).await;
-    let read_pid = |f: &str| -> u32 {
-        std::fs::read_to_string(dir.join(f))
-            .unwrap()
-            .trim()
-            .parse()
-            .unwrap()
-    };
-    let (bg, sh) = (read_pid("bg.pid"), read_pid("sh.pid"));
-    assert!(alive(bg) && alive(sh));
 
     let started = std::time::Instant::now();
     let status = std::process::Command::new("kill")
@@ -560,12 +570,12 @@ async fn ctrl_c_during_a_shell_tool_cancels_it_and_finishes_the_run() {
     assert_eq!(finished[0]["is_error"], true);
     // No process of the command is left.
     let deadline = std::time::Instant::now() + Duration::from_secs(10);
-    while alive(bg) || alive(sh) {
+    while !pids_with("314159").is_empty() || !pids_with("271828").is_empty() {
         assert!(
             std::time::Instant::now() < deadline,
-            "left behind: bg {} sh {}",
-            alive(bg),
-            alive(sh)
+            "left behind: background {:?}, foreground {:?}",
+            pids_with("314159"),
+            pids_with("271828")
         );
         tokio::time::sleep(Duration::from_millis(50)).await;
     }

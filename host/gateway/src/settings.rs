@@ -143,12 +143,12 @@ mod tests {
     #[test]
     fn facts_come_from_config_and_trusted_self_description_never_from_names() {
         let s = settings(
-            "[mcp_servers.files]\ncommand = \"third-party-fs\"\n\
+            "[mcp_servers.fs]\ncommand = \"third-party-fs\"\n\
              [mcp_servers.mine]\ncommand = \"m\"\ntrust_annotations = true\n\
              [mcp_servers.mine.tools.exec]\ncommand_arg = \"cmd\"\ntimeout_sec = 7\n",
         );
-        // A third-party server declaring an edit tool is not trusted to say so.
-        let p = s.policy(&entry("files", "write_file", None, true));
+        // A third-party server *named* fs declaring an edit tool is not trusted to say so.
+        let p = s.policy(&entry("fs", "write_file", None, true));
         assert!(!p.trusted && !p.edits_files);
         let p = s.policy(&entry("mine", "write", None, true));
         assert!(p.trusted && p.edits_files);
@@ -156,7 +156,7 @@ mod tests {
         assert_eq!(p.command_arg.as_deref(), Some("cmd"));
         assert_eq!(p.limits.timeout, std::time::Duration::from_secs(7));
         // A tool's own declaration of its command argument counts for any server.
-        let p = s.policy(&entry("files", "run", Some("command"), false));
+        let p = s.policy(&entry("fs", "run", Some("command"), false));
         assert_eq!(p.command_arg.as_deref(), Some("command"));
         // Unknown servers: untrusted, default limits.
         let p = s.policy(&entry("ghost", "x", None, true));
