@@ -3,12 +3,17 @@
 Usage: pty_drive.py SCRIPT_JSON -- COMMAND [ARGS...]
 SCRIPT_JSON is a list of steps: {"send": "text"} types text; {"expect": "text",
 "timeout": seconds} waits until the screen output contains it (counting only
-output after the previous expect). Prints {"output": ..., "status": ...} as JSON.
-Exits 1 (printing what was seen) when an expectation times out.
+output after the previous expect); {"screen": "text", "hold": seconds} keeps reading
+for `hold` seconds, then checks that `text` is visible on the emulated screen (pyte,
+a VT100 emulator): what a person would see, after every redraw and erase. Prints
+{"output": ..., "status": ...} as JSON. Exits 1 (printing what was seen) when an
+expectation fails.
 """
 
 import json
 import os
+
+import pyte
 import pty
 import select
 import sys
@@ -38,7 +43,23 @@ def main():
             out += data
         return True
 
+    def visible():
+        screen = pyte.Screen(120, 40)
+        stream = pyte.ByteStream(screen)
+        stream.feed(out)
+        return "\n".join(line.rstrip() for line in screen.display)
+
     for step in script:
+        if "screen" in step:
+            deadline = time.time() + step.get("hold", 1.0)
+            while time.time() < deadline:
+                pump(0.05)
+            shown = visible()
+            if step["screen"] not in shown:
+                print(json.dumps({"error": f"not on screen after {step.get('hold', 1.0)} s: {step['screen']!r}",
+                                  "screen": shown,
+                                  "output": out.decode("utf-8", "replace")}))
+                sys.exit(1)
         if "send" in step:
             time.sleep(0.05)
             os.write(fd, step["send"].encode())

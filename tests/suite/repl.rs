@@ -39,8 +39,9 @@ async fn drive_with(env: &RunEnv, script: &Value, args: &[&str]) -> Value {
     });
     assert!(
         out.status.success(),
-        "{}\n{}",
+        "{}\nscreen:\n{}\noutput:\n{}",
         report["error"],
+        report["screen"].as_str().unwrap_or(""),
         report["output"]
     );
     report
@@ -112,7 +113,10 @@ async fn mcp_prompts_expand_and_approvals_are_asked_inline() {
         {"expect": "/ts:greet name"},
         {"expect": "tern> "},
         {"send": "/ts:greet Ada\r"},
-        {"expect": "Allow? [y]es once"},
+        {"expect": "[n]o, tell the model why: "},
+        // The call waits for the answer: the question must stay on screen (the spinner of
+        // the waiting call must not draw over it).
+        {"screen": "[y]es / [a]lways (adds `shell__run(echo approved)`) / [n]o, tell the model why:", "hold": 1.5},
         {"send": "y\r"},
         {"expect": "Greeted and marked."},
         {"expect": "tern> "},

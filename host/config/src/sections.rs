@@ -29,7 +29,7 @@ impl Provider {
 /// `[model]`, the one shape of the model settings from config.toml to the adapter: the model crate
 /// resolves it (filling gaps from the environment) into what an adapter is built from. Every key
 /// is optional; layers merge key by key.
-#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct ModelConfig {
     /// `provider`: `anthropic` or `openai`; inferred from the environment when absent.
@@ -53,6 +53,9 @@ pub struct ModelConfig {
     pub retry_max_delay_ms: Option<u64>,
     /// `idle_timeout_secs`: a stream silent this long is treated as broken and retried (default 300).
     pub idle_timeout_secs: Option<u64>,
+    /// `[model.price]`: US dollars per million tokens (`input`, `output`, `cache_read`,
+    /// `cache_write`), over the built-in table — for new models, discounts, local servers.
+    pub price: Option<tern_protocol::Price>,
 }
 
 impl ModelConfig {
@@ -75,7 +78,8 @@ impl ModelConfig {
             max_retries,
             retry_base_delay_ms,
             retry_max_delay_ms,
-            idle_timeout_secs
+            idle_timeout_secs,
+            price
         );
     }
 }

@@ -41,6 +41,7 @@
 #![deny(clippy::print_stdout, clippy::print_stderr)]
 
 pub mod anthropic;
+pub mod catalog;
 pub mod config;
 mod driver;
 pub mod error;

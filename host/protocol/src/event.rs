@@ -160,6 +160,22 @@ pub enum Event {
     Error { message: String },
     /// The assistant turn ended (after its tools ran, if any).
     TurnEnd { step: u32 },
+    /// One user input was handled to its end: what it cost, and how full the context is now.
+    TurnFinished {
+        status: RunStatus,
+        steps: u32,
+        input_tokens: u64,
+        output_tokens: u64,
+        cache_read_tokens: u64,
+        cache_creation_tokens: u64,
+        /// US dollars, when the model's price is known.
+        cost_usd: Option<f64>,
+        /// Tokens the conversation occupies after this turn (the last request's prompt and
+        /// answer).
+        context_tokens: u64,
+        /// The model's context window, when known.
+        context_window: Option<u64>,
+    },
     /// The run ended. Always the last event.
     RunFinished {
         status: RunStatus,
@@ -169,6 +185,9 @@ pub enum Event {
         output_tokens: u64,
         cache_read_tokens: u64,
         cache_creation_tokens: u64,
+        /// US dollars for the whole run, when the model's price is known.
+        #[serde(default)]
+        cost_usd: Option<f64>,
         answer: Option<String>,
         error: Option<String>,
     },

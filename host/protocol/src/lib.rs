@@ -14,4 +14,4 @@ mod usage;
 pub use event::{AuditRecord, Envelope, Event, EventSink, RunStatus, ignore_events};
 pub use time::{civil, now_rfc3339, rfc3339};
 pub use tool::{Decision, ErrorKind, Image, ToolCall, ToolResult};
-pub use usage::Usage;
+pub use usage::{Price, Usage};

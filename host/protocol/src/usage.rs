@@ -1,4 +1,4 @@
-//! Token counts.
+//! Token counts, and what they cost.
 
 use serde::{Deserialize, Serialize};
 
@@ -39,6 +39,33 @@ impl Usage {
             0 => 0.0,
             total => self.cache_read as f64 * 100.0 / total as f64,
         }
+    }
+}
+
+/// US dollars per million tokens.
+#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Price {
+    /// Uncached prompt tokens.
+    pub input: f64,
+    /// Output tokens.
+    pub output: f64,
+    /// Prompt tokens read from the cache (default: the input price).
+    #[serde(default)]
+    pub cache_read: Option<f64>,
+    /// Prompt tokens written to the cache (default: the input price).
+    #[serde(default)]
+    pub cache_write: Option<f64>,
+}
+
+impl Price {
+    /// The cost in US dollars of `usage`.
+    pub fn cost(&self, usage: &Usage) -> f64 {
+        let per = |tokens: u64, price: f64| tokens as f64 * price / 1_000_000.0;
+        per(usage.input, self.input)
+            + per(usage.output, self.output)
+            + per(usage.cache_read, self.cache_read.unwrap_or(self.input))
+            + per(usage.cache_creation, self.cache_write.unwrap_or(self.input))
     }
 }
 

@@ -9,7 +9,7 @@ use std::{sync::Arc, time::Instant};
 use tern_gateway::{Approver, Gateway, GatewaySettings, Redactor};
 use tern_mcp::{PromptInfo, ServerPool, ServerState, ServerStatus, ToolTable};
 use tern_model::Message;
-use tern_protocol::{Event, RunStatus, Usage, now_rfc3339};
+use tern_protocol::{Event, Price, RunStatus, Usage, now_rfc3339};
 use tokio_util::sync::CancellationToken;
 
 use super::{
@@ -52,6 +52,10 @@ pub struct Engine {
     redactor: Arc<Redactor>,
     usage: Usage,
     steps: u32,
+    /// `[model.price]`, else the catalog's.
+    price: Option<Price>,
+    /// `[model] context_window`, else the catalog's.
+    context_window: Option<u64>,
 }
 
 impl Engine {
@@ -110,6 +114,12 @@ impl Engine {
             secrets::from_env(&ws.env),
         );
         let gateway = Arc::new(Gateway::new(pool.clone(), settings, approver, bus.sink())?);
+        let known = tern_model::catalog::lookup(model.name());
+        let price = ws.config.model.price.or(known.and_then(|k| k.price));
+        let context_window = resolved
+            .context_window
+            .or(known.map(|k| k.context_window))
+            .map(u64::from);
         let agent = Agent {
             model,
             tools: Arc::new(GatewayTools {
@@ -135,6 +145,8 @@ impl Engine {
             redactor,
             usage: Usage::default(),
             steps: 0,
+            price,
+            context_window,
         })
     }
 
@@ -173,6 +185,17 @@ impl Engine {
             .await;
         self.usage.add(&outcome.usage);
         self.steps += outcome.steps;
+        self.bus.emit(Event::TurnFinished {
+            status: outcome.status,
+            steps: outcome.steps,
+            input_tokens: outcome.usage.input,
+            output_tokens: outcome.usage.output,
+            cache_read_tokens: outcome.usage.cache_read,
+            cache_creation_tokens: outcome.usage.cache_creation,
+            cost_usd: self.cost(&outcome.usage),
+            context_tokens: outcome.context_tokens,
+            context_window: self.context_window,
+        });
         if let Err(e) = session::append(
             &self.sessions_dir,
             &self.session_id,
@@ -235,6 +258,11 @@ impl Engine {
         self.usage
     }
 
+    /// What `usage` costs with this model, in US dollars, when its price is known.
+    pub fn cost(&self, usage: &Usage) -> Option<f64> {
+        self.price.map(|p| p.cost(usage))
+    }
+
     /// Writes `run_finished` with `status` (and the answer or error of the last turn), closes
     /// the event stream and stops the servers.
     pub async fn finish(self, status: RunStatus, last: Option<&TurnOutcome>) {
@@ -246,6 +274,7 @@ impl Engine {
             output_tokens: self.usage.output,
             cache_read_tokens: self.usage.cache_read,
             cache_creation_tokens: self.usage.cache_creation,
+            cost_usd: self.cost(&self.usage),
             answer: last.and_then(|l| l.answer.clone()),
             error: last.and_then(|l| l.error.clone()),
         });

@@ -38,7 +38,10 @@ pub struct Agent {
 pub struct TurnOutcome {
     pub status: RunStatus,
     pub steps: u32,
+    /// Every model call of the turn, summed.
     pub usage: Usage,
+    /// The last model call's prompt plus answer: what the conversation occupies now.
+    pub context_tokens: u64,
     pub answer: Option<String>,
     pub error: Option<String>,
 }
@@ -50,6 +53,7 @@ impl TurnOutcome {
             status: RunStatus::Error,
             steps: 0,
             usage: Usage::default(),
+            context_tokens: 0,
             answer: None,
             error: Some(message),
         }
@@ -77,6 +81,7 @@ impl Agent {
             status: RunStatus::Success,
             steps: 0,
             usage: Usage::default(),
+            context_tokens: 0,
             answer: None,
             error: None,
         };
@@ -118,6 +123,7 @@ impl Agent {
             let started = Instant::now();
             let turn = match self.call_model(&request, cancel, &mut out.usage).await {
                 Ok((turn, request_id, usage)) => {
+                    out.context_tokens = usage.total_input() + usage.output;
                     self.bus.emit(Event::ModelResponse {
                         step,
                         stop_reason: stop_name(&turn.stop),

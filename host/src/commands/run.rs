@@ -12,7 +12,7 @@ use crate::{
     agent::{Engine, EngineOptions, Subscriber, TurnOutcome},
     cli::OutputFormat,
     error::UsageError,
-    render::{JsonlPrinter, TerminalPrinter},
+    render::{JsonlPrinter, Mode, TerminalPrinter},
     workspace::Workspace,
 };
 
@@ -46,7 +46,7 @@ pub async fn run(
 ) -> anyhow::Result<i32> {
     let printer: Box<dyn Subscriber> = match output {
         OutputFormat::Jsonl => Box::new(JsonlPrinter),
-        OutputFormat::Text => Box::new(TerminalPrinter::auto()),
+        OutputFormat::Text => Box::new(TerminalPrinter::auto(Mode::Headless)),
     };
     // Headless: "ask" becomes "deny", and the result says which --allow would permit it.
     let approver: Arc<dyn Approver> = Arc::new(HeadlessApprover);

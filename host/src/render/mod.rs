@@ -4,4 +4,6 @@ mod jsonl;
 mod terminal;
 
 pub use jsonl::JsonlPrinter;
-pub use terminal::{TerminalPrinter, format_tokens};
+pub use terminal::{
+    Mode, Screen, TerminalPrinter, format_cost, format_tokens, sanitize, status_line,
+};

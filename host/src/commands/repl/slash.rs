@@ -1,0 +1,277 @@
+//! Slash commands: answered by tern itself, never sent to the model.
+
+use std::{
+    io::Write,
+    sync::{Arc, Mutex},
+};
+
+use tern_protocol::{Envelope, Event, Usage};
+
+use crate::{
+    agent::{Engine, Subscriber},
+    render::{Screen, format_cost, format_tokens},
+};
+
+pub(super) const HELP: &str = "\
+Slash commands (answered by tern, never sent to the model):
+  /help          this list
+  /tools         the tools the model can call
+  /mcp           the MCP servers and their status
+  /cost          tokens used and what they cost, per model call and in total
+  /expand        the last folded tool output in full (also Ctrl-O)
+  /clear         start a fresh conversation (new session)
+  /allow RULE    allow calls matching RULE for the rest of this session
+  /exit          leave (also Ctrl-D, or Ctrl-C twice at an empty prompt)
+  /SERVER:PROMPT [ARG=VALUE | VALUE]…   expand a server's MCP prompt and send it
+Anything else is sent to the model. Ctrl-C during a turn cancels it.";
+
+/// What a slash command asks the loop to do next.
+pub(super) enum Next {
+    /// Show the prompt again.
+    Prompt,
+    /// Send this text to the model (an expanded MCP prompt).
+    Send(String),
+    /// Leave the REPL.
+    Exit,
+}
+
+/// Records each model call's usage for `/cost`.
+pub(super) struct CostMeter(pub Arc<Mutex<Vec<(u32, Usage)>>>);
+
+impl Subscriber for CostMeter {
+    fn on_event(&mut self, e: &Envelope) {
+        if let Event::ModelResponse {
+            step,
+            input_tokens,
+            output_tokens,
+            cache_read_tokens,
+            cache_creation_tokens,
+            ..
+        } = &e.event
+            && let Ok(mut v) = self.0.lock()
+        {
+            v.push((
+                *step,
+                Usage {
+                    input: *input_tokens,
+                    output: *output_tokens,
+                    cache_read: *cache_read_tokens,
+                    cache_creation: *cache_creation_tokens,
+                },
+            ));
+        }
+    }
+}
+
+/// Everything a slash command may use.
+pub(super) struct Slash<'a> {
+    pub engine: &'a mut Engine,
+    pub screen: &'a Screen,
+    pub costs: &'a Mutex<Vec<(u32, Usage)>>,
+    pub out: &'a mut dyn Write,
+}
+
+impl Slash<'_> {
+    /// Runs `/name arg`.
+    pub async fn run(&mut self, name: &str, arg: &str) -> std::io::Result<Next> {
+        match name {
+            "exit" | "quit" => return Ok(Next::Exit),
+            "help" => self.help().await?,
+            "tools" => {
+                for e in self.engine.tools().entries() {
+                    let desc = e.def.description.lines().next().unwrap_or("");
+                    let desc: String = desc.chars().take(70).collect();
+                    writeln!(self.out, "  {}  {desc}", e.name)?;
+                }
+            }
+            "mcp" => {
+                for s in self.engine.servers() {
+                    let state = serde_json::to_value(&s.state)
+                        .ok()
+                        .and_then(|v| v["status"].as_str().map(str::to_string))
+                        .unwrap_or_default();
+                    writeln!(self.out, "  {:<12} {:<10} {} tools", s.name, state, s.tools)?;
+                }
+            }
+            "cost" => self.cost()?,
+            "expand" => match self.screen.folded() {
+                Some(text) => writeln!(self.out, "{text}")?,
+                None => writeln!(self.out, "nothing folded yet")?,
+            },
+            "clear" => {
+                let id = self.engine.clear();
+                writeln!(self.out, "conversation cleared (new session {id})")?;
+            }
+            "allow" if !arg.trim().is_empty() => match self.engine.allow(arg.trim()) {
+                Ok(()) => writeln!(self.out, "allowed for this session: {}", arg.trim())?,
+                Err(e) => writeln!(self.out, "not a valid rule: {e}")?,
+            },
+            _ if name.contains(':') => return self.prompt(name, arg).await,
+            _ => writeln!(self.out, "unknown command /{name}; /help lists them")?,
+        }
+        Ok(Next::Prompt)
+    }
+
+    async fn help(&mut self) -> std::io::Result<()> {
+        writeln!(self.out, "{HELP}")?;
+        let prompts = self.engine.prompts().await;
+        if !prompts.is_empty() {
+            writeln!(self.out, "MCP prompts:")?;
+            for p in prompts {
+                let args: Vec<String> = p
+                    .arguments
+                    .iter()
+                    .map(|(n, req)| if *req { n.clone() } else { format!("[{n}]") })
+                    .collect();
+                writeln!(
+                    self.out,
+                    "  /{}:{} {}  {}",
+                    p.server,
+                    p.name,
+                    args.join(" "),
+                    p.description
+                )?;
+            }
+        }
+        Ok(())
+    }
+
+    fn cost(&mut self) -> std::io::Result<()> {
+        let calls = self.costs.lock().map(|v| v.clone()).unwrap_or_default();
+        let priced = |u: &Usage| {
+            self.engine
+                .cost(u)
+                .map(|c| format!(", {}", format_cost(c)))
+                .unwrap_or_default()
+        };
+        for (i, (step, u)) in calls.iter().enumerate() {
+            writeln!(
+                self.out,
+                "  call {:>3} (step {step}): {} in, {} cache read, {} cache write, {} out{}",
+                i + 1,
+                format_tokens(u.input),
+                format_tokens(u.cache_read),
+                format_tokens(u.cache_creation),
+                format_tokens(u.output),
+                priced(u)
+            )?;
+        }
+        let mut total = Usage::default();
+        for (_, u) in &calls {
+            total.add(u);
+        }
+        writeln!(
+            self.out,
+            "  total: {} model call(s), {} in ({} cached, {:.0}% hit), {} out{}",
+            calls.len(),
+            format_tokens(total.total_input()),
+            format_tokens(total.cache_read),
+            total.cache_hit_percent(),
+            format_tokens(total.output),
+            priced(&total)
+        )
+    }
+
+    /// `/server:prompt args`: expands the prompt and sends it.
+    async fn prompt(&mut self, name: &str, arg: &str) -> std::io::Result<Next> {
+        let (server, prompt) = name.split_once(':').unwrap_or((name, ""));
+        let prompts = self.engine.prompts().await;
+        let Some(info) = prompts
+            .iter()
+            .find(|p| p.server == server && p.name == prompt)
+        else {
+            writeln!(
+                self.out,
+                "no prompt `{prompt}` on server `{server}`; /help lists them"
+            )?;
+            return Ok(Next::Prompt);
+        };
+        let args = match prompt_arguments(&info.arguments, arg) {
+            Ok(a) => a,
+            Err(e) => {
+                writeln!(self.out, "/{name}: {e}")?;
+                return Ok(Next::Prompt);
+            }
+        };
+        match self.engine.expand_prompt(server, prompt, args).await {
+            Ok(text) if !text.trim().is_empty() => Ok(Next::Send(text)),
+            Ok(_) => {
+                writeln!(self.out, "/{name} expanded to nothing")?;
+                Ok(Next::Prompt)
+            }
+            Err(e) => {
+                writeln!(self.out, "/{name} failed: {e}")?;
+                Ok(Next::Prompt)
+            }
+        }
+    }
+}
+
+/// Maps `/server:prompt` arguments onto the prompt's declared arguments:
+/// `key=value` by name, bare words to the remaining arguments in order (the last
+/// one takes the rest of the line).
+pub fn prompt_arguments(
+    declared: &[(String, bool)],
+    line: &str,
+) -> Result<serde_json::Map<String, serde_json::Value>, String> {
+    let mut out = serde_json::Map::new();
+    let mut positional = Vec::new();
+    for word in line.split_whitespace() {
+        match word.split_once('=') {
+            Some((k, v)) if declared.iter().any(|(n, _)| n == k) => {
+                out.insert(k.to_string(), serde_json::Value::String(v.to_string()));
+            }
+            _ => positional.push(word),
+        }
+    }
+    let free: Vec<&String> = declared
+        .iter()
+        .map(|(n, _)| n)
+        .filter(|n| !out.contains_key(n.as_str()))
+        .collect();
+    for (i, name) in free.iter().enumerate() {
+        if positional.is_empty() {
+            break;
+        }
+        let value = if i + 1 == free.len() {
+            std::mem::take(&mut positional).join(" ")
+        } else {
+            positional.remove(0).to_string()
+        };
+        out.insert((*name).clone(), serde_json::Value::String(value));
+    }
+    if !positional.is_empty() {
+        return Err(format!("too many arguments: {}", positional.join(" ")));
+    }
+    for (name, required) in declared {
+        if *required && !out.contains_key(name) {
+            return Err(format!("missing required argument `{name}`"));
+        }
+    }
+    Ok(out)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::prompt_arguments;
+
+    fn declared() -> Vec<(String, bool)> {
+        vec![("name".into(), true), ("style".into(), false)]
+    }
+
+    #[test]
+    fn prompt_arguments_by_name_and_position() {
+        let a = prompt_arguments(&declared(), "style=formal Ada").unwrap();
+        assert_eq!(a["name"], "Ada");
+        assert_eq!(a["style"], "formal");
+        let a = prompt_arguments(&declared(), "Ada very warm").unwrap();
+        assert_eq!(a["name"], "Ada");
+        assert_eq!(a["style"], "very warm");
+        assert!(
+            prompt_arguments(&declared(), "")
+                .unwrap_err()
+                .contains("`name`")
+        );
+        assert!(prompt_arguments(&[("x".into(), false)], "a b").is_ok());
+    }
+}

@@ -1,0 +1,402 @@
+//! The human view of a run: streamed answers rendered as markdown, one line per tool call with
+//! its result folded, coloured diffs, a spinner while something runs, a status line per turn.
+//!
+//! Colour and the spinner only on a terminal, and never with `NO_COLOR`; otherwise the output is
+//! the plain text. Text from the model and from tools is sanitised: only escape sequences tern
+//! writes itself reach the terminal.
+
+mod diff;
+mod highlight;
+mod markdown;
+mod screen;
+mod style;
+
+use std::sync::Arc;
+
+use tern_protocol::{Decision, Envelope, Event, RunStatus};
+use unicode_width::UnicodeWidthStr;
+
+#[cfg(test)]
+use screen::Captured;
+pub use screen::Screen;
+pub use style::sanitize;
+use style::{BOLD, CYAN, DIM, Palette, RED, YELLOW};
+
+use self::markdown::Markdown;
+use crate::agent::Subscriber;
+
+/// Lines of a tool's output shown under its call before the rest is folded.
+const FOLD_LINES: usize = 4;
+
+/// How the printer is used.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Mode {
+    /// `tern run`: nothing to expand later.
+    Headless,
+    /// The REPL: folded output can be expanded (Ctrl-O).
+    Interactive,
+}
+
+/// Renders events for a person.
+pub struct TerminalPrinter {
+    palette: Palette,
+    mode: Mode,
+    screen: Arc<Screen>,
+    markdown: Markdown,
+    /// The current streamed line as shown so far (sanitised, unstyled).
+    line: String,
+}
+
+impl TerminalPrinter {
+    /// The real terminal: colour only when stdout is a terminal and `NO_COLOR` is unset.
+    pub fn auto(mode: Mode) -> Self {
+        use std::io::IsTerminal;
+        let color = std::io::stdout().is_terminal() && std::env::var_os("NO_COLOR").is_none();
+        Self::on(Screen::terminal(color), color, mode)
+    }
+
+    /// A printer on `screen`.
+    pub fn on(screen: Arc<Screen>, color: bool, mode: Mode) -> Self {
+        let palette = Palette { color };
+        Self {
+            palette,
+            mode,
+            screen,
+            markdown: Markdown::new(palette),
+            line: String::new(),
+        }
+    }
+
+    /// The screen this printer draws on (for the approver, which must pause the spinner).
+    pub fn screen(&self) -> Arc<Screen> {
+        self.screen.clone()
+    }
+
+    fn paint(&self, style: &str, text: &str) -> String {
+        self.palette.paint(style, text)
+    }
+
+    /// A line of its own (a newline first when mid-line).
+    fn say(&mut self, text: &str) {
+        self.end_line();
+        self.screen.write(&format!("{text}\n"));
+    }
+
+    /// Finishes a streamed line that did not end in a newline.
+    fn end_line(&mut self) {
+        if !self.line.is_empty() || self.screen.mid_line() {
+            self.finish_line();
+        }
+    }
+
+    /// Streams model text: each piece at once; a finished line is redrawn as markdown.
+    fn text(&mut self, delta: &str) {
+        let clean = sanitize(delta).replace('\t', "    ");
+        let mut parts = clean.split('\n').peekable();
+        while let Some(part) = parts.next() {
+            if !part.is_empty() {
+                self.screen.write(part);
+                self.line.push_str(part);
+            }
+            if parts.peek().is_some() {
+                self.finish_line();
+            }
+        }
+    }
+
+    /// Ends the current streamed line, replacing its raw text with the rendered one.
+    fn finish_line(&mut self) {
+        let raw = std::mem::take(&mut self.line);
+        let rendered = self.markdown.line(&raw);
+        if self.palette.color && rendered != raw {
+            let rows = raw.width().max(1).div_ceil(self.screen.columns());
+            let up = if rows > 1 {
+                format!("\x1b[{}A", rows - 1)
+            } else {
+                String::new()
+            };
+            self.screen.write(&format!("{up}\r\x1b[J{rendered}\n"));
+        } else {
+            self.screen.write("\n");
+        }
+    }
+
+    fn tool_finished(
+        &mut self,
+        is_error: bool,
+        summary: &str,
+        output: &str,
+        diff: Option<&str>,
+        duration_ms: u64,
+    ) {
+        self.screen.spin(None);
+        let mark = if is_error {
+            self.paint(RED, "  ⎿ error:")
+        } else {
+            self.paint(DIM, "  ⎿")
+        };
+        let first = sanitize(summary.lines().next().unwrap_or(""));
+        let took = self.paint(DIM, &format!("({duration_ms} ms)"));
+        self.say(&format!("{mark} {first} {took}"));
+        if let Some(diff) = diff {
+            for line in diff::render(&sanitize(diff), "    ", self.palette) {
+                self.say(&line);
+            }
+            return;
+        }
+        let rest: Vec<&str> = output.lines().skip(1).collect();
+        for line in rest.iter().take(FOLD_LINES) {
+            let shown = self.paint(DIM, &sanitize(line));
+            self.say(&format!("    {shown}"));
+        }
+        if rest.len() > FOLD_LINES {
+            let hidden = rest.len() - FOLD_LINES;
+            let hint = match self.mode {
+                Mode::Interactive => format!("    … +{hidden} lines (ctrl+o to expand)"),
+                Mode::Headless => format!("    … +{hidden} lines"),
+            };
+            let hint = self.paint(DIM, &hint);
+            self.say(&hint);
+            self.screen.fold(sanitize(output));
+        }
+    }
+}
+
+impl Drop for TerminalPrinter {
+    fn drop(&mut self) {
+        self.screen.close();
+    }
+}
+
+/// `12.1k`, `950`, `1.2M`.
+pub fn format_tokens(n: u64) -> String {
+    match n {
+        0..=999 => n.to_string(),
+        1_000..=999_999 => format!("{:.1}k", n as f64 / 1000.0),
+        _ => format!("{:.1}M", n as f64 / 1_000_000.0),
+    }
+}
+
+/// `$0.0123` (four decimals under a cent, two above).
+pub fn format_cost(usd: f64) -> String {
+    if usd < 0.01 {
+        format!("${usd:.4}")
+    } else {
+        format!("${usd:.2}")
+    }
+}
+
+/// The arguments of a call on one line: the value alone when there is one argument.
+fn short_args(args: &serde_json::Value) -> String {
+    let s = match args.as_object() {
+        Some(map) if map.len() == 1 => map
+            .values()
+            .next()
+            .map(|v| v.as_str().map_or_else(|| v.to_string(), str::to_string))
+            .unwrap_or_default(),
+        _ => args.to_string(),
+    };
+    let one_line = sanitize(&s.replace('\n', "⏎"));
+    if one_line.chars().count() > 100 {
+        let cut: String = one_line.chars().take(100).collect();
+        format!("{cut}…")
+    } else {
+        one_line
+    }
+}
+
+/// The status line after a turn: tokens, cache share, cost, how full the context is.
+pub fn status_line(
+    usage: &tern_protocol::Usage,
+    cost_usd: Option<f64>,
+    context_tokens: u64,
+    context_window: Option<u64>,
+) -> String {
+    let mut parts = vec![
+        format!("{} in", format_tokens(usage.total_input())),
+        format!("{:.0}% cached", usage.cache_hit_percent()),
+        format!("{} out", format_tokens(usage.output)),
+    ];
+    if let Some(cost) = cost_usd {
+        parts.push(format_cost(cost));
+    }
+    match context_window {
+        Some(window) if window > 0 => parts.push(format!(
+            "context {:.0}% of {}",
+            context_tokens as f64 * 100.0 / window as f64,
+            format_tokens(window)
+        )),
+        _ => parts.push(format!("context {}", format_tokens(context_tokens))),
+    }
+    parts.join(" · ")
+}
+
+impl Subscriber for TerminalPrinter {
+    fn on_event(&mut self, e: &Envelope) {
+        match &e.event {
+            Event::State { state, .. } if state == "call_model" && !self.screen.mid_line() => {
+                self.screen.spin(Some("thinking".into()));
+            }
+            Event::TextDelta { text } => {
+                self.screen.spin(None);
+                self.text(text);
+            }
+            Event::ToolCallStarted {
+                tool, arguments, ..
+            } => {
+                self.screen.spin(None);
+                let line = format!(
+                    "{} {}({})",
+                    self.paint(CYAN, "⏺"),
+                    self.paint(BOLD, tool),
+                    short_args(arguments)
+                );
+                self.say(&line);
+                self.screen.spin(Some(tool.clone()));
+            }
+            Event::ToolProgress {
+                message,
+                progress,
+                total,
+                ..
+            } => self.screen.progress(match (message, total) {
+                (Some(m), _) => sanitize(m),
+                (None, Some(t)) => format!("{progress}/{t}"),
+                (None, None) => format!("{progress}"),
+            }),
+            // The reason follows in the call's error result.
+            Event::PermissionDecided {
+                decision: Decision::Deny,
+                rule,
+                tool,
+                ..
+            } => {
+                let line = format!("  {} {tool} denied ({rule})", self.paint(RED, "✗"));
+                self.say(&line);
+            }
+            Event::ToolCallFinished {
+                is_error,
+                summary,
+                output,
+                diff,
+                duration_ms,
+                ..
+            } => self.tool_finished(*is_error, summary, output, diff.as_deref(), *duration_ms),
+            Event::ModelRetry {
+                attempt,
+                reason,
+                delay_ms,
+                discard_partial,
+            } => {
+                if *discard_partial {
+                    self.markdown.reset();
+                }
+                let note = if *discard_partial {
+                    " (discarding the partial answer)"
+                } else {
+                    ""
+                };
+                let line = self.paint(
+                    DIM,
+                    &format!(
+                        "[retry {attempt} in {delay_ms} ms: {}]{note}",
+                        sanitize(reason)
+                    ),
+                );
+                self.say(&line);
+            }
+            Event::ServerFailed {
+                server,
+                reason,
+                will_restart,
+                ..
+            } => {
+                let what = if *will_restart {
+                    "crashed, restarting"
+                } else {
+                    "failed"
+                };
+                let line = self.paint(
+                    RED,
+                    &format!("[server {server} {what}: {}]", sanitize(reason)),
+                );
+                self.say(&line);
+            }
+            Event::Error { message } => {
+                self.screen.spin(None);
+                let line = self.paint(RED, &format!("error: {}", sanitize(message)));
+                self.say(&line);
+            }
+            Event::TurnEnd { .. } => {
+                self.screen.spin(None);
+                self.end_line();
+                self.markdown.reset();
+            }
+            Event::TurnFinished {
+                input_tokens,
+                output_tokens,
+                cache_read_tokens,
+                cache_creation_tokens,
+                cost_usd,
+                context_tokens,
+                context_window,
+                ..
+            } => {
+                self.screen.spin(None);
+                let usage = tern_protocol::Usage {
+                    input: *input_tokens,
+                    output: *output_tokens,
+                    cache_read: *cache_read_tokens,
+                    cache_creation: *cache_creation_tokens,
+                };
+                let line = status_line(&usage, *cost_usd, *context_tokens, *context_window);
+                let line = self.paint(DIM, &format!("  {line}"));
+                self.say(&line);
+            }
+            Event::RunFinished {
+                status,
+                steps,
+                duration_ms,
+                input_tokens,
+                output_tokens,
+                cache_read_tokens,
+                cache_creation_tokens,
+                cost_usd,
+                error,
+                ..
+            } => {
+                self.screen.spin(None);
+                if let Some(err) = error
+                    && !matches!(status, RunStatus::Error)
+                {
+                    let line = self.paint(YELLOW, &sanitize(err));
+                    self.say(&line);
+                }
+                let total_in = input_tokens + cache_read_tokens + cache_creation_tokens;
+                let cost = cost_usd
+                    .map(|c| format!(" · {}", format_cost(c)))
+                    .unwrap_or_default();
+                let summary = format!(
+                    "[run] {} · {steps} steps · {:.1} s · {} in ({} cached) / {} out{cost}",
+                    status.as_str(),
+                    *duration_ms as f64 / 1000.0,
+                    format_tokens(total_in),
+                    format_tokens(*cache_read_tokens),
+                    format_tokens(*output_tokens)
+                );
+                let line = self.paint(DIM, &summary);
+                self.say(&line);
+            }
+            _ => {}
+        }
+    }
+
+    fn close(&mut self) {
+        self.end_line();
+        self.screen.close();
+    }
+}
+
+#[cfg(test)]
+#[path = "tests.rs"]
+mod tests;
