@@ -1,7 +1,9 @@
 //! Helpers for tern's end-to-end tests: where the built binaries are, scratch projects.
-#![allow(clippy::unwrap_used, clippy::expect_used)]
+#![allow(clippy::unwrap_used, clippy::expect_used, clippy::missing_panics_doc)]
 
 use std::path::{Path, PathBuf};
+
+pub mod run_env;
 
 /// The workspace root (the folder holding the top `Cargo.toml`).
 pub fn workspace_root() -> PathBuf {

@@ -2,7 +2,7 @@
 
 use tern_model::mock::script::AnthropicTurn;
 
-use super::run::{RunEnv, of_type};
+use tern_e2e::run_env::{RunEnv, of_type};
 
 #[tokio::test]
 async fn the_python_example_server_is_a_tern_tool_server() {

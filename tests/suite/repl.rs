@@ -4,7 +4,7 @@
 use serde_json::{Value, json};
 use tern_model::mock::script::AnthropicTurn;
 
-use super::run::{CANARY, RunEnv};
+use tern_e2e::run_env::{CANARY, RunEnv};
 
 /// Runs `tern` in a pseudo-terminal through `tests/interop/pty_drive.py`,
 /// following `script`; fails with the screen output if an expectation times out.

@@ -1,107 +1,14 @@
 //! `tern run` end to end: the real binary, the real built-in tool servers, and a
 //! local mock model server speaking Anthropic's SSE format (and OpenAI's once).
 
-use std::{path::Path, process::Output, time::Duration};
+use std::time::Duration;
 
 use serde_json::{Value, json};
+use tern_e2e::run_env::{CANARY, RunEnv, all_files, of_type, pids_with};
 use tern_model::mock::{
-    MockModelServer, MockResponse, RecordedRequest,
+    MockResponse, RecordedRequest,
     script::{AnthropicTurn, OpenAiTurn},
 };
-
-/// A fake key that must never appear in any file tern writes.
-pub const CANARY: &str = "sk-ant-api03-canary-DO-NOT-LEAK-0123456789abcdef";
-
-pub struct RunEnv {
-    pub home: tempfile::TempDir,
-    pub dir: tempfile::TempDir,
-    pub server: MockModelServer,
-}
-
-impl RunEnv {
-    pub async fn new() -> Self {
-        let env = Self {
-            home: tempfile::tempdir().unwrap(),
-            dir: tempfile::tempdir().unwrap(),
-            server: MockModelServer::start().await.unwrap(),
-        };
-        env.add_servers("");
-        env
-    }
-
-    /// Writes `$TERN_HOME/config.toml`: fs and shell (web off), one model retry,
-    /// plus `extra` (more `[mcp_servers.NAME]` tables).
-    pub fn add_servers(&self, extra: &str) {
-        std::fs::write(
-            self.home.path().join("config.toml"),
-            format!("[mcp_servers.web]\nenabled = false\n[model]\nmax_retries = 1\n{extra}"),
-        )
-        .unwrap();
-    }
-
-    /// Queues a final text answer from the model.
-    pub fn answer(&self, text: &str) {
-        self.server
-            .enqueue(AnthropicTurn::new().text(&[text]).finish("end_turn"));
-    }
-
-    pub fn command(&self, args: &[&str]) -> tokio::process::Command {
-        let mut cmd = tokio::process::Command::new(tern_e2e::bin("tern"));
-        cmd.args(args)
-            .current_dir(self.dir.path())
-            .env("TERN_HOME", self.home.path())
-            .env("ANTHROPIC_API_KEY", CANARY)
-            .env("ANTHROPIC_BASE_URL", self.server.url())
-            .env_remove("OPENAI_API_KEY")
-            .env_remove("OPENAI_BASE_URL")
-            .env_remove("TERN_LOG")
-            .stdin(std::process::Stdio::null())
-            .kill_on_drop(true);
-        cmd
-    }
-
-    pub async fn run(&self, args: &[&str]) -> Output {
-        tokio::time::timeout(Duration::from_secs(120), self.command(args).output())
-            .await
-            .expect("tern run did not finish in 120 s")
-            .unwrap()
-    }
-
-    /// The only run's events, parsed (every line must be JSON).
-    pub fn events(&self) -> Vec<Value> {
-        let runs = self.home.path().join("runs");
-        let mut dirs: Vec<_> = std::fs::read_dir(&runs)
-            .unwrap()
-            .map(|e| e.unwrap().path())
-            .collect();
-        dirs.sort();
-        let text = std::fs::read_to_string(dirs.last().unwrap().join("events.jsonl")).unwrap();
-        text.lines()
-            .map(|l| serde_json::from_str(l).unwrap_or_else(|e| panic!("not JSON ({e}): {l}")))
-            .collect()
-    }
-}
-
-pub fn of_type<'a>(events: &'a [Value], t: &str) -> Vec<&'a Value> {
-    events.iter().filter(|e| e["type"] == t).collect()
-}
-
-/// Every file under `dir`, for canary scans.
-pub fn all_files(dir: &Path) -> Vec<std::path::PathBuf> {
-    let mut out = Vec::new();
-    let mut stack = vec![dir.to_path_buf()];
-    while let Some(d) = stack.pop() {
-        for e in std::fs::read_dir(&d).into_iter().flatten().flatten() {
-            let p = e.path();
-            if p.is_dir() {
-                stack.push(p);
-            } else {
-                out.push(p);
-            }
-        }
-    }
-    out
-}
 
 fn tool_results(req: &RecordedRequest) -> Vec<(String, String, bool)> {
     let body = req.json();
@@ -468,34 +375,6 @@ async fn a_model_error_is_reported_verbatim_and_the_run_still_finishes() {
     );
 }
 
-/// Live processes whose command line contains `marker`.
-fn pids_with(marker: &str) -> Vec<u32> {
-    std::fs::read_dir("/proc")
-        .into_iter()
-        .flatten()
-        .flatten()
-        .filter_map(|e| e.file_name().to_str()?.parse::<u32>().ok())
-        .filter(|pid| {
-            std::fs::read(format!("/proc/{pid}/cmdline"))
-                .is_ok_and(|c| String::from_utf8_lossy(&c).contains(marker))
-                && alive(*pid)
-        })
-        .collect()
-}
-
-fn alive(pid: u32) -> bool {
-    // A zombie has exited; only a live process counts.
-    std::fs::read_to_string(format!("/proc/{pid}/stat"))
-        .map(|s| {
-            !s.rsplit(')')
-                .next()
-                .unwrap_or("")
-                .trim_start()
-                .starts_with('Z')
-        })
-        .unwrap_or(false)
-}
-
 #[tokio::test]
 async fn ctrl_c_during_a_shell_tool_cancels_it_and_finishes_the_run() {
     let env = RunEnv::new().await;
@@ -765,4 +644,36 @@ async fn a_key_in_the_goal_or_a_tool_output_is_redacted_from_every_file_tern_wri
         .unwrap()
         .to_string();
     assert!(!results.contains(CANARY), "{results}");
+}
+
+#[tokio::test]
+async fn calling_a_tool_of_a_server_that_failed_to_start_says_which_and_why() {
+    let env = RunEnv::new().await;
+    env.add_servers("[mcp_servers.ghost]\ncommand = \"/nonexistent/bin/mcp-ghost\"\n");
+    env.server.enqueue(
+        AnthropicTurn::new()
+            .tool_use("toolu_g", "ghost__lookup", &[r#"{"q":"x"}"#])
+            .finish("tool_use"),
+    );
+    env.answer("The ghost server is down.");
+    let out = env
+        .run(&["run", "use ghost", "--output-format", "jsonl"])
+        .await;
+    assert_eq!(
+        out.status.code(),
+        Some(0),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let results = tool_results(&env.server.requests()[1]);
+    let (_, text, is_error) = &results[0];
+    assert!(is_error);
+    assert!(
+        text.contains("server `ghost` failed to start") && text.contains("mcp-ghost"),
+        "{text}"
+    );
+    assert!(!text.contains("did you mean"), "{text}");
+    let events = env.events();
+    let finished = of_type(&events, "tool_call_finished");
+    assert_eq!(finished[0]["error_type"], "server_unavailable");
 }

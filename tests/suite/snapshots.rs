@@ -3,7 +3,7 @@
 
 use tern_model::mock::script::AnthropicTurn;
 
-use super::run::RunEnv;
+use tern_e2e::run_env::RunEnv;
 
 fn filters(cwd: &str) -> Vec<(String, String)> {
     vec![

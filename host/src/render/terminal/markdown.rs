@@ -49,11 +49,8 @@ impl Markdown {
         }
         for marker in ["```", "~~~"] {
             if let Some(info) = trimmed.strip_prefix(marker) {
-                let run = marker.len()
-                    + info
-                        .chars()
-                        .take_while(|c| marker.starts_with(*c))
-                        .count();
+                let run =
+                    marker.len() + info.chars().take_while(|c| marker.starts_with(*c)).count();
                 let fence: String = trimmed.chars().take(run).collect();
                 let language = trimmed[fence.len()..]
                     .split_whitespace()
