@@ -34,6 +34,9 @@ pub enum ErrorKind {
     Cancelled,
     /// The configuration cannot work (no key, unknown provider, ...).
     Config,
+    /// The request is longer than the model's context window. Retrying the same request cannot
+    /// help; the caller must make it shorter (tern compacts the conversation and retries once).
+    ContextOverflow,
 }
 
 impl ErrorKind {
@@ -65,7 +68,8 @@ impl ErrorKind {
             | ErrorKind::NotFound
             | ErrorKind::MalformedStream
             | ErrorKind::Cancelled
-            | ErrorKind::Config => false,
+            | ErrorKind::Config
+            | ErrorKind::ContextOverflow => false,
         }
     }
 }
@@ -85,9 +89,36 @@ impl std::fmt::Display for ErrorKind {
             ErrorKind::MalformedStream => "malformed stream",
             ErrorKind::Cancelled => "cancelled",
             ErrorKind::Config => "config",
+            ErrorKind::ContextOverflow => "context overflow",
         };
         f.write_str(s)
     }
+}
+
+/// Whether a rejected request was rejected for being longer than the context window, in any of
+/// the providers' wordings: Anthropic `prompt is too long: N tokens > M maximum`, OpenAI's
+/// `context_length_exceeded` code (and its older "maximum context length" message), vLLM's
+/// "maximum context length is N tokens", llama.cpp's `exceed_context_size_error`.
+pub fn is_context_overflow(status: u16, error_type: Option<&str>, code: Option<&str>, message: &str) -> bool {
+    if !matches!(status, 400 | 413) {
+        return false;
+    }
+    if matches!(code, Some("context_length_exceeded"))
+        || matches!(error_type, Some("exceed_context_size_error"))
+    {
+        return true;
+    }
+    let m = message.to_ascii_lowercase();
+    [
+        "prompt is too long",
+        "maximum context length",
+        "context_length_exceeded",
+        "exceeds the context window",
+        "exceeds the available context size",
+        "context length exceeded",
+    ]
+    .iter()
+    .any(|needle| m.contains(needle))
 }
 
 /// A failure of a model turn.

@@ -51,6 +51,7 @@ pub mod normalize;
 pub mod openai;
 pub mod retry;
 pub mod sse;
+pub mod tokens;
 mod tool_args;
 pub mod types;
 
@@ -77,6 +78,12 @@ pub trait ModelAdapter: Send + Sync {
 
     /// `anthropic` or `openai`.
     fn provider(&self) -> &'static str;
+
+    /// The context window the endpoint reports for this model, when it reports one (local
+    /// OpenAI-compatible servers do; the public APIs do not).
+    async fn context_window(&self) -> Option<u32> {
+        None
+    }
 
     /// Starts one assistant turn.
     ///

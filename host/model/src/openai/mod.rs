@@ -8,6 +8,7 @@
 
 pub mod request;
 mod stream;
+mod window;
 
 use std::sync::Arc;
 
@@ -37,6 +38,8 @@ pub struct OpenAiAdapter {
 
 struct OpenAiWire {
     url: String,
+    /// `base_url`, for probing a local server's settings.
+    base_url: String,
     key: Option<ApiKey>,
 }
 
@@ -50,6 +53,7 @@ impl OpenAiAdapter {
         OpenAiAdapter {
             wire: Arc::new(OpenAiWire {
                 url: format!("{}/chat/completions", cfg.base_url),
+                base_url: cfg.base_url.clone(),
                 key: cfg.api_key.clone(),
             }),
             client,
@@ -74,6 +78,14 @@ impl crate::ModelAdapter for OpenAiAdapter {
 
     fn provider(&self) -> &'static str {
         PROVIDER
+    }
+
+    async fn context_window(&self) -> Option<u32> {
+        // OpenAI's own API does not say; local servers do.
+        if self.wire.base_url == OPENAI_DEFAULT_BASE_URL {
+            return None;
+        }
+        window::discover(&self.client, &self.wire.base_url, &self.model).await
     }
 
     async fn stream(
@@ -124,20 +136,35 @@ impl Wire for OpenAiWire {
     ) -> ModelError {
         let parsed: Option<Value> = serde_json::from_slice(body).ok();
         let error = parsed.as_ref().and_then(|v| v.get("error"));
-        let (message, error_type) = match error {
+        let (message, error_type, code) = match error {
             // ollama: {"error": "model 'x' not found"}
-            Some(Value::String(s)) => (s.clone(), None),
+            Some(Value::String(s)) => (s.clone(), None, None),
             Some(e) => (
                 e.get("message")
                     .and_then(Value::as_str)
                     .map_or_else(|| e.to_string(), str::to_owned),
                 e.get("type").and_then(Value::as_str).map(str::to_owned),
+                e.get("code").and_then(Value::as_str).map(str::to_owned),
             ),
-            None => (String::from_utf8_lossy(body).into_owned(), None),
+            // vLLM: {"object": "error", "message": "...", "type": "BadRequestError"}
+            None => match parsed.as_ref().and_then(|v| v.get("message")).and_then(Value::as_str) {
+                Some(m) => (m.to_owned(), None, None),
+                None => (String::from_utf8_lossy(body).into_owned(), None, None),
+            },
+        };
+        let kind = if crate::error::is_context_overflow(
+            status,
+            error_type.as_deref(),
+            code.as_deref(),
+            &message,
+        ) {
+            ErrorKind::ContextOverflow
+        } else {
+            ErrorKind::from_status(status)
         };
         ModelError::Api {
             provider: PROVIDER,
-            kind: ErrorKind::from_status(status),
+            kind,
             status: Some(status),
             error_type,
             message,

@@ -1,0 +1,172 @@
+//! Counting tokens before a request is sent, so the context window is a budget and not a wall.
+//!
+//! Where a model's tokenizer is public (OpenAI's o200k/cl100k, Llama 3, Qwen 2, Mistral,
+//! DeepSeek), tern counts with the real vocabulary; Claude's is not public, so it is estimated
+//! from the text's length. Either way the count of a whole request is off by the provider's
+//! framing (roles, tool-schema rendering), which is why the context budget calibrates these
+//! counts against the usage the provider reports.
+
+use tiktoken::CoreBpe;
+
+use crate::{
+    config::Provider,
+    types::{AssistantContent, Message, ModelRequest, ToolSpec, UserContent},
+};
+
+/// Tokens per image when the real size is unknown (Anthropic: about 1 600 for a 1 092 px
+/// square; OpenAI's high-detail tiles land in the same range).
+pub const IMAGE_TOKENS: u64 = 1_600;
+/// Framing tokens per message (role markers, separators).
+const MESSAGE_OVERHEAD: u64 = 4;
+/// Characters per token for text no vocabulary is known for. Code and English average about
+/// 3.5–4 per token; the lower figure errs towards compacting early.
+const CHARS_PER_TOKEN: f64 = 3.5;
+
+/// How tokens are counted for one model.
+#[derive(Clone, Copy)]
+pub enum Tokenizer {
+    /// The model family's real BPE vocabulary.
+    Bpe(&'static CoreBpe),
+    /// Characters divided by [`CHARS_PER_TOKEN`].
+    Estimate,
+}
+
+impl std::fmt::Debug for Tokenizer {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(match self {
+            Tokenizer::Bpe(_) => "Tokenizer::Bpe",
+            Tokenizer::Estimate => "Tokenizer::Estimate",
+        })
+    }
+}
+
+impl Tokenizer {
+    /// The best tokenizer for `model` on `provider`: a real one when the family's vocabulary
+    /// is known, else the estimate.
+    pub fn for_model(provider: Provider, model: &str) -> Self {
+        if provider == Provider::Anthropic {
+            return Tokenizer::Estimate;
+        }
+        let name = model.rsplit('/').next().unwrap_or(model).to_ascii_lowercase();
+        let family = name.split(':').next().unwrap_or(&name);
+        let encoding = tiktoken::model_to_encoding(family).or_else(|| {
+            // Local model names (ollama tags, Hugging Face ids) by family.
+            [
+                ("llama3", "llama3"),
+                ("llama-3", "llama3"),
+                ("qwen", "qwen2"),
+                ("mistral", "mistral_v3"),
+                ("codestral", "mistral_v3"),
+                ("devstral", "mistral_v3"),
+                ("deepseek", "deepseek_v3"),
+            ]
+            .iter()
+            .find(|(prefix, _)| family.starts_with(prefix))
+            .map(|(_, enc)| *enc)
+        });
+        encoding
+            .and_then(tiktoken::get_encoding)
+            .map_or(Tokenizer::Estimate, Tokenizer::Bpe)
+    }
+
+    /// Whether counts come from the model's own vocabulary.
+    pub fn is_exact(&self) -> bool {
+        matches!(self, Tokenizer::Bpe(_))
+    }
+
+    /// Tokens in `text`.
+    pub fn count(&self, text: &str) -> u64 {
+        match self {
+            Tokenizer::Bpe(bpe) => bpe.count(text) as u64,
+            Tokenizer::Estimate => (text.chars().count() as f64 / CHARS_PER_TOKEN).ceil() as u64,
+        }
+    }
+
+    /// Tokens of one message as the model reads it.
+    pub fn message(&self, message: &Message) -> u64 {
+        let body: u64 = match message {
+            Message::User { content } => content
+                .iter()
+                .map(|c| match c {
+                    UserContent::Text { text } => self.count(text),
+                    UserContent::ToolResult(r) => {
+                        self.count(&r.call_id)
+                            + self.count(&r.content)
+                            + IMAGE_TOKENS * r.images.len() as u64
+                            + MESSAGE_OVERHEAD
+                    }
+                })
+                .sum(),
+            Message::Assistant { content } => content
+                .iter()
+                .map(|c| match c {
+                    AssistantContent::Text { text } => self.count(text),
+                    AssistantContent::ToolCall(call) => {
+                        self.count(&call.id)
+                            + self.count(&call.name)
+                            + self.count(&call.arguments.to_string())
+                            + MESSAGE_OVERHEAD
+                    }
+                })
+                .sum(),
+        };
+        body + MESSAGE_OVERHEAD
+    }
+
+    /// Tokens of one tool definition.
+    pub fn tool(&self, tool: &ToolSpec) -> u64 {
+        self.count(&tool.name)
+            + self.count(&tool.description)
+            + self.count(&tool.input_schema.to_string())
+            + MESSAGE_OVERHEAD
+    }
+
+    /// Tokens of the system prompt.
+    pub fn system(&self, system: &[String]) -> u64 {
+        system.iter().map(|s| self.count(s)).sum::<u64>() + MESSAGE_OVERHEAD
+    }
+
+    /// Tokens of a whole request, uncalibrated.
+    pub fn request(&self, request: &ModelRequest) -> u64 {
+        self.system(&request.system)
+            + request.tools.iter().map(|t| self.tool(t)).sum::<u64>()
+            + request.messages.iter().map(|m| self.message(m)).sum::<u64>()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn real_vocabularies_where_public_estimates_elsewhere() {
+        let gpt = Tokenizer::for_model(Provider::Openai, "gpt-4o-2024-08-06");
+        assert!(gpt.is_exact());
+        // "hello world" is two tokens in o200k_base.
+        assert_eq!(gpt.count("hello world"), 2);
+        assert!(Tokenizer::for_model(Provider::Openai, "qwen2.5-coder:7b").is_exact());
+        assert!(Tokenizer::for_model(Provider::Openai, "llama3.1:8b").is_exact());
+        assert!(!Tokenizer::for_model(Provider::Anthropic, "claude-sonnet-4-5").is_exact());
+        assert!(!Tokenizer::for_model(Provider::Openai, "my-finetune").is_exact());
+        assert_eq!(Tokenizer::Estimate.count(&"x".repeat(35)), 10);
+    }
+
+    #[test]
+    fn a_request_counts_system_tools_and_messages() {
+        let t = Tokenizer::Estimate;
+        let req = ModelRequest {
+            system: vec!["s".repeat(70)],
+            messages: vec![Message::user_text("u".repeat(35))],
+            tools: vec![ToolSpec {
+                name: "fs__read".into(),
+                description: "d".repeat(35),
+                input_schema: serde_json::json!({}),
+            }],
+            max_tokens: 100,
+            tool_choice: Default::default(),
+            cache: true,
+        };
+        let total = t.request(&req);
+        assert_eq!(total, (20 + 4) + (3 + 10 + 1 + 4) + (10 + 4));
+    }
+}
