@@ -327,3 +327,68 @@ fn kept_mount_flags(path: &Path) -> libc::c_ulong {
         .filter(|(st, _)| stat.f_flag.contains(*st))
         .fold(0, |acc, (_, ms)| acc | ms)
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn missing(what: &str) -> Result<(), String> {
+        Err(format!("{what} refused by the test"))
+    }
+
+    #[test]
+    fn a_missing_layer_is_reported_and_the_rest_still_apply() {
+        let mut support = Support::detect();
+        support.network_namespace = missing("netns");
+        let policy = Policy::new(
+            Mode::WorkspaceWrite,
+            Network::Off,
+            vec!["/nonexistent".into()],
+        );
+        let sandbox = Sandbox::new(policy, &support).unwrap();
+        let layers: Vec<&str> = sandbox.degradations().iter().map(|d| d.layer).collect();
+        assert_eq!(layers, ["network namespace"]);
+        assert!(
+            sandbox.degradations()[0]
+                .to_string()
+                .contains("netns refused by the test")
+        );
+        // Network off falls back to Landlock TCP rules and the seccomp socket rule.
+        let summary = sandbox.summary();
+        assert!(
+            summary.contains("Landlock") && summary.contains("seccomp"),
+            "{summary}"
+        );
+        assert!(
+            summary.contains("user/pid/mount/ipc namespaces"),
+            "{summary}"
+        );
+
+        support.namespaces = missing("userns");
+        support.landlock_abi = None;
+        let policy = Policy::new(Mode::ReadOnly, Network::Off, Vec::new());
+        let sandbox = Sandbox::new(policy, &support).unwrap();
+        let layers: Vec<&str> = sandbox.degradations().iter().map(|d| d.layer).collect();
+        assert_eq!(layers, ["user/pid/mount namespaces", "Landlock"]);
+        assert!(
+            sandbox.summary().ends_with(": seccomp"),
+            "{}",
+            sandbox.summary()
+        );
+    }
+
+    #[test]
+    fn full_access_asks_for_nothing_and_reports_nothing() {
+        let support = Support {
+            namespaces: missing("userns"),
+            proc_mount: missing("proc"),
+            network_namespace: missing("netns"),
+            landlock_abi: None,
+            seccomp: missing("seccomp"),
+        };
+        let policy = Policy::new(Mode::FullAccess, Network::Off, Vec::new());
+        let sandbox = Sandbox::new(policy, &support).unwrap();
+        assert!(sandbox.degradations().is_empty());
+        assert!(sandbox.summary().ends_with("process cleanup only"));
+    }
+}

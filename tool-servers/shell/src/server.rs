@@ -3,6 +3,7 @@
 use std::ffi::OsString;
 use std::path::PathBuf;
 use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::Duration;
 
 use rmcp::handler::server::router::tool::ToolRouter;
@@ -68,6 +69,8 @@ pub struct RunParams {
 pub struct ShellServer {
     settings: Arc<Settings>,
     tool_router: ToolRouter<Self>,
+    /// Set once the first result has said which sandbox layers are missing.
+    degradation_told: Arc<AtomicBool>,
 }
 
 #[tool_router]
@@ -77,7 +80,19 @@ impl ShellServer {
         Self {
             settings: Arc::new(settings),
             tool_router: Self::tool_router(),
+            degradation_told: Arc::new(AtomicBool::new(false)),
         }
+    }
+
+    /// On the first call only: what the sandbox cannot enforce on this
+    /// kernel, so the model (and the user reading along) knows once.
+    fn degradation_notice(&self) -> Option<String> {
+        let missing = self.settings.sandbox.degradations();
+        if missing.is_empty() || self.degradation_told.swap(true, Ordering::Relaxed) {
+            return None;
+        }
+        let lines: Vec<String> = missing.iter().map(|d| format!("[sandbox: {d}]")).collect();
+        Some(lines.join("\n"))
     }
 
     #[tool(
@@ -150,10 +165,14 @@ impl ShellServer {
         let on_progress = progress
             .as_mut()
             .map(|f| f as &mut (dyn FnMut(Duration, u64) + Send));
-        match exec::run(invocation, &context.ct, on_progress).await {
+        let mut result = match exec::run(invocation, &context.ct, on_progress).await {
             Ok(outcome) => render(&outcome, timeout, clamped),
             Err(e) => CallToolResult::error(vec![ContentBlock::text(e.to_string())]),
+        };
+        if let Some(notice) = self.degradation_notice() {
+            result.content.push(ContentBlock::text(notice));
         }
+        result
     }
 }
 
