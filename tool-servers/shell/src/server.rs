@@ -186,11 +186,35 @@ impl ServerHandler for ShellServer {
             ))
             .with_instructions(format!(
                 "Runs shell commands with `run`. Commands start in {} and time out after {} s \
-                 by default (at most {} s).",
+                 by default (at most {} s). {}. Background processes end with the call.",
                 self.settings.root.display(),
                 self.settings.timeout_default.as_secs(),
-                self.settings.timeout_max.as_secs()
+                self.settings.timeout_max.as_secs(),
+                sandbox_sentence(self.settings.sandbox.policy()),
             ))
+    }
+}
+
+/// What the sandbox means for a command, in words a model acts on.
+fn sandbox_sentence(policy: &tern_sandbox::Policy) -> String {
+    let network = match policy.network {
+        tern_sandbox::Network::Off => "no network access (loopback inside the command only)",
+        tern_sandbox::Network::On => "network access",
+    };
+    match policy.mode {
+        tern_sandbox::Mode::FullAccess => "Commands run without a sandbox".to_string(),
+        tern_sandbox::Mode::ReadOnly => {
+            format!("Commands run in a read-only sandbox with {network}")
+        }
+        tern_sandbox::Mode::WorkspaceWrite => format!(
+            "Commands run in a sandbox: they may write only inside the root{} and TMPDIR \
+             (.git/hooks, .git/config and .tern stay read-only), with {network}",
+            if policy.writable_roots.len() > 1 {
+                " and the extra writable directories"
+            } else {
+                ""
+            }
+        ),
     }
 }
 
