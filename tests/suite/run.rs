@@ -468,28 +468,43 @@ async fn a_model_error_is_reported_verbatim_and_the_run_still_finishes() {
     );
 }
 
-fn alive(pid: u32) -> bool {
-    // A zombie has exited; only a live process counts.
-    std::fs::read_to_string(format!("/proc/{pid}/stat"))
-        .map(|s| {
-            !s.rsplit(')')
-                .next()
-                .unwrap_or("")
-                .trim_start()
-                .starts_with('Z')
-        })
-        .unwrap_or(false)
+/// True while a live process has `arg` as one of its arguments. Pids written
+/// by the command are useless here: tern-shell runs it in a pid namespace.
+fn alive(arg: &str) -> bool {
+    let Ok(entries) = std::fs::read_dir("/proc") else {
+        return false;
+    };
+    entries.filter_map(Result::ok).any(|e| {
+        let dir = e.path();
+        let has_arg = std::fs::read(dir.join("cmdline"))
+            .is_ok_and(|c| c.split(|b| *b == 0).any(|a| a == arg.as_bytes()));
+        // A zombie has exited; only a live process counts.
+        has_arg
+            && std::fs::read_to_string(dir.join("stat")).is_ok_and(|s| {
+                !s.rsplit(')')
+                    .next()
+                    .unwrap_or("")
+                    .trim_start()
+                    .starts_with('Z')
+            })
+    })
 }
 
 #[tokio::test]
 async fn ctrl_c_during_a_shell_tool_cancels_it_and_finishes_the_run() {
     let env = RunEnv::new().await;
+    // Sleep lengths no other process uses, to find the command's processes.
+    let (bg, sh) = (
+        format!("300.{}1", std::process::id()),
+        format!("300.{}2", std::process::id()),
+    );
+    let command = format!("sleep {bg} & echo $! > bg.pid; echo $$ > sh.pid; sleep {sh}");
     env.server.enqueue(
         AnthropicTurn::new()
             .tool_use(
                 "toolu_sleep",
                 "shell__run",
-                &[r#"{"command":"sleep 300 & echo $! > bg.pid; echo $$ > sh.pid; sleep 300"}"#],
+                &[&serde_json::json!({ "command": command }).to_string()],
             )
             .finish("tool_use"),
     );
@@ -516,15 +531,7 @@ async fn ctrl_c_during_a_shell_tool_cancels_it_and_finishes_the_run() {
         tokio::time::sleep(Duration::from_millis(50)).await;
     }
     tokio::time::sleep(Duration::from_millis(200)).await;
-    let read_pid = |f: &str| -> u32 {
-        std::fs::read_to_string(dir.join(f))
-            .unwrap()
-            .trim()
-            .parse()
-            .unwrap()
-    };
-    let (bg, sh) = (read_pid("bg.pid"), read_pid("sh.pid"));
-    assert!(alive(bg) && alive(sh));
+    assert!(alive(&bg) && alive(&sh));
 
     let started = std::time::Instant::now();
     let status = std::process::Command::new("kill")
@@ -560,12 +567,12 @@ async fn ctrl_c_during_a_shell_tool_cancels_it_and_finishes_the_run() {
     assert_eq!(finished[0]["is_error"], true);
     // No process of the command is left.
     let deadline = std::time::Instant::now() + Duration::from_secs(10);
-    while alive(bg) || alive(sh) {
+    while alive(&bg) || alive(&sh) {
         assert!(
             std::time::Instant::now() < deadline,
             "left behind: bg {} sh {}",
-            alive(bg),
-            alive(sh)
+            alive(&bg),
+            alive(&sh)
         );
         tokio::time::sleep(Duration::from_millis(50)).await;
     }
