@@ -313,3 +313,46 @@ fn signal_name(signal: i32) -> &'static str {
         _ => "signal",
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn server_with(support: &tern_sandbox::Support) -> ShellServer {
+        let root = std::env::temp_dir();
+        let policy = tern_sandbox::Policy::new(
+            tern_sandbox::Mode::WorkspaceWrite,
+            tern_sandbox::Network::Off,
+            vec![root.clone()],
+        );
+        ShellServer::new(Settings {
+            root,
+            shell: PathBuf::from("/bin/sh"),
+            timeout_default: Duration::from_secs(1),
+            timeout_max: Duration::from_secs(1),
+            max_output_chars: 100,
+            env: Vec::new(),
+            sandbox: Arc::new(tern_sandbox::Sandbox::new(policy, support).unwrap()),
+        })
+    }
+
+    #[test]
+    fn a_missing_sandbox_layer_is_told_in_the_first_result_only() {
+        let mut support = tern_sandbox::Support::detect();
+        support.network_namespace = Err("refused by the test".into());
+        let server = server_with(&support);
+        let notice = server.degradation_notice().unwrap();
+        assert!(
+            notice.starts_with("[sandbox: network namespace unavailable (refused by the test)"),
+            "{notice}"
+        );
+        assert_eq!(
+            server.clone().degradation_notice(),
+            None,
+            "told once per server"
+        );
+
+        let complete = server_with(&tern_sandbox::Support::detect());
+        assert_eq!(complete.degradation_notice(), None);
+    }
+}
