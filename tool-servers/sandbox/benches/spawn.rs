@@ -18,6 +18,9 @@ fn true_cmd() -> Command {
 }
 
 fn measure(mut spawn: impl FnMut()) -> (Duration, Duration) {
+    // Namespace teardown finishes asynchronously in the kernel: let the
+    // previous row's settle before timing this one.
+    std::thread::sleep(Duration::from_millis(300));
     for _ in 0..20 {
         spawn();
     }

@@ -8,7 +8,7 @@ use std::process::{Command, ExitStatus};
 use std::sync::Arc;
 
 use crate::SandboxError;
-use crate::child::{self, Fixed, Namespaces, Plan};
+use crate::child::{self, Fixed, Namespaces, Plan, SharedNamespaces};
 use crate::landlock_rules::{self, TcpRule};
 use crate::policy::{Mode, Network, Policy};
 use crate::seccomp;
@@ -53,7 +53,16 @@ pub struct Sandbox {
     fixed: Arc<Fixed>,
     /// `CLONE_NEW*` flags, `/proc` and loopback choices, when namespaces are used.
     namespaces: Option<(libc::c_int, bool, bool)>,
+    /// The user (and, network off, network) namespace every command joins,
+    /// when it could be made; else each command creates its own.
+    shared: Option<Arc<SharedNamespaces>>,
     degradations: Vec<Degradation>,
+}
+
+impl fmt::Debug for SharedNamespaces {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str("SharedNamespaces")
+    }
 }
 
 impl fmt::Debug for Fixed {
@@ -81,6 +90,7 @@ impl Sandbox {
                     drop_capabilities: false,
                 }),
                 namespaces: None,
+                shared: None,
                 degradations,
             });
         }
@@ -172,6 +182,19 @@ impl Sandbox {
                 None
             }
         };
+        let shared = if namespaces.is_some() {
+            let maps = self::namespaces(0, false, false, Vec::new());
+            match child::shared_namespaces(maps.uid_map, maps.gid_map, private_network) {
+                Ok(shared) => Some(Arc::new(shared)),
+                Err(e) => {
+                    // Just as isolated: each command makes its own, a bit slower.
+                    tracing::debug!("no shared namespaces ({e}); one per command");
+                    None
+                }
+            }
+        } else {
+            None
+        };
         Ok(Self {
             policy,
             fixed: Arc::new(Fixed {
@@ -180,6 +203,7 @@ impl Sandbox {
                 drop_capabilities: true,
             }),
             namespaces,
+            shared,
             degradations,
         })
     }
@@ -237,7 +261,9 @@ impl Sandbox {
                     .iter()
                     .map(|p| Ok((c_path(p)?, kept_mount_flags(p))))
                     .collect::<Result<Vec<_>, SandboxError>>()?;
-                Some(namespaces(flags, mount_proc, loopback, read_only))
+                let mut ns = namespaces(flags, mount_proc, loopback, read_only);
+                ns.join = self.shared.clone();
+                Some(ns)
             }
         };
         child::install(
@@ -297,6 +323,7 @@ pub(crate) fn namespaces(
         mount_proc,
         loopback,
         read_only,
+        join: None,
     }
 }
 

@@ -78,3 +78,24 @@ fn a_signal_ending_the_command_is_reported_as_that_signal() {
         assert_eq!(status.signal(), Some(15), "{mode}: {status:?}");
     }
 }
+
+#[test]
+fn commands_of_one_sandbox_share_one_private_network_namespace() {
+    let dir = tempfile::tempdir_in(env!("CARGO_TARGET_TMPDIR")).unwrap();
+    let root = dir.path().canonicalize().unwrap();
+    let policy = Policy::new(Mode::WorkspaceWrite, Network::Off, vec![root.clone()]);
+    let sandbox = Sandbox::new(policy, &Support::detect()).unwrap();
+    for name in ["a", "b"] {
+        let script = format!("readlink /proc/self/ns/net > {}/{name}", root.display());
+        let status = sandbox
+            .run_command(&mut bash(&script), Session::New)
+            .unwrap();
+        assert!(status.success());
+    }
+    let a = std::fs::read_to_string(root.join("a")).unwrap();
+    let b = std::fs::read_to_string(root.join("b")).unwrap();
+    let host = std::fs::read_link("/proc/self/ns/net").unwrap();
+    assert!(a.starts_with("net:["), "{a}");
+    assert_eq!(a, b, "made once, joined by every command");
+    assert_ne!(a.trim(), host.to_str().unwrap(), "not the host's");
+}

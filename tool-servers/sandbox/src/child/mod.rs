@@ -32,7 +32,7 @@ mod supervise;
 
 use std::ffi::{CStr, CString, c_int};
 use std::io;
-use std::os::fd::OwnedFd;
+use std::os::fd::{AsRawFd, OwnedFd};
 use std::process::Command;
 use std::sync::Arc;
 
@@ -62,6 +62,71 @@ pub(crate) struct Namespaces {
     /// Paths to bind read-only onto themselves, with the mount flags that
     /// must be kept (a user namespace may not clear `nosuid` and friends).
     pub read_only: Vec<(CString, libc::c_ulong)>,
+    /// Join these user (and network) namespaces instead of creating new ones.
+    pub join: Option<Arc<SharedNamespaces>>,
+}
+
+/// A user namespace (and, network off, a network namespace with `lo` up)
+/// made once and joined by every command of a sandbox: creating a user
+/// namespace and writing its id maps, or creating and tearing down a network
+/// namespace, costs about a millisecond per command. Each command still gets
+/// a pid, mount and IPC namespace of its own and holds no capability after
+/// exec, so it cannot change the shared ones; a socket in the shared network
+/// namespace dies with the process that owns it.
+pub(crate) struct SharedNamespaces {
+    user: OwnedFd,
+    net: Option<OwnedFd>,
+}
+
+/// Makes the shared namespaces: a short-lived `cat` unshares them, we open
+/// its `/proc/<pid>/ns` files, and the open descriptors keep them alive.
+pub(crate) fn shared_namespaces(
+    uid_map: Vec<u8>,
+    gid_map: Vec<u8>,
+    private_network: bool,
+) -> io::Result<SharedNamespaces> {
+    use std::os::unix::process::CommandExt;
+    use std::process::Stdio;
+    let cat = ["/bin/cat", "/usr/bin/cat"]
+        .into_iter()
+        .find(|p| std::path::Path::new(p).exists())
+        .ok_or_else(|| io::Error::from_raw_os_error(libc::ENOENT))?;
+    let mut cmd = Command::new(cat);
+    cmd.stdin(Stdio::piped())
+        .stdout(Stdio::null())
+        .stderr(Stdio::null());
+    let flags = if private_network {
+        libc::CLONE_NEWUSER | libc::CLONE_NEWNET
+    } else {
+        libc::CLONE_NEWUSER
+    };
+    // SAFETY: system calls and prepared data only, as in `after_fork`.
+    unsafe {
+        cmd.pre_exec(move || {
+            check(libc::unshare(flags))?;
+            write_maps(&uid_map, &gid_map)?;
+            if private_network {
+                setup::loopback_up()?;
+            }
+            Ok(())
+        });
+    }
+    let mut keeper = cmd.spawn()?;
+    let open = |kind: &str| {
+        let path = format!("/proc/{}/ns/{kind}", keeper.id());
+        std::fs::File::open(path).map(OwnedFd::from)
+    };
+    let opened = open("user").and_then(|user| {
+        let net = if private_network {
+            Some(open("net")?)
+        } else {
+            None
+        };
+        Ok(SharedNamespaces { user, net })
+    });
+    drop(keeper.stdin.take());
+    keeper.wait()?;
+    opened
 }
 
 /// Everything one spawn needs, prepared in the parent.
@@ -119,14 +184,22 @@ fn after_fork(plan: &Plan) -> io::Result<()> {
 }
 
 fn enter_namespaces(ns: &Namespaces, server: libc::pid_t) -> io::Result<()> {
-    check(unsafe { libc::unshare(ns.flags) })?;
-    match write_file(c"/proc/self/setgroups", b"deny") {
-        // Kernels before 3.19 have no setgroups file and need no denial.
-        Err(e) if e.raw_os_error() == Some(libc::ENOENT) => {}
-        other => other?,
+    match &ns.join {
+        Some(shared) => {
+            // Joining a user namespace we own gives every capability in it.
+            check(unsafe { libc::setns(shared.user.as_raw_fd(), libc::CLONE_NEWUSER) })?;
+            let mut own = ns.flags & !libc::CLONE_NEWUSER;
+            if let Some(net) = &shared.net {
+                check(unsafe { libc::setns(net.as_raw_fd(), libc::CLONE_NEWNET) })?;
+                own &= !libc::CLONE_NEWNET;
+            }
+            check(unsafe { libc::unshare(own) })?;
+        }
+        None => {
+            check(unsafe { libc::unshare(ns.flags) })?;
+            write_maps(&ns.uid_map, &ns.gid_map)?;
+        }
     }
-    write_file(c"/proc/self/uid_map", &ns.uid_map)?;
-    write_file(c"/proc/self/gid_map", &ns.gid_map)?;
     let mut fds = [0 as c_int; 2];
     check(unsafe { libc::pipe2(fds.as_mut_ptr(), libc::O_CLOEXEC) })?;
     let [status_read, status_write] = fds;
@@ -144,7 +217,7 @@ fn enter_namespaces(ns: &Namespaces, server: libc::pid_t) -> io::Result<()> {
         libc::close(status_write);
     }
     setup::set_up_mounts(ns)?;
-    if ns.loopback {
+    if ns.loopback && ns.join.is_none() {
         setup::loopback_up()?;
     }
     Ok(())
@@ -173,6 +246,17 @@ fn close_fds(first: libc::c_uint, last: libc::c_uint) {
             unsafe { libc::close(fd as c_int) };
         }
     }
+}
+
+/// Maps our uid and gid to themselves in a user namespace we just created.
+fn write_maps(uid_map: &[u8], gid_map: &[u8]) -> io::Result<()> {
+    match write_file(c"/proc/self/setgroups", b"deny") {
+        // Kernels before 3.19 have no setgroups file and need no denial.
+        Err(e) if e.raw_os_error() == Some(libc::ENOENT) => {}
+        other => other?,
+    }
+    write_file(c"/proc/self/uid_map", uid_map)?;
+    write_file(c"/proc/self/gid_map", gid_map)
 }
 
 fn fork() -> io::Result<Option<libc::pid_t>> {
