@@ -90,27 +90,44 @@ struct Row {
     cpu_us_per_call: u64,
 }
 
-async fn latency(mode: &'static str) -> Row {
-    let s = start(mode).await;
-    for _ in 0..WARMUP {
-        s.run("true", None).await;
+/// All modes' servers run at once and take turns in blocks of `BLOCK`
+/// calls, so load from other processes on the machine drifts over all rows
+/// alike instead of skewing whichever mode ran last.
+async fn latency(modes: [&'static str; 3]) -> Vec<Row> {
+    const BLOCK: usize = 20;
+    let mut servers = Vec::new();
+    for mode in modes {
+        let s = start(mode).await;
+        for _ in 0..WARMUP {
+            s.run("true", None).await;
+        }
+        servers.push((mode, s, Vec::with_capacity(CALLS), 0u64));
     }
-    let cpu0 = s.cpu_us();
-    let mut times = Vec::with_capacity(CALLS);
-    for _ in 0..CALLS {
-        let t0 = Instant::now();
-        let r = s.run("true", None).await;
-        times.push(t0.elapsed());
-        assert_eq!(r["structuredContent"]["exit_code"], 0, "{r}");
+    for _ in 0..CALLS / BLOCK {
+        for (_, s, times, cpu) in servers.iter_mut() {
+            tokio::time::sleep(Duration::from_millis(50)).await;
+            let cpu0 = s.cpu_us();
+            for _ in 0..BLOCK {
+                let t0 = Instant::now();
+                let r = s.run("true", None).await;
+                times.push(t0.elapsed());
+                assert_eq!(r["structuredContent"]["exit_code"], 0, "{r}");
+            }
+            *cpu += s.cpu_us() - cpu0;
+        }
     }
-    let cpu = s.cpu_us() - cpu0;
-    times.sort();
-    Row {
-        mode,
-        p50: percentile(&times, 0.5),
-        p99: percentile(&times, 0.99),
-        cpu_us_per_call: cpu / CALLS as u64,
-    }
+    servers
+        .into_iter()
+        .map(|(mode, _, mut times, cpu)| {
+            times.sort();
+            Row {
+                mode,
+                p50: percentile(&times, 0.5),
+                p99: percentile(&times, 0.99),
+                cpu_us_per_call: cpu / times.len() as u64,
+            }
+        })
+        .collect()
 }
 
 async fn flood(mode: &str) -> (Duration, u64, u64, String) {
@@ -160,13 +177,12 @@ fn main() {
         .build()
         .unwrap();
     rt.block_on(async {
-        let full = latency("full-access").await;
-        let ws = latency("workspace-write").await;
-        let ro = latency("read-only").await;
-        println!("\n## tern-shell `run` overhead ({CALLS} sequential calls of `true` after {WARMUP} warm-up)\n");
+        let rows = latency(["full-access", "workspace-write", "read-only"]).await;
+        let full = &rows[0];
+        println!("\n## tern-shell `run` overhead ({CALLS} sequential calls of `true` per mode, modes interleaved in blocks of 20, after {WARMUP} warm-up)\n");
         println!("| sandbox | p50 ms | p99 ms | added p50 ms vs full-access | server CPU µs/call |");
         println!("|---|---|---|---|---|");
-        for row in [&full, &ws, &ro] {
+        for row in &rows {
             let added = row.p50.as_secs_f64() * 1000.0 - full.p50.as_secs_f64() * 1000.0;
             println!(
                 "| {} | {} | {} | {added:+.2} | {} |",
