@@ -13,7 +13,11 @@ pub struct HeadTail {
     tail_budget: usize,
     head: String,
     head_chars: usize,
-    tail: VecDeque<char>,
+    /// The UTF-8 bytes of the last `tail_chars` characters (whole characters
+    /// only). Bytes, not `char`s: a flood replaces the tail once per read, and
+    /// copying bytes is a `memcpy` where pushing `char`s is a loop.
+    tail: VecDeque<u8>,
+    tail_chars: usize,
     total_chars: u64,
     total_bytes: u64,
 }
@@ -43,6 +47,7 @@ impl HeadTail {
             head: String::new(),
             head_chars: 0,
             tail: VecDeque::new(),
+            tail_chars: 0,
             total_chars: 0,
             total_bytes: 0,
         }
@@ -75,14 +80,31 @@ impl HeadTail {
             return;
         }
         // A flood pushes chunks larger than the tail: only their last
-        // `tail_budget` characters can survive, so skip the rest unseen.
+        // `tail_budget` characters can survive. Find where they start by
+        // walking back from the end, so the cost is the tail's size, not the
+        // chunk's (a 1 GiB flood was spending a fifth of its time here).
         if n >= self.tail_budget {
+            let start = rest
+                .char_indices()
+                .rev()
+                .nth(self.tail_budget - 1)
+                .map_or(0, |(i, _)| i);
             self.tail.clear();
-            self.tail.extend(rest.chars().skip(n - self.tail_budget));
+            self.tail.extend(&rest.as_bytes()[start..]);
+            self.tail_chars = self.tail_budget;
         } else {
-            let overflow = (self.tail.len() + n).saturating_sub(self.tail_budget);
-            self.tail.drain(..overflow);
-            self.tail.extend(rest.chars());
+            let mut overflow = (self.tail_chars + n).saturating_sub(self.tail_budget);
+            while overflow > 0 {
+                // Drop one character: its lead byte, then its continuation bytes.
+                self.tail.pop_front();
+                while self.tail.front().is_some_and(|b| b & 0xC0 == 0x80) {
+                    self.tail.pop_front();
+                }
+                overflow -= 1;
+                self.tail_chars -= 1;
+            }
+            self.tail.extend(rest.as_bytes());
+            self.tail_chars += n;
         }
     }
 
@@ -98,7 +120,7 @@ impl HeadTail {
 
     /// Finishes the capture.
     pub fn finish(self) -> Capped {
-        let kept = self.head_chars as u64 + self.tail.len() as u64;
+        let kept = self.head_chars as u64 + self.tail_chars as u64;
         let omitted = self.total_chars - kept;
         let mut text = self.head;
         if omitted > 0 {
@@ -110,7 +132,9 @@ impl HeadTail {
                 self.total_chars
             ));
         }
-        text.extend(self.tail);
+        let tail: Vec<u8> = self.tail.into();
+        // Only whole characters of valid `&str`s were ever stored.
+        text.push_str(&String::from_utf8_lossy(&tail));
         Capped {
             text,
             truncated: omitted > 0,
@@ -188,7 +212,7 @@ mod tests {
             c.push_str(&chunk);
         }
         assert!(c.head.len() <= 500);
-        assert!(c.tail.len() <= 500);
+        assert!(c.tail.len() <= 500 * 4 && c.tail_chars <= 500);
         assert_eq!(c.total_bytes(), 8192 * 1000);
     }
 }

@@ -5,7 +5,7 @@
 //! crosses into the child, which calls `landlock_restrict_self` on it.
 //! Landlock rules only grant, they cannot carve a read-only hole out of a
 //! writable directory: the protected paths inside writable roots are made
-//! read-only by bind mounts instead (see `child.rs`).
+//! read-only by bind mounts instead (see `child/setup.rs`).
 
 use std::os::fd::OwnedFd;
 use std::path::PathBuf;

@@ -8,7 +8,7 @@ use std::process::{Command, ExitStatus};
 use std::sync::Arc;
 
 use crate::SandboxError;
-use crate::child::{self, Fixed, Namespaces, Plan};
+use crate::child::{self, Fixed, Namespaces, Plan, SharedNamespaces};
 use crate::landlock_rules::{self, TcpRule};
 use crate::policy::{Mode, Network, Policy};
 use crate::seccomp;
@@ -53,7 +53,16 @@ pub struct Sandbox {
     fixed: Arc<Fixed>,
     /// `CLONE_NEW*` flags, `/proc` and loopback choices, when namespaces are used.
     namespaces: Option<(libc::c_int, bool, bool)>,
+    /// The user (and, network off, network) namespace every command joins,
+    /// when it could be made; else each command creates its own.
+    shared: Option<Arc<SharedNamespaces>>,
     degradations: Vec<Degradation>,
+}
+
+impl fmt::Debug for SharedNamespaces {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str("SharedNamespaces")
+    }
 }
 
 impl fmt::Debug for Fixed {
@@ -81,6 +90,7 @@ impl Sandbox {
                     drop_capabilities: false,
                 }),
                 namespaces: None,
+                shared: None,
                 degradations,
             });
         }
@@ -172,6 +182,19 @@ impl Sandbox {
                 None
             }
         };
+        let shared = if namespaces.is_some() {
+            let maps = self::namespaces(0, false, false, Vec::new());
+            match child::shared_namespaces(maps.uid_map, maps.gid_map, private_network) {
+                Ok(shared) => Some(Arc::new(shared)),
+                Err(e) => {
+                    // Just as isolated: each command makes its own, a bit slower.
+                    tracing::debug!("no shared namespaces ({e}); one per command");
+                    None
+                }
+            }
+        } else {
+            None
+        };
         Ok(Self {
             policy,
             fixed: Arc::new(Fixed {
@@ -180,6 +203,7 @@ impl Sandbox {
                 drop_capabilities: true,
             }),
             namespaces,
+            shared,
             degradations,
         })
     }
@@ -237,7 +261,9 @@ impl Sandbox {
                     .iter()
                     .map(|p| Ok((c_path(p)?, kept_mount_flags(p))))
                     .collect::<Result<Vec<_>, SandboxError>>()?;
-                Some(namespaces(flags, mount_proc, loopback, read_only))
+                let mut ns = namespaces(flags, mount_proc, loopback, read_only);
+                ns.join = self.shared.clone();
+                Some(ns)
             }
         };
         child::install(
@@ -297,6 +323,7 @@ pub(crate) fn namespaces(
         mount_proc,
         loopback,
         read_only,
+        join: None,
     }
 }
 
@@ -326,4 +353,69 @@ fn kept_mount_flags(path: &Path) -> libc::c_ulong {
         .into_iter()
         .filter(|(st, _)| stat.f_flag.contains(*st))
         .fold(0, |acc, (_, ms)| acc | ms)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn missing(what: &str) -> Result<(), String> {
+        Err(format!("{what} refused by the test"))
+    }
+
+    #[test]
+    fn a_missing_layer_is_reported_and_the_rest_still_apply() {
+        let mut support = Support::detect();
+        support.network_namespace = missing("netns");
+        let policy = Policy::new(
+            Mode::WorkspaceWrite,
+            Network::Off,
+            vec!["/nonexistent".into()],
+        );
+        let sandbox = Sandbox::new(policy, &support).unwrap();
+        let layers: Vec<&str> = sandbox.degradations().iter().map(|d| d.layer).collect();
+        assert_eq!(layers, ["network namespace"]);
+        assert!(
+            sandbox.degradations()[0]
+                .to_string()
+                .contains("netns refused by the test")
+        );
+        // Network off falls back to Landlock TCP rules and the seccomp socket rule.
+        let summary = sandbox.summary();
+        assert!(
+            summary.contains("Landlock") && summary.contains("seccomp"),
+            "{summary}"
+        );
+        assert!(
+            summary.contains("user/pid/mount/ipc namespaces"),
+            "{summary}"
+        );
+
+        support.namespaces = missing("userns");
+        support.landlock_abi = None;
+        let policy = Policy::new(Mode::ReadOnly, Network::Off, Vec::new());
+        let sandbox = Sandbox::new(policy, &support).unwrap();
+        let layers: Vec<&str> = sandbox.degradations().iter().map(|d| d.layer).collect();
+        assert_eq!(layers, ["user/pid/mount namespaces", "Landlock"]);
+        assert!(
+            sandbox.summary().ends_with(": seccomp"),
+            "{}",
+            sandbox.summary()
+        );
+    }
+
+    #[test]
+    fn full_access_asks_for_nothing_and_reports_nothing() {
+        let support = Support {
+            namespaces: missing("userns"),
+            proc_mount: missing("proc"),
+            network_namespace: missing("netns"),
+            landlock_abi: None,
+            seccomp: missing("seccomp"),
+        };
+        let policy = Policy::new(Mode::FullAccess, Network::Off, Vec::new());
+        let sandbox = Sandbox::new(policy, &support).unwrap();
+        assert!(sandbox.degradations().is_empty());
+        assert!(sandbox.summary().ends_with("process cleanup only"));
+    }
 }

@@ -39,9 +39,13 @@ pub const DRAIN_AFTER_EXIT: Duration = Duration::from_millis(300);
 /// How often a progress callback fires.
 pub const PROGRESS_INTERVAL: Duration = Duration::from_secs(1);
 
-/// Size of one read from the output pipe: a full default pipe buffer, so a
-/// flood is taken in few, large reads.
-const READ_CHUNK: usize = 64 * 1024;
+/// Size of one read from the output pipe: a quarter of the enlarged pipe
+/// buffer, so a flood is taken in few, large reads.
+const READ_CHUNK: usize = 256 * 1024;
+
+/// Capacity asked for the output pipe (Linux's default `pipe-max-size`): a
+/// writer flooding it wakes us four times less often than with 64 KiB.
+const PIPE_CAPACITY: usize = 1024 * 1024;
 
 /// What to run and under which limits.
 #[derive(Debug)]
@@ -248,6 +252,9 @@ fn spawn(
     // One pipe for stdout and stderr keeps their relative order. `std::io::pipe`
     // creates both ends close-on-exec, so a concurrent spawn cannot inherit them.
     let (read_end, write_end) = std::io::pipe().map_err(SpawnError::Pipe)?;
+    if let Err(e) = rustix::pipe::fcntl_setpipe_size(&read_end, PIPE_CAPACITY) {
+        tracing::debug!("output pipe keeps its default size: {e}");
+    }
     let write_end_for_stderr = write_end.try_clone().map_err(SpawnError::Pipe)?;
     let reader = tokio::net::unix::pipe::Receiver::from_owned_fd(OwnedFd::from(read_end))
         .map_err(SpawnError::Pipe)?;

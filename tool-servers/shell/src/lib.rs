@@ -7,6 +7,9 @@
 //! - Each command gets its own session and process group; on timeout or
 //!   cancellation the whole group gets SIGTERM, then SIGKILL (see [`exec`]).
 //! - Output is capped while it is read, so `yes` cannot grow memory.
+//! - Every command runs under the OS sandbox of [`tern_sandbox`] (`--sandbox`,
+//!   `--network`), and nothing it starts outlives the call (README.md, "Sandbox").
+//! - Git's config cannot make an allowed `git status` run a program (see [`env`]).
 //!
 //! Run it standalone, or as `tern serve shell`; the flags are the same:
 //!

@@ -3,6 +3,7 @@
 use std::ffi::OsString;
 use std::path::PathBuf;
 use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::Duration;
 
 use rmcp::handler::server::router::tool::ToolRouter;
@@ -68,6 +69,8 @@ pub struct RunParams {
 pub struct ShellServer {
     settings: Arc<Settings>,
     tool_router: ToolRouter<Self>,
+    /// Set once the first result has said which sandbox layers are missing.
+    degradation_told: Arc<AtomicBool>,
 }
 
 #[tool_router]
@@ -77,7 +80,19 @@ impl ShellServer {
         Self {
             settings: Arc::new(settings),
             tool_router: Self::tool_router(),
+            degradation_told: Arc::new(AtomicBool::new(false)),
         }
+    }
+
+    /// On the first call only: what the sandbox cannot enforce on this
+    /// kernel, so the model (and the user reading along) knows once.
+    fn degradation_notice(&self) -> Option<String> {
+        let missing = self.settings.sandbox.degradations();
+        if missing.is_empty() || self.degradation_told.swap(true, Ordering::Relaxed) {
+            return None;
+        }
+        let lines: Vec<String> = missing.iter().map(|d| format!("[sandbox: {d}]")).collect();
+        Some(lines.join("\n"))
     }
 
     #[tool(
@@ -150,10 +165,14 @@ impl ShellServer {
         let on_progress = progress
             .as_mut()
             .map(|f| f as &mut (dyn FnMut(Duration, u64) + Send));
-        match exec::run(invocation, &context.ct, on_progress).await {
+        let mut result = match exec::run(invocation, &context.ct, on_progress).await {
             Ok(outcome) => render(&outcome, timeout, clamped),
             Err(e) => CallToolResult::error(vec![ContentBlock::text(e.to_string())]),
+        };
+        if let Some(notice) = self.degradation_notice() {
+            result.content.push(ContentBlock::text(notice));
         }
+        result
     }
 }
 
@@ -167,11 +186,35 @@ impl ServerHandler for ShellServer {
             ))
             .with_instructions(format!(
                 "Runs shell commands with `run`. Commands start in {} and time out after {} s \
-                 by default (at most {} s).",
+                 by default (at most {} s). {}. Background processes end with the call.",
                 self.settings.root.display(),
                 self.settings.timeout_default.as_secs(),
-                self.settings.timeout_max.as_secs()
+                self.settings.timeout_max.as_secs(),
+                sandbox_sentence(self.settings.sandbox.policy()),
             ))
+    }
+}
+
+/// What the sandbox means for a command, in words a model acts on.
+fn sandbox_sentence(policy: &tern_sandbox::Policy) -> String {
+    let network = match policy.network {
+        tern_sandbox::Network::Off => "no network access (loopback inside the command only)",
+        tern_sandbox::Network::On => "network access",
+    };
+    match policy.mode {
+        tern_sandbox::Mode::FullAccess => "Commands run without a sandbox".to_string(),
+        tern_sandbox::Mode::ReadOnly => {
+            format!("Commands run in a read-only sandbox with {network}")
+        }
+        tern_sandbox::Mode::WorkspaceWrite => format!(
+            "Commands run in a sandbox: they may write only inside the root{} and TMPDIR \
+             (.git/hooks, .git/config and .tern stay read-only), with {network}",
+            if policy.writable_roots.len() > 1 {
+                " and the extra writable directories"
+            } else {
+                ""
+            }
+        ),
     }
 }
 
@@ -268,5 +311,48 @@ fn signal_name(signal: i32) -> &'static str {
         13 => "SIGPIPE",
         15 => "SIGTERM",
         _ => "signal",
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn server_with(support: &tern_sandbox::Support) -> ShellServer {
+        let root = std::env::temp_dir();
+        let policy = tern_sandbox::Policy::new(
+            tern_sandbox::Mode::WorkspaceWrite,
+            tern_sandbox::Network::Off,
+            vec![root.clone()],
+        );
+        ShellServer::new(Settings {
+            root,
+            shell: PathBuf::from("/bin/sh"),
+            timeout_default: Duration::from_secs(1),
+            timeout_max: Duration::from_secs(1),
+            max_output_chars: 100,
+            env: Vec::new(),
+            sandbox: Arc::new(tern_sandbox::Sandbox::new(policy, support).unwrap()),
+        })
+    }
+
+    #[test]
+    fn a_missing_sandbox_layer_is_told_in_the_first_result_only() {
+        let mut support = tern_sandbox::Support::detect();
+        support.network_namespace = Err("refused by the test".into());
+        let server = server_with(&support);
+        let notice = server.degradation_notice().unwrap();
+        assert!(
+            notice.starts_with("[sandbox: network namespace unavailable (refused by the test)"),
+            "{notice}"
+        );
+        assert_eq!(
+            server.clone().degradation_notice(),
+            None,
+            "told once per server"
+        );
+
+        let complete = server_with(&tern_sandbox::Support::detect());
+        assert_eq!(complete.degradation_notice(), None);
     }
 }
