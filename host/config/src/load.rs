@@ -119,6 +119,8 @@ pub struct Config {
     pub permissions: Permissions,
     /// `[agent]`.
     pub agent: AgentSection,
+    /// `[context]`.
+    pub context: crate::context::ContextSection,
     /// The sources that were applied, lowest first.
     pub layers: Vec<LoadedLayer>,
     /// Things to tell the user, e.g. an untrusted project config.
@@ -243,6 +245,7 @@ fn resolve(
         agent: AgentSection {
             max_steps: merged.max_steps.unwrap_or(DEFAULT_MAX_STEPS),
         },
+        context: merged.context.resolve(),
         layers,
         notices,
     })
