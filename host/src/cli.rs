@@ -242,4 +242,6 @@ pub enum ServeCommand {
     Shell(tern_shell::Args),
     /// Fetch web pages as readable text, with an SSRF guard.
     Web(tern_web::Args),
+    /// Search the tools tern deferred (tern starts this one itself when needed).
+    Catalog(tern_catalog::Args),
 }

@@ -142,6 +142,7 @@ fn serve(server: ServeCommand) -> ExitCode {
             ServeCommand::Fs(args) => tern_fs::run(args).await,
             ServeCommand::Shell(args) => tern_shell::run(args).await,
             ServeCommand::Web(args) => tern_web::run(args).await,
+            ServeCommand::Catalog(args) => tern_catalog::run(args).await,
         }
     });
     match result {

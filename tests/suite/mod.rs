@@ -1,4 +1,6 @@
 mod cli_mcp;
+mod context;
+mod deferred;
 mod examples;
 mod interop_clients;
 mod interop_servers;

@@ -54,6 +54,36 @@ pub struct ServerConfig {
 }
 
 impl ServerConfig {
+    /// A built-in server tern configures itself (not from a file): trusted, never deferred,
+    /// default limits.
+    pub fn internal(name: &str, builtin: Builtin, args: Vec<String>) -> Self {
+        Self {
+            name: name.to_owned(),
+            transport: Transport::Stdio {
+                launch: Launch::Builtin(builtin),
+                args,
+                env: BTreeMap::new(),
+                env_vars: Vec::new(),
+                cwd: None,
+            },
+            enabled: true,
+            required: false,
+            startup_timeout: DEFAULT_STARTUP_TIMEOUT,
+            tool_timeout: DEFAULT_TOOL_TIMEOUT,
+            max_output_chars: None,
+            trust_annotations: true,
+            defer: Defer::Never,
+            enabled_tools: None,
+            disabled_tools: Vec::new(),
+            tools: BTreeMap::new(),
+            defined_at: Location {
+                file: PathBuf::from("(tern)"),
+                line: 0,
+                column: 0,
+            },
+        }
+    }
+
     /// Whether `tool` (original name) should be offered, after `enabled_tools`, `disabled_tools` and
     /// `tools.TOOL.enabled`.
     pub fn tool_enabled(&self, tool: &str) -> bool {
@@ -165,6 +195,9 @@ pub enum Builtin {
     Shell,
     /// Web fetches with an SSRF guard.
     Web,
+    /// The tool search over deferred tools (`tern__tool_search`); tern adds it itself when the
+    /// table may need deferring.
+    Catalog,
 }
 
 impl Builtin {
@@ -174,6 +207,7 @@ impl Builtin {
             Self::Fs => "fs",
             Self::Shell => "shell",
             Self::Web => "web",
+            Self::Catalog => "catalog",
         }
     }
 }

@@ -10,7 +10,7 @@ use std::sync::Arc;
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
-use crate::tool::{Decision, ErrorKind};
+use crate::tool::{Decision, ErrorKind, ToolCall};
 
 /// Receives events. Called synchronously from the emitting task: keep it cheap.
 pub type EventSink = Arc<dyn Fn(Event) + Send + Sync>;
@@ -31,6 +31,9 @@ pub enum Event {
         provider: String,
         servers: Vec<String>,
         cwd: String,
+        /// The run that started this one, when it is a sub-agent's.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        parent_run_id: Option<String>,
     },
     /// A server finished its handshake and `tools/list`; its tools joined the table.
     ServerReady {
@@ -101,6 +104,12 @@ pub enum Event {
         request_id: Option<String>,
         text: String,
         tool_calls: usize,
+        /// The executable calls of the turn, as the model made them (what a replay re-drives).
+        #[serde(default)]
+        calls: Vec<ToolCall>,
+        /// Calls that could not be run (cut off, malformed), with why.
+        #[serde(default)]
+        incomplete: Vec<IncompleteCall>,
     },
     /// The model request is being retried.
     ModelRetry {
@@ -207,6 +216,14 @@ pub enum Event {
         answer: Option<String>,
         error: Option<String>,
     },
+}
+
+/// A tool call the model started but that cannot be run.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct IncompleteCall {
+    pub id: String,
+    pub name: String,
+    pub reason: String,
 }
 
 /// How a run ended.

@@ -11,7 +11,9 @@ mod time;
 mod tool;
 mod usage;
 
-pub use event::{AuditRecord, Envelope, Event, EventSink, RunStatus, ignore_events};
+pub use event::{
+    AuditRecord, Envelope, Event, EventSink, IncompleteCall, RunStatus, ignore_events,
+};
 pub use time::{civil, now_rfc3339, rfc3339};
 pub use tool::{Decision, ErrorKind, Image, ToolCall, ToolResult};
 pub use usage::{Price, Usage};

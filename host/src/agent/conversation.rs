@@ -45,6 +45,27 @@ impl Reason {
     }
 }
 
+/// What a compaction is asked to do.
+#[derive(Debug, Clone, Copy)]
+pub struct Ask<'a> {
+    pub reason: Reason,
+    /// What the summary must keep (`/compact FOCUS`).
+    pub focus: Option<&'a str>,
+    /// Tokens to aim for; the budget's target when `None`.
+    pub target: Option<u64>,
+}
+
+impl Reason {
+    /// A compaction for this reason, aiming for the budget's target.
+    pub fn ask(self) -> Ask<'static> {
+        Ask {
+            reason: self,
+            focus: None,
+            target: None,
+        }
+    }
+}
+
 impl Conversation {
     pub fn new(transcript: Vec<Message>, budget: Budget, summarize: bool) -> Self {
         Self {
@@ -65,12 +86,15 @@ impl Agent {
         &self,
         conv: &mut Conversation,
         tools: &[ToolSpec],
-        reason: Reason,
-        focus: Option<&str>,
-        target: Option<u64>,
+        ask: Ask<'_>,
         usage: &mut Usage,
         cancel: &CancellationToken,
     ) -> u64 {
+        let Ask {
+            reason,
+            focus,
+            target,
+        } = ask;
         let system = &self.settings.system;
         let before = conv.budget.estimate(system, tools, &conv.transcript);
         let target = target.or(conv.budget.target()).unwrap_or(before / 2).max(1);

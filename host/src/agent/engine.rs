@@ -8,18 +8,19 @@ use std::{sync::Arc, time::Instant};
 
 use tern_gateway::{Approver, Gateway, GatewaySettings, Redactor};
 use tern_mcp::{PromptInfo, ServerPool, ServerState, ServerStatus, ToolTable};
-use tern_model::tokens::Tokenizer;
+use tern_model::{ModelAdapter, tokens::Tokenizer};
 use tern_protocol::{Event, Price, RunStatus, Usage, now_rfc3339};
 use tokio_util::sync::CancellationToken;
 
 use super::{
     bus::{EventBus, Subscriber},
+    context::defer::with_tool_search,
     context::{
         self,
         budget::{Breakdown, Budget, Limits},
     },
-    conversation::{Conversation, Reason},
-    gateway_tools::GatewayTools,
+    conversation::{Ask, Conversation, Reason},
+    gateway_tools::{Deferral, GatewayTools, ToolAllow},
     model,
     run_loop::{Agent, AgentSettings, TurnOutcome},
     secrets,
@@ -34,12 +35,34 @@ use crate::{error::UsageError, workspace::Workspace};
 const SERVER_WAIT: std::time::Duration = std::time::Duration::from_secs(5);
 
 /// What a run is asked to do besides what the workspace's config says.
-#[derive(Debug, Clone, Default)]
+#[derive(Clone, Default)]
 pub struct EngineOptions {
     /// What `run_started` records as the goal (`(interactive)` for the REPL).
     pub goal: String,
     /// Continue this session: its messages come first.
     pub session: Option<String>,
+    /// Talk to this model instead of the one `[model]` configures (a replay of recorded turns).
+    pub model: Option<Arc<dyn ModelAdapter>>,
+    /// The run that started this one (a sub-agent's run), recorded in `run_started`.
+    pub parent_run_id: Option<String>,
+    /// Text appended to the system prompt (an agent profile's instructions).
+    pub system_extra: Option<String>,
+    /// When set, only tools matching one of these patterns (`server__tool`, `*` globs) are
+    /// offered to the model or may be called.
+    pub tool_allow: Option<Vec<String>>,
+}
+
+impl std::fmt::Debug for EngineOptions {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("EngineOptions")
+            .field("goal", &self.goal)
+            .field("session", &self.session)
+            .field("model", &self.model.as_ref().map(|m| m.name().to_string()))
+            .field("parent_run_id", &self.parent_run_id)
+            .field("system_extra", &self.system_extra)
+            .field("tool_allow", &self.tool_allow)
+            .finish()
+    }
 }
 
 /// One run's engine, ready for turns.
@@ -69,7 +92,8 @@ impl Engine {
         printer: Box<dyn Subscriber>,
         approver: Arc<dyn Approver>,
     ) -> anyhow::Result<Engine> {
-        let (model, resolved) = model::adapter(ws)?;
+        let (built, resolved) = model::adapter(ws)?;
+        let model = opts.model.clone().unwrap_or(built);
         let sessions_dir = ws.paths.sessions_dir();
         let (session_id, transcript) = match &opts.session {
             Some(id) => (id.clone(), session::load(&sessions_dir, id)?),
@@ -85,14 +109,17 @@ impl Engine {
         bus.subscribe(Box::new(writer));
         bus.subscribe(printer);
 
-        let server_specs = specs(&ws.config, &ws.tern_exe, &ws.env, None)
-            .map_err(|e| UsageError(e.to_string()))?;
+        let catalog = ws.paths.run_dir(&run_id).join("catalog.json");
+        let config = with_tool_search(&ws.config, &catalog).map_err(UsageError)?;
+        let server_specs =
+            specs(&config, &ws.tern_exe, &ws.env, None).map_err(|e| UsageError(e.to_string()))?;
         bus.emit(Event::RunStarted {
             goal: opts.goal.clone(),
             model: model.name().to_string(),
             provider: model.provider().to_string(),
             servers: server_specs.iter().map(|s| s.name.clone()).collect(),
             cwd: ws.cwd.display().to_string(),
+            parent_run_id: opts.parent_run_id.clone(),
         });
         for notice in ws.notices() {
             bus.emit(Event::Notice { message: notice });
@@ -119,7 +146,7 @@ impl Engine {
         );
 
         let settings = GatewaySettings::from_config(
-            &ws.config,
+            &config,
             &ws.paths,
             ws.cwd.clone(),
             vec![ws.cwd.clone()],
@@ -154,10 +181,24 @@ impl Engine {
             tools: Arc::new(GatewayTools {
                 gateway: gateway.clone(),
                 bus: bus.clone(),
+                deferral: Deferral {
+                    servers: config.mcp_servers.clone(),
+                    context: config.context.clone(),
+                    window: context_window,
+                    tokenizer,
+                    catalog,
+                    active: Default::default(),
+                    written: Default::default(),
+                },
+                allow: opts.tool_allow.clone().map(ToolAllow::new).transpose()?,
             }),
             bus: bus.clone(),
             settings: AgentSettings {
-                system: context::system_blocks(&ws.cwd, &now_rfc3339()[..10]),
+                system: {
+                    let mut blocks = context::system_blocks(&ws.cwd, &now_rfc3339()[..10]);
+                    blocks.extend(opts.system_extra.clone());
+                    blocks
+                },
                 max_steps: ws.config.agent.max_steps,
                 max_tokens: resolved.max_tokens,
             },
@@ -264,9 +305,10 @@ impl Engine {
             .compact(
                 &mut self.conv,
                 &tools,
-                Reason::Manual,
-                focus,
-                None,
+                Ask {
+                    focus,
+                    ..Reason::Manual.ask()
+                },
                 &mut usage,
                 &cancel,
             )

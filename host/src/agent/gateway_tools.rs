@@ -1,35 +1,143 @@
 //! The loop's tools, through the gateway: every call is an MCP request that passes
 //! resolve → validate → permission → dispatch → cap → audit.
 
-use std::sync::Arc;
+use std::{
+    collections::{BTreeMap, BTreeSet},
+    path::PathBuf,
+    sync::{Arc, Mutex},
+};
 
 use async_trait::async_trait;
+use tern_config::{ContextSection, ServerConfig};
 use tern_gateway::{CallContext, Gateway};
-use tern_model::ToolSpec;
+use tern_mcp::ToolEntry;
+use tern_model::{ToolSpec, tokens::Tokenizer};
 use tern_protocol::{Event, ToolCall, ToolResult};
 use tokio_util::sync::CancellationToken;
 
-use super::{bus::EventBus, executor::ToolExecutor};
+use super::{
+    bus::EventBus,
+    context::defer::{self, Plan, SEARCH_TOOL},
+    executor::ToolExecutor,
+};
+
+/// What deferring tools needs to know, and what the model has found so far.
+pub struct Deferral {
+    pub servers: BTreeMap<String, ServerConfig>,
+    pub context: ContextSection,
+    pub window: Option<u64>,
+    pub tokenizer: Tokenizer,
+    /// Where the catalog server reads the deferred tools.
+    pub catalog: PathBuf,
+    /// Deferred tools the model found with the search: offered from then on.
+    pub active: Mutex<BTreeSet<String>>,
+    /// The deferred set last written to the catalog, to write it only when it changes.
+    pub written: Mutex<Vec<String>>,
+}
+
+impl Deferral {
+    /// Today's plan for `entries`.
+    pub fn plan(&self, entries: &[ToolEntry]) -> Plan {
+        let active = self.active.lock().map(|a| a.clone()).unwrap_or_default();
+        defer::plan(
+            entries,
+            &self.servers,
+            &self.context,
+            self.window,
+            &active,
+            |e| self.tokenizer.tool(&spec(e)),
+        )
+    }
+
+    /// Writes the deferred tools for the catalog server, when they changed.
+    fn publish(&self, deferred: &[ToolEntry]) {
+        let names: Vec<String> = deferred.iter().map(|e| e.name.clone()).collect();
+        let Ok(mut written) = self.written.lock() else {
+            return;
+        };
+        if *written == names {
+            return;
+        }
+        let entries: Vec<tern_catalog::Entry> = deferred
+            .iter()
+            .map(|e| tern_catalog::Entry {
+                name: e.name.clone(),
+                description: e.def.description.clone(),
+                input_schema: e.def.input_schema.clone(),
+            })
+            .collect();
+        // Written whole then renamed, so the server never reads half a file.
+        let tmp = self.catalog.with_extension("json.tmp");
+        let ok = serde_json::to_vec(&entries)
+            .ok()
+            .and_then(|bytes| std::fs::write(&tmp, bytes).ok())
+            .and_then(|()| std::fs::rename(&tmp, &self.catalog).ok())
+            .is_some();
+        if ok {
+            *written = names;
+        }
+    }
+}
+
+fn spec(e: &ToolEntry) -> ToolSpec {
+    ToolSpec {
+        name: e.name.clone(),
+        description: e.def.description.clone(),
+        input_schema: e.def.input_schema.clone(),
+    }
+}
+
+/// The tools a restricted run (an agent profile) may use: glob patterns over model-facing names.
+pub struct ToolAllow(globset::GlobSet);
+
+impl ToolAllow {
+    /// Compiles `patterns`; a bad one is a usage error naming it.
+    pub fn new(patterns: Vec<String>) -> Result<Self, crate::error::UsageError> {
+        let mut set = globset::GlobSetBuilder::new();
+        for p in &patterns {
+            let glob = globset::Glob::new(p).map_err(|e| {
+                crate::error::UsageError(format!("tool pattern `{p}` is not a valid glob: {e}"))
+            })?;
+            set.add(glob);
+        }
+        set.build()
+            .map(ToolAllow)
+            .map_err(|e| crate::error::UsageError(e.to_string()))
+    }
+
+    pub fn allows(&self, name: &str) -> bool {
+        self.0.is_match(name)
+    }
+}
 
 /// [`ToolExecutor`] over the [`Gateway`].
 pub struct GatewayTools {
     pub gateway: Arc<Gateway>,
     pub bus: EventBus,
+    pub deferral: Deferral,
+    /// When set, only these tools exist for this run.
+    pub allow: Option<ToolAllow>,
+}
+
+impl GatewayTools {
+    fn allowed(&self, name: &str) -> bool {
+        self.allow.as_ref().is_none_or(|a| a.allows(name))
+    }
 }
 
 #[async_trait]
 impl ToolExecutor for GatewayTools {
     fn tools(&self) -> Vec<ToolSpec> {
-        self.gateway
-            .refresh_table()
+        let table = self.gateway.refresh_table();
+        let entries: Vec<ToolEntry> = table
             .entries()
             .iter()
-            .map(|e| ToolSpec {
-                name: e.name.clone(),
-                description: e.def.description.clone(),
-                input_schema: e.def.input_schema.clone(),
-            })
-            .collect()
+            .filter(|e| self.allowed(&e.name))
+            .cloned()
+            .collect();
+        let plan = self.deferral.plan(&entries);
+        self.deferral.publish(&plan.deferred);
+        plan.offered.iter().map(spec).collect()
     }
 
     fn is_read_only(&self, name: &str) -> bool {
@@ -40,6 +148,13 @@ impl ToolExecutor for GatewayTools {
     }
 
     async fn call(&self, call: &ToolCall, cancel: CancellationToken) -> ToolResult {
+        if !self.allowed(&call.name) {
+            return ToolResult::failed(
+                call.id.clone(),
+                tern_protocol::ErrorKind::Denied,
+                format!("`{}` is not available to this agent", call.name),
+            );
+        }
         let (tx, mut rx) = tokio::sync::mpsc::unbounded_channel::<tern_mcp::Progress>();
         let bus = self.bus.clone();
         let call_id = call.id.clone();
@@ -61,6 +176,24 @@ impl ToolExecutor for GatewayTools {
         };
         let outcome = self.gateway.call(call.clone(), ctx).await;
         let _ = forward.await;
+        if call.name == SEARCH_TOOL && !outcome.result.is_error {
+            // The catalog server's declared output: the tools it found become callable.
+            let found = outcome
+                .meta
+                .structured
+                .as_ref()
+                .and_then(|s| s["tools"].as_array())
+                .map(|tools| {
+                    tools
+                        .iter()
+                        .filter_map(|t| t["name"].as_str().map(str::to_owned))
+                        .collect::<Vec<_>>()
+                })
+                .unwrap_or_default();
+            if let Ok(mut active) = self.deferral.active.lock() {
+                active.extend(found);
+            }
+        }
         outcome.result
     }
 }

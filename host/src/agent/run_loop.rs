@@ -9,12 +9,12 @@ use tern_model::{
     AssistantContent, ErrorKind as ModelErrorKind, Message, ModelAdapter, ModelError, ModelEvent,
     ModelRequest, StopReason, ToolChoice, ToolSpec, UserContent,
 };
-use tern_protocol::{ErrorKind, Event, RunStatus, ToolCall, ToolResult, Usage};
+use tern_protocol::{ErrorKind, Event, IncompleteCall, RunStatus, ToolCall, ToolResult, Usage};
 use tokio_util::sync::CancellationToken;
 
 use super::{
     bus::EventBus,
-    conversation::{Conversation, Reason},
+    conversation::{Ask, Conversation, Reason},
     executor::ToolExecutor,
 };
 
@@ -68,7 +68,7 @@ impl TurnOutcome {
 struct ModelTurn {
     text: String,
     calls: Vec<ToolCall>,
-    incomplete: Vec<(String, String, String)>,
+    incomplete: Vec<IncompleteCall>,
     stop: StopReason,
 }
 
@@ -139,16 +139,12 @@ impl Agent {
                             conv.budget.set_window(limit);
                         }
                         let target = conv.budget.target().map(|t| t / 2).or(Some(estimate / 3));
-                        self.compact(
-                            conv,
-                            &tools,
-                            Reason::Overflow,
-                            None,
+                        let ask = Ask {
                             target,
-                            &mut out.usage,
-                            cancel,
-                        )
-                        .await;
+                            ..Reason::Overflow.ask()
+                        };
+                        self.compact(conv, &tools, ask, &mut out.usage, cancel)
+                            .await;
                     }
                     Err(ModelError::Cancelled) => {
                         out.status = RunStatus::Cancelled;
@@ -178,6 +174,8 @@ impl Agent {
                 request_id,
                 text: turn.text.clone(),
                 tool_calls: turn.calls.len() + turn.incomplete.len(),
+                calls: turn.calls.clone(),
+                incomplete: turn.incomplete.clone(),
             });
 
             let mut assistant = Vec::new();
@@ -204,7 +202,7 @@ impl Agent {
             let results = self.run_tools(&turn.calls, &mut history, cancel).await;
             let mut content: Vec<UserContent> =
                 results.into_iter().map(UserContent::ToolResult).collect();
-            for (id, name, reason) in &turn.incomplete {
+            for IncompleteCall { id, name, reason } in &turn.incomplete {
                 // Not executable (e.g. cut by max_tokens): no tool_use went into the
                 // transcript, so the model is told in text after the results.
                 content.push(UserContent::Text {
@@ -237,7 +235,7 @@ impl Agent {
             .estimate(&self.settings.system, tools, &conv.transcript);
         match conv.budget.threshold() {
             Some(threshold) if estimate > threshold => {
-                self.compact(conv, tools, Reason::Threshold, None, None, usage, cancel)
+                self.compact(conv, tools, Reason::Threshold.ask(), usage, cancel)
                     .await
             }
             _ => estimate,
@@ -296,7 +294,7 @@ impl Agent {
                     arguments,
                 }),
                 ModelEvent::ToolCallIncomplete { id, name, reason } => {
-                    turn.incomplete.push((id, name, reason))
+                    turn.incomplete.push(IncompleteCall { id, name, reason })
                 }
                 ModelEvent::Usage(u) => usage = u,
                 ModelEvent::Retry {

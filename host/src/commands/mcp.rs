@@ -11,7 +11,16 @@ use crate::{error::ConfigFailure, workspace::Workspace};
 
 /// Starts the configured servers (or only `only`) and waits until each is ready or failed.
 pub async fn start_and_settle(ws: &Workspace, only: Option<&str>) -> anyhow::Result<StartedPool> {
-    let specs = specs(&ws.config, &ws.tern_exe, &ws.env, only)?;
+    start_pool_of(ws, &ws.config, only).await
+}
+
+/// [`start_and_settle`] for the servers of `config`.
+pub async fn start_pool_of(
+    ws: &Workspace,
+    config: &tern_config::Config,
+    only: Option<&str>,
+) -> anyhow::Result<StartedPool> {
+    let specs = specs(config, &ws.tern_exe, &ws.env, only)?;
     if let Some(name) = only
         && specs.is_empty()
     {

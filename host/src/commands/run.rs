@@ -53,6 +53,7 @@ pub async fn run(
     let options = EngineOptions {
         goal: goal.clone(),
         session,
+        ..EngineOptions::default()
     };
     let mut engine = Engine::start(ws, options, printer, approver).await?;
 

@@ -34,6 +34,9 @@ pub struct Simulation {
     pub peak_prompt: u64,
     /// Requests refused for their length.
     pub overflows: u64,
+    /// Prompt tokens of every request served, and how many of them were cache reads.
+    pub total_prompt: u64,
+    pub total_cache_read: u64,
 }
 
 /// The simulated usage of one request.
@@ -52,12 +55,16 @@ impl Simulation {
             cached: HashSet::new(),
             peak_prompt: 0,
             overflows: 0,
+            total_prompt: 0,
+            total_cache_read: 0,
         }
     }
 
-    /// The overflow error for `request`, when it does not fit; else its usage.
+    /// The overflow error for `request`, when it does not fit, or the error for a history whose
+    /// tool calls and results do not pair up; else its usage.
     pub fn judge(&mut self, request: &RecordedRequest) -> Result<SimUsage, MockResponse> {
         let body = request.json();
+        validate_pairing(&body, self.api)?;
         let units = units(&body, self.api);
         let prompt: u64 = units.iter().map(|u| u.tokens).sum();
         let max_tokens = body
@@ -101,6 +108,8 @@ impl Simulation {
         if self.api == Api::Openai {
             read -= read % 128;
         }
+        self.total_prompt += prompt;
+        self.total_cache_read += read;
         Ok(SimUsage {
             input: prompt - read - creation,
             cache_read: read,
@@ -202,7 +211,11 @@ fn rewrite_usage(event: &str, api: Api, usage: SimUsage) -> Option<String> {
     let mut json: Value = serde_json::from_str(data).ok()?;
     match api {
         Api::Anthropic => {
-            let u = json.pointer_mut("/message/usage")?;
+            // `message_start` carries the usage; `message_delta` repeats it (cumulative).
+            let u = match json.pointer("/message/usage") {
+                Some(_) => json.pointer_mut("/message/usage")?,
+                None => json.get_mut("usage").filter(|u| u.is_object())?,
+            };
             u["input_tokens"] = json!(usage.input);
             u["cache_read_input_tokens"] = json!(usage.cache_read);
             u["cache_creation_input_tokens"] = json!(usage.cache_creation);
@@ -214,4 +227,163 @@ fn rewrite_usage(event: &str, api: Api, usage: SimUsage) -> Option<String> {
         }
     }
     Some(format!("{prefix}data: {json}\n\n"))
+}
+
+/// The provider's 400 for a history whose tool calls and results do not pair up, in the live
+/// APIs' words (see provider-wire `*_observed_400_errors.json`).
+fn validate_pairing(body: &Value, api: Api) -> Result<(), MockResponse> {
+    let empty = Vec::new();
+    let messages = body
+        .get("messages")
+        .and_then(Value::as_array)
+        .unwrap_or(&empty);
+    let bad = |message: String| match api {
+        Api::Anthropic => MockResponse::json(
+            400,
+            &json!({"type": "error", "error": {"type": "invalid_request_error", "message": message}}),
+        ),
+        Api::Openai => MockResponse::json(
+            400,
+            &json!({"error": {"message": message, "type": "invalid_request_error",
+                "param": "messages", "code": null}}),
+        ),
+    };
+    match api {
+        Api::Anthropic => {
+            let mut expected: Vec<String> = Vec::new();
+            for (i, m) in messages.iter().enumerate() {
+                let blocks = m.get("content").and_then(Value::as_array).unwrap_or(&empty);
+                let of_type = |t: &str, key: &str| -> Vec<String> {
+                    blocks
+                        .iter()
+                        .filter(|b| b["type"] == t)
+                        .filter_map(|b| b[key].as_str().map(str::to_owned))
+                        .collect()
+                };
+                if m["role"] == "user" {
+                    let results = of_type("tool_result", "tool_use_id");
+                    if let Some((j, orphan)) = results
+                        .iter()
+                        .enumerate()
+                        .find(|(_, id)| !expected.contains(id))
+                    {
+                        return Err(bad(format!(
+                            "messages.{i}.content.{j}: unexpected `tool_use_id` found in `tool_result` blocks: {orphan}. Each `tool_result` block must have a corresponding `tool_use` block in the previous message."
+                        )));
+                    }
+                    let missing: Vec<&String> =
+                        expected.iter().filter(|id| !results.contains(id)).collect();
+                    if !missing.is_empty() {
+                        let ids: Vec<&str> = missing.iter().map(|s| s.as_str()).collect();
+                        return Err(bad(format!(
+                            "messages.{}: `tool_use` ids were found without `tool_result` blocks immediately after: {}. Each `tool_use` block must have a corresponding `tool_result` block in the next message.",
+                            i.saturating_sub(1),
+                            ids.join(", ")
+                        )));
+                    }
+                    expected.clear();
+                } else {
+                    expected = of_type("tool_use", "id");
+                }
+            }
+        }
+        Api::Openai => {
+            let mut expected: Vec<String> = Vec::new();
+            for m in messages {
+                match m["role"].as_str() {
+                    Some("tool") => {
+                        let id = m["tool_call_id"].as_str().unwrap_or("");
+                        if !expected.iter().any(|e| e == id) {
+                            return Err(bad("Invalid parameter: messages with role 'tool' must be a response to a preceeding message with 'tool_calls'.".into()));
+                        }
+                        expected.retain(|e| e != id);
+                    }
+                    _ => {
+                        if !expected.is_empty() {
+                            return Err(bad(format!(
+                                "An assistant message with 'tool_calls' must be followed by tool messages responding to each 'tool_call_id'. The following tool_call_ids did not have response messages: {}",
+                                expected.join(", ")
+                            )));
+                        }
+                        expected = m["tool_calls"]
+                            .as_array()
+                            .unwrap_or(&empty)
+                            .iter()
+                            .filter_map(|c| c["id"].as_str().map(str::to_owned))
+                            .collect();
+                    }
+                }
+            }
+        }
+    }
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::mock::script::{AnthropicTurn, OpenAiTurn};
+
+    fn request(body: Value) -> RecordedRequest {
+        RecordedRequest {
+            method: "POST".into(),
+            path: "/v1/messages".into(),
+            headers: vec![],
+            body: body.to_string().into_bytes(),
+        }
+    }
+
+    fn usage_in(response: &MockResponse) -> String {
+        response
+            .parts
+            .iter()
+            .filter_map(|p| match p {
+                Part::Bytes(b) => Some(String::from_utf8_lossy(b).into_owned()),
+                _ => None,
+            })
+            .collect()
+    }
+
+    #[test]
+    fn usage_is_counted_cached_and_written_into_the_stream() {
+        let mut sim = Simulation::new(Api::Anthropic, 100_000);
+        let body = json!({"max_tokens": 10, "system": [{"type": "text", "text": "s".repeat(4000),
+            "cache_control": {"type": "ephemeral"}}],
+            "messages": [{"role": "user", "content": [{"type": "text", "text": "hi"}]}]});
+        let first = sim.judge(&request(body.clone())).unwrap();
+        assert_eq!(first.cache_read, 0);
+        assert!(first.cache_creation > 1000);
+        let second = sim.judge(&request(body)).unwrap();
+        assert_eq!(second.cache_read, first.cache_creation);
+        let response = sim.with_usage(AnthropicTurn::new().text(&["x"]).finish("end_turn"), second);
+        let text = usage_in(&response);
+        assert!(
+            text.contains(&format!(
+                "\"cache_read_input_tokens\":{}",
+                second.cache_read
+            )),
+            "{text}"
+        );
+        let oa = Simulation::new(Api::Openai, 100_000);
+        let response = oa.with_usage(
+            OpenAiTurn::new().text(&["x"]).finish("stop"),
+            SimUsage {
+                input: 7,
+                cache_read: 1024,
+                cache_creation: 0,
+            },
+        );
+        assert!(usage_in(&response).contains("\"prompt_tokens\":1031"));
+    }
+
+    #[test]
+    fn broken_pairing_gets_the_providers_error() {
+        let mut sim = Simulation::new(Api::Anthropic, 100_000);
+        let body = json!({"max_tokens": 10, "messages": [
+            {"role": "user", "content": [{"type": "text", "text": "go"}]},
+            {"role": "assistant", "content": [{"type": "tool_use", "id": "t1", "name": "x", "input": {}}]},
+            {"role": "user", "content": [{"type": "text", "text": "no result"}]}]});
+        let refusal = sim.judge(&request(body)).unwrap_err();
+        assert!(usage_in(&refusal).contains("`tool_use` ids were found without `tool_result`"));
+    }
 }

@@ -51,10 +51,9 @@ async fn vllm(client: &reqwest::Client, base_url: &str, model: &str) -> Option<u
         .iter()
         .find(|m| m.get("id").and_then(Value::as_str) == Some(model))
         .or_else(|| (models.len() == 1).then(|| &models[0]))?;
-    entry.get("max_model_len").and_then(as_window).or_else(|| {
-        // llama.cpp lists its model with `meta.n_ctx_train`; the running n_ctx is in /props.
-        None
-    })
+    // llama.cpp lists its model here too, with only `meta.n_ctx_train` (the model's native
+    // window, not the server's): the running `n_ctx` is asked from /props instead.
+    entry.get("max_model_len").and_then(as_window)
 }
 
 async fn ollama(client: &reqwest::Client, root: &str, model: &str) -> Option<u32> {

@@ -3,6 +3,7 @@
 
 pub mod budget;
 pub mod compact;
+pub mod defer;
 mod prompt;
 
 pub use prompt::{SYSTEM_PROMPT, system_blocks};

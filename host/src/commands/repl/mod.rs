@@ -50,6 +50,7 @@ pub async fn run(ws: &Workspace, session: Option<String>) -> anyhow::Result<i32>
     let options = EngineOptions {
         goal: "(interactive)".into(),
         session,
+        ..EngineOptions::default()
     };
     let mut engine = Engine::start(ws, options, Box::new(printer), approver).await?;
     let costs = Arc::new(Mutex::new(Vec::new()));
