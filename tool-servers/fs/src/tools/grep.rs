@@ -7,7 +7,6 @@
 
 use std::fs::File;
 use std::path::{Path, PathBuf};
-use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 
 use grep_regex::{RegexMatcher, RegexMatcherBuilder};
@@ -179,7 +178,7 @@ pub(crate) fn grep(
         if let Some(why) = deny.refusal(&ctx.roots, asked, &base, None) {
             return failure(ACTION, asked, why);
         }
-        let rules = Rules::new(Arc::clone(&ctx.gitignore), overrides, deny);
+        let rules = Rules::new(ctx.gitignore(), overrides, deny);
         let workers = (0..ctx.threads)
             .map(|_| Worker {
                 roots: &ctx.roots,

@@ -142,7 +142,10 @@ fn every_tool_honours_the_rules(raw: &mut Raw, root: &Path, meta: Option<Value>)
         std::fs::read_to_string(root.join(".env")).unwrap(),
         format!("API_KEY={SECRET}\n")
     );
-    assert!(!root.join("new").exists(), "a refused write creates no directory");
+    assert!(
+        !root.join("new").exists(),
+        "a refused write creates no directory"
+    );
     ok(
         raw,
         m,
