@@ -19,15 +19,19 @@
 //! - Tool input schemas are plain JSON Schema 2020-12 (`src/tools/schema.rs`): an
 //!   optional argument is absent from `required`, never `"type": [.., "null"]`, and
 //!   integer ranges are `minimum`/`maximum`, never custom formats.
-//!
 //! - Paths the host denies (`--deny-read GLOB`, repeatable, and per call the request
 //!   `_meta` key `"tern/deny_paths": ["GLOB", ...]`) are refused by read_file,
 //!   write_file and edit_file ("denied by the host's rule") and silently left out
 //!   by grep, glob and list_dir, whether reached by name, through a symlink, or as
 //!   a hard link to a denied file (`src/deny.rs` has the rules and their cost).
+//! - grep and glob walk the tree through directory handles, in parallel, and never
+//!   follow a symlink, not even one swapped in mid-walk (`src/walk/`).
+//! - At most 16 requests are handled at once; more wait unread in the pipe, and a
+//!   `notifications/cancelled` still gets through (`src/transport.rs`).
 //!
 //! Run it standalone (`tern-fs --root DIR`) or as `tern serve fs --root DIR`; both
-//! call [`run`]. Embedding the server in a program of your own:
+//! should call [`run_blocking`], which gives the server the single-threaded runtime
+//! it is tuned for. Embedding the server in a program of your own, on your runtime:
 //!
 //! ```no_run
 //! # async fn demo() -> Result<(), tern_tool_common::ServeError> {

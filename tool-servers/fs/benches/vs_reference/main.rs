@@ -34,7 +34,7 @@ const SEQUENTIAL_CALLS: u64 = 3000;
 const IN_FLIGHT: u64 = 8;
 const CONCURRENT_CALLS: u64 = 8000;
 const BURST: u64 = 3000;
-const PACED_CALLS: u64 = 1000;
+const PACED_CALLS: u64 = 3000;
 /// Gap between paced calls: long enough for the server to go idle (park) in
 /// between, as it does between an agent's tool calls.
 const PACE: Duration = Duration::from_millis(1);

@@ -77,7 +77,7 @@ pub enum ResolveError {
     /// Too many symlinks, most likely a loop.
     #[error("more than {MAX_LINKS} symlinks were followed (a symlink loop?)")]
     TooManyLinks,
-    /// The path needs more steps than [`MAX_STEPS`].
+    /// The path needs more steps than the resolver allows (16 Ki).
     #[error("the path needs too many steps to resolve")]
     TooComplex,
     /// Nothing exists at the path (or at a directory on the way).
