@@ -1,7 +1,7 @@
 //! The MCP face of tern-fs: tool declarations, annotations and server info.
 //! The work itself lives in [`crate::tools`]; this file only routes.
 
-use std::sync::Arc;
+use std::sync::{Arc, OnceLock};
 
 use rmcp::handler::server::{router::tool::ToolRouter, wrapper::Parameters};
 use rmcp::model::{
@@ -54,7 +54,7 @@ impl FsServer {
                 ctx: Context {
                     roots,
                     limits,
-                    gitignore: Arc::new(walk::global_gitignore()),
+                    gitignore: OnceLock::new(),
                     threads: walk::default_threads(),
                     deny,
                 },

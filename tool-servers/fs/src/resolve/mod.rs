@@ -6,8 +6,9 @@
 //! never resolves a path for us:
 //!
 //! - every root is opened once, at startup, as a directory handle;
-//! - a path is walked one component at a time with `openat(O_PATH|O_NOFOLLOW)`
-//!   relative to the directory handle reached so far;
+//! - a path is walked one component at a time with
+//!   `openat(O_PATH|O_DIRECTORY|O_NOFOLLOW)` relative to the directory handle
+//!   reached so far (the final name and links are `lstat`-ed, never opened);
 //! - `..` pops our own stack of handles, it is never passed to the kernel;
 //! - a symlink is read with `readlinkat` and its target is walked the same way,
 //!   an absolute target only if it lies (component by component) inside a root;
@@ -24,7 +25,7 @@ use std::os::fd::{AsFd, BorrowedFd, OwnedFd};
 use std::os::unix::ffi::{OsStrExt, OsStringExt};
 use std::path::{Component, Path, PathBuf};
 
-use rustix::fs::{self as rfs, FileType, Mode, OFlags, Stat};
+use rustix::fs::{self as rfs, AtFlags, FileType, Mode, OFlags, Stat};
 use rustix::io::Errno;
 
 /// Longest path accepted, in bytes (Linux `PATH_MAX`).
@@ -76,7 +77,7 @@ pub enum ResolveError {
     /// Too many symlinks, most likely a loop.
     #[error("more than {MAX_LINKS} symlinks were followed (a symlink loop?)")]
     TooManyLinks,
-    /// The path needs more steps than [`MAX_STEPS`].
+    /// The path needs more steps than the resolver allows (16 Ki).
     #[error("the path needs too many steps to resolve")]
     TooComplex,
     /// Nothing exists at the path (or at a directory on the way).
@@ -130,22 +131,39 @@ struct Root {
     fd: OwnedFd,
 }
 
+/// A directory handle: a root's (borrowed) or one opened on the way (owned).
+#[derive(Debug)]
+enum DirFd<'r> {
+    Root(BorrowedFd<'r>),
+    Owned(OwnedFd),
+}
+
+impl AsFd for DirFd<'_> {
+    fn as_fd(&self) -> BorrowedFd<'_> {
+        match self {
+            Self::Root(fd) => *fd,
+            Self::Owned(fd) => fd.as_fd(),
+        }
+    }
+}
+
 /// The set of roots and the resolver over them.
 #[derive(Debug)]
 pub struct Roots {
     roots: Vec<Root>,
 }
 
-/// A path resolved inside a root.
+/// A path resolved inside a root; borrows the root's handle when the object
+/// lies directly in a root (no system call to duplicate it).
 #[derive(Debug)]
-pub struct Resolved {
+pub struct Resolved<'r> {
     /// Directory handle (`O_PATH`) holding `name`; the object itself when `name` is `None`.
-    parent: OwnedFd,
+    parent: DirFd<'r>,
     /// Final name in `parent`; `None` when the path ends at a directory reached
     /// without a name (a root, or a path ending in `..`).
     name: Option<OsString>,
-    /// `O_PATH` handle and metadata of the object, when it exists.
-    existing: Option<(OwnedFd, Stat)>,
+    /// Metadata of the object (`lstat` of the final name), when it exists.
+    existing: Option<Stat>,
     /// The real path (symlinks resolved), for messages and for walkers.
     path: PathBuf,
 }
@@ -183,7 +201,7 @@ impl Roots {
     }
 
     /// Resolves `path` (relative to the first root, or absolute) for `intent`.
-    pub fn resolve(&self, path: &Path, intent: Intent) -> Result<Resolved, ResolveError> {
+    pub fn resolve(&self, path: &Path, intent: Intent) -> Result<Resolved<'_>, ResolveError> {
         validate(path.as_os_str())?;
         let mut walk = Walk {
             roots: self,
@@ -250,7 +268,7 @@ struct Walk<'a> {
     via: Option<(PathBuf, PathBuf)>,
 }
 
-impl Walk<'_> {
+impl<'a> Walk<'a> {
     fn current(&self) -> BorrowedFd<'_> {
         match self.stack.last() {
             Some((fd, _)) => fd.as_fd(),
@@ -316,7 +334,7 @@ impl Walk<'_> {
         Ok(())
     }
 
-    fn run(mut self, intent: Intent) -> Result<Resolved, ResolveError> {
+    fn run(mut self, intent: Intent) -> Result<Resolved<'a>, ResolveError> {
         let mut steps = 0;
         while let Some(step) = self.pending.pop_front() {
             steps += 1;
@@ -339,33 +357,53 @@ impl Walk<'_> {
                 Step::Name(name) => name,
             };
             let is_last = self.pending.is_empty();
-            let opened = rfs::openat(
-                self.current(),
-                name.as_os_str(),
-                OFlags::PATH | OFlags::NOFOLLOW | OFlags::CLOEXEC,
-                Mode::empty(),
-            );
-            let fd = match opened {
-                Ok(fd) => fd,
-                Err(Errno::NOENT) if is_last && matches!(intent, Intent::Write { .. }) => {
-                    return self.finish(Some(name), None);
+            if !is_last {
+                // A directory on the way is opened in one call: O_DIRECTORY proves
+                // its type and O_NOFOLLOW that it is not a link.
+                match rfs::openat(
+                    self.current(),
+                    name.as_os_str(),
+                    OFlags::PATH | OFlags::DIRECTORY | OFlags::NOFOLLOW | OFlags::CLOEXEC,
+                    Mode::empty(),
+                ) {
+                    Ok(fd) => {
+                        self.stack.push((fd, name));
+                        continue;
+                    }
+                    // A symlink or not a directory: looked at below.
+                    Err(Errno::NOTDIR | Errno::LOOP) => {}
+                    Err(Errno::NOENT)
+                        if intent
+                            == (Intent::Write {
+                                parents: CreateParents::Yes,
+                            }) =>
+                    {
+                        self.mkdir(&name)?;
+                        continue;
+                    }
+                    Err(Errno::NOENT) => {
+                        return Err(ResolveError::NotFound(self.here().join(&name)));
+                    }
+                    Err(e) => return Err(self.io("cannot open", &name, e)),
                 }
-                Err(Errno::NOENT)
-                    if intent
-                        == (Intent::Write {
-                            parents: CreateParents::Yes,
-                        }) =>
-                {
-                    self.mkdir(&name)?;
-                    continue;
-                }
-                Err(Errno::NOENT) => return Err(ResolveError::NotFound(self.here().join(&name))),
-                Err(e) => return Err(self.io("cannot open", &name, e)),
-            };
-            let stat = rfs::fstat(&fd).map_err(|e| self.io("cannot stat", &name, e))?;
+            }
+            // The final name (or a link on the way) is looked at without being
+            // opened: the tool opens it later relative to its parent's handle and
+            // checks it is this very inode.
+            let stat =
+                match rfs::statat(self.current(), name.as_os_str(), AtFlags::SYMLINK_NOFOLLOW) {
+                    Ok(stat) => stat,
+                    Err(Errno::NOENT) if is_last && matches!(intent, Intent::Write { .. }) => {
+                        return self.finish(Some(name), None);
+                    }
+                    Err(Errno::NOENT) => {
+                        return Err(ResolveError::NotFound(self.here().join(&name)));
+                    }
+                    Err(e) => return Err(self.io("cannot stat", &name, e)),
+                };
             match FileType::from_raw_mode(stat.st_mode) {
                 FileType::Symlink => {
-                    let target = self.read_link(&fd, &name)?;
+                    let target = self.read_link(&name)?;
                     if is_last && matches!(intent, Intent::Write { .. }) {
                         return Err(ResolveError::FinalSymlink {
                             link: self.here().join(&name),
@@ -374,44 +412,40 @@ impl Walk<'_> {
                     }
                     self.follow(&name, target)?;
                 }
-                FileType::Directory if !is_last => self.stack.push((fd, name)),
-                _ if is_last => return self.finish(Some(name), Some((fd, stat))),
+                _ if is_last => return self.finish(Some(name), Some(stat)),
+                // It was not a directory a moment ago (or the O_DIRECTORY open raced).
+                FileType::Directory => return Err(ResolveError::Raced(self.here().join(&name))),
                 _ => return Err(ResolveError::NotADirectory(self.here().join(&name))),
             }
         }
         // The path ended at a directory without a final name (a root, `x/..`).
-        let fd = self.dup_current()?;
-        let stat = rfs::fstat(&fd).map_err(|e| self.io("cannot stat", OsStr::new("."), e))?;
+        let stat =
+            rfs::fstat(self.current()).map_err(|e| self.io("cannot stat", OsStr::new("."), e))?;
+        let path = self.here();
+        let parent = match self.stack.pop() {
+            Some((fd, _)) => DirFd::Owned(fd),
+            None => DirFd::Root(self.roots.roots[self.root].fd.as_fd()),
+        };
         Ok(Resolved {
-            path: self.here(),
-            existing: Some((self.dup_current()?, stat)),
-            parent: fd,
+            path,
+            existing: Some(stat),
+            parent,
             name: None,
         })
-    }
-
-    fn dup_current(&self) -> Result<OwnedFd, ResolveError> {
-        rfs::openat(
-            self.current(),
-            ".",
-            OFlags::PATH | OFlags::DIRECTORY | OFlags::CLOEXEC,
-            Mode::empty(),
-        )
-        .map_err(|e| self.io("cannot open", OsStr::new("."), e))
     }
 
     fn finish(
         mut self,
         name: Option<OsString>,
-        existing: Option<(OwnedFd, Stat)>,
-    ) -> Result<Resolved, ResolveError> {
+        existing: Option<Stat>,
+    ) -> Result<Resolved<'a>, ResolveError> {
         let mut path = self.here();
         if let Some(n) = &name {
             path.push(n);
         }
         let parent = match self.stack.pop() {
-            Some((fd, _)) => fd,
-            None => self.dup_current()?,
+            Some((fd, _)) => DirFd::Owned(fd),
+            None => DirFd::Root(self.roots.roots[self.root].fd.as_fd()),
         };
         Ok(Resolved {
             parent,
@@ -437,9 +471,10 @@ impl Walk<'_> {
         Ok(())
     }
 
-    fn read_link(&self, fd: &OwnedFd, name: &OsStr) -> Result<PathBuf, ResolveError> {
-        // An empty path with an O_PATH handle reads that very link: no second lookup by name.
-        let target = rfs::readlinkat(fd, "", Vec::new())
+    fn read_link(&self, name: &OsStr) -> Result<PathBuf, ResolveError> {
+        // By name: if the link was swapped meanwhile, what we read is still only
+        // a target to walk under the same rules (or EINVAL: not a link any more).
+        let target = rfs::readlinkat(self.current(), name, Vec::new())
             .map_err(|e| self.io("cannot read symlink", name, e))?;
         Ok(PathBuf::from(OsString::from_vec(target.into_bytes())))
     }

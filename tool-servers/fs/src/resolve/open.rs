@@ -38,7 +38,7 @@ pub enum OpenError {
     },
 }
 
-impl Resolved {
+impl Resolved<'_> {
     /// The real path, symlinks resolved.
     pub fn path(&self) -> &Path {
         &self.path
@@ -46,7 +46,7 @@ impl Resolved {
 
     /// Metadata of the object, when it exists.
     pub fn stat(&self) -> Option<&Stat> {
-        self.existing.as_ref().map(|(_, s)| s)
+        self.existing.as_ref()
     }
 
     /// Handle of the directory holding [`Self::name`].
@@ -61,8 +61,8 @@ impl Resolved {
 
     /// Opens the object for reading if and only if it is a regular file.
     ///
-    /// The type is checked on the `O_PATH` handle first, so a FIFO or a device
-    /// is never opened at all (opening a tape or a tty has side effects, and a
+    /// The type is checked on the `lstat` from resolution first, so a FIFO or a
+    /// device is never opened at all (opening a tape or a tty has side effects, and a
     /// FIFO blocks); the real open adds `O_NONBLOCK|O_NOCTTY|O_NOFOLLOW` and is
     /// then checked to be the same inode, which closes the swap race.
     pub fn open_file(&self) -> Result<(std::fs::File, Stat), OpenError> {
@@ -80,7 +80,7 @@ impl Resolved {
     }
 
     fn open_kind(&self, want: FileType, flags: OFlags) -> Result<(OwnedFd, Stat), OpenError> {
-        let Some((_, stat)) = &self.existing else {
+        let Some(stat) = &self.existing else {
             return Err(ResolveError::NotFound(self.path.clone()).into());
         };
         if FileType::from_raw_mode(stat.st_mode) != want {

@@ -40,11 +40,11 @@ impl World {
     }
 }
 
-fn open(roots: &Roots, path: impl AsRef<Path>) -> Result<Resolved, ResolveError> {
+fn open(roots: &Roots, path: impl AsRef<Path>) -> Result<Resolved<'_>, ResolveError> {
     roots.resolve(path.as_ref(), Intent::Open)
 }
 
-fn write(roots: &Roots, path: impl AsRef<Path>) -> Result<Resolved, ResolveError> {
+fn write(roots: &Roots, path: impl AsRef<Path>) -> Result<Resolved<'_>, ResolveError> {
     roots.resolve(
         path.as_ref(),
         Intent::Write {

@@ -2,7 +2,6 @@
 //! walked by [`crate::walk`] (never following a link).
 
 use std::path::{Path, PathBuf};
-use std::sync::Arc;
 use std::sync::atomic::{AtomicUsize, Ordering};
 
 use globset::{GlobBuilder, GlobMatcher};
@@ -121,7 +120,7 @@ pub(crate) fn glob(
             found: Vec::new(),
         })
         .collect();
-    let rules = Rules::new(Arc::clone(&ctx.gitignore), Override::empty(), deny);
+    let rules = Rules::new(ctx.gitignore(), Override::empty(), deny);
     let (workers, outcome) = match walk(&ctx.roots, &base, &rules, cancel, workers) {
         Ok(w) => w,
         Err(e) => return failure(ACTION, asked, e),

@@ -6,8 +6,8 @@
 //! every file opened relative to its directory's handle).
 
 use std::fs::File;
+use std::io::Read;
 use std::path::{Path, PathBuf};
-use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 
 use grep_regex::{RegexMatcher, RegexMatcherBuilder};
@@ -93,8 +93,22 @@ impl Cap {
     }
 }
 
+/// Files up to this size are read whole into the worker's buffer and searched
+/// as a slice: one `read` of `st_size` bytes instead of a read plus one more to
+/// find the end. It is grep-searcher's own buffer size, so binary detection
+/// (which looks at the first buffer) decides exactly as it does for a reader.
+const SLICE_MAX: u64 = 64 * 1024;
+
+/// What to search: an open file, or its content already read.
+enum Source<'a> {
+    File(&'a File),
+    Slice(&'a [u8]),
+}
+
 /// One worker's search state.
 struct Worker<'a> {
+    /// Reused for every small file.
+    buf: Vec<u8>,
     roots: &'a Roots,
     deny: &'a Deny,
     searcher: Searcher,
@@ -118,10 +132,21 @@ impl Visitor for Worker<'_> {
         if self.deny.hard_link_of(self.roots, &stat).is_some() {
             return Flow::Continue;
         }
+        let size = u64::try_from(stat.st_size).unwrap_or(0);
+        let source = if size > 0 && size <= SLICE_MAX {
+            self.buf.clear();
+            if (&file).take(size).read_to_end(&mut self.buf).is_err() {
+                self.found.unreadable += 1;
+                return Flow::Continue;
+            }
+            Source::Slice(&self.buf)
+        } else {
+            Source::File(&file)
+        };
         search_one(
             &mut self.searcher,
             &self.matcher,
-            &file,
+            source,
             entry.path,
             self.mode,
             self.cap,
@@ -179,9 +204,10 @@ pub(crate) fn grep(
         if let Some(why) = deny.refusal(&ctx.roots, asked, &base, None) {
             return failure(ACTION, asked, why);
         }
-        let rules = Rules::new(Arc::clone(&ctx.gitignore), overrides, deny);
+        let rules = Rules::new(ctx.gitignore(), overrides, deny);
         let workers = (0..ctx.threads)
             .map(|_| Worker {
+                buf: Vec::new(),
                 roots: &ctx.roots,
                 deny,
                 searcher: searcher(),
@@ -220,7 +246,7 @@ pub(crate) fn grep(
                 search_one(
                     &mut searcher(),
                     &matcher,
-                    &file,
+                    Source::File(&file),
                     resolved.path(),
                     p.output_mode,
                     &cap,
@@ -238,7 +264,7 @@ pub(crate) fn grep(
 fn search_one(
     searcher: &mut Searcher,
     matcher: &RegexMatcher,
-    file: &File,
+    source: Source<'_>,
     path: &Path,
     mode: OutputMode,
     cap: &Cap,
@@ -247,26 +273,26 @@ fn search_one(
     let mut count = 0u64;
     let mut lines = Vec::new();
     let mut full = false;
-    let result = searcher.search_file(
-        matcher,
-        file,
-        Lossy(|line_no, line| {
-            count += 1;
-            match mode {
-                OutputMode::Content => {
-                    if !cap.take() {
-                        full = true;
-                        return Ok(false);
-                    }
-                    lines.push((line_no, clip(line)));
-                    Ok(true)
+    let sink = Lossy(|line_no, line: &str| {
+        count += 1;
+        match mode {
+            OutputMode::Content => {
+                if !cap.take() {
+                    full = true;
+                    return Ok(false);
                 }
-                // One match is enough to list the file.
-                OutputMode::FilesWithMatches => Ok(false),
-                OutputMode::Count => Ok(true),
+                lines.push((line_no, clip(line)));
+                Ok(true)
             }
-        }),
-    );
+            // One match is enough to list the file.
+            OutputMode::FilesWithMatches => Ok(false),
+            OutputMode::Count => Ok(true),
+        }
+    });
+    let result = match source {
+        Source::File(file) => searcher.search_file(matcher, file, sink),
+        Source::Slice(bytes) => searcher.search_slice(matcher, bytes, sink),
+    };
     if result.is_err() {
         found.unreadable += 1;
     }

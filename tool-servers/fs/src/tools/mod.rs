@@ -12,7 +12,7 @@ pub(crate) mod schema;
 pub(crate) mod write;
 
 use std::path::Path;
-use std::sync::Arc;
+use std::sync::{Arc, OnceLock};
 
 use ignore::gitignore::Gitignore;
 
@@ -27,8 +27,9 @@ use crate::resolve::{ResolveError, Resolved, Roots};
 pub(crate) struct Context {
     pub(crate) roots: Roots,
     pub(crate) limits: Limits,
-    /// The user's global gitignore, read once (walks apply it like ripgrep does).
-    pub(crate) gitignore: Arc<Gitignore>,
+    /// The user's global gitignore, read on the first walk (walks apply it like
+    /// ripgrep does; a session that never searches never reads it).
+    pub(crate) gitignore: OnceLock<Arc<Gitignore>>,
     /// Worker threads per walk.
     pub(crate) threads: usize,
     /// The host's deny globs (`--deny-read`), merged per call with `_meta`'s.
@@ -36,6 +37,14 @@ pub(crate) struct Context {
 }
 
 impl Context {
+    /// The global gitignore, read once.
+    pub(crate) fn gitignore(&self) -> Arc<Gitignore> {
+        Arc::clone(
+            self.gitignore
+                .get_or_init(|| Arc::new(crate::walk::global_gitignore())),
+        )
+    }
+
     /// The deny rules of one call, from its request `_meta`; a malformed list
     /// fails the call (`Err` is the result to send) rather than run unguarded.
     pub(crate) fn deny(
@@ -98,12 +107,12 @@ pub(crate) fn failure(action: &str, path: &str, reason: impl std::fmt::Display) 
 }
 
 /// Resolves `path` or returns the failure result to send back.
-pub(crate) fn resolve(
-    roots: &Roots,
+pub(crate) fn resolve<'r>(
+    roots: &'r Roots,
     action: &str,
     path: &str,
     intent: crate::resolve::Intent,
-) -> Result<Resolved, CallToolResult> {
+) -> Result<Resolved<'r>, CallToolResult> {
     roots
         .resolve(Path::new(path), intent)
         .map_err(|e: ResolveError| failure(action, path, e))

@@ -92,6 +92,38 @@ impl Raw {
     }
 }
 
+impl Raw {
+    /// Writes `count` `tools/call` requests in one go from another thread (the
+    /// server answers while we write) and returns every reply, in arrival order.
+    pub fn burst(&mut self, tool: &str, arguments: &Value, count: u64) -> Vec<Value> {
+        let first = self.next_id;
+        self.next_id += count;
+        let mut lines = String::new();
+        for id in first..first + count {
+            let m = json!({"jsonrpc": "2.0", "id": id, "method": "tools/call",
+                           "params": {"name": tool, "arguments": arguments}});
+            lines.push_str(&m.to_string());
+            lines.push('\n');
+        }
+        let writer = std::thread::scope(|scope| {
+            let stdin = &mut self.stdin;
+            let writer = scope.spawn(move || stdin.write_all(lines.as_bytes()));
+            let mut replies = Vec::new();
+            while replies.len() < count as usize {
+                let mut line = String::new();
+                assert!(
+                    self.stdout.read_line(&mut line).unwrap() > 0,
+                    "stdout closed"
+                );
+                replies.push(serde_json::from_str::<Value>(&line).unwrap());
+            }
+            (writer.join(), replies)
+        });
+        writer.0.unwrap().unwrap();
+        writer.1
+    }
+}
+
 impl Drop for Raw {
     fn drop(&mut self) {
         let _ = self.child.kill();

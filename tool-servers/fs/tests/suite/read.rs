@@ -84,3 +84,26 @@ async fn list_dir_is_capped() {
     assert!(text.contains("capped"), "{text}");
     fs.stop().await;
 }
+
+#[test]
+fn a_burst_of_requests_is_answered_in_full() {
+    // More requests at once than the server runs at a time: the rest wait in the
+    // pipe, and every one is answered exactly once.
+    let dir = tempfile::tempdir().unwrap();
+    std::fs::write(dir.path().join("a.txt"), "burst\n").unwrap();
+    let mut raw = super::raw::Raw::start(dir.path(), &[]);
+    let replies = raw.burst("read_file", &json!({"path": "a.txt"}), 2000);
+    let mut ids: Vec<u64> = replies
+        .iter()
+        .map(|r| {
+            assert_eq!(r["result"]["isError"], false, "{r}");
+            assert!(r.to_string().contains("burst"), "{r}");
+            r["id"].as_u64().unwrap()
+        })
+        .collect();
+    ids.sort_unstable();
+    ids.dedup();
+    assert_eq!(ids.len(), 2000);
+    let r = raw.call("read_file", json!({"path": "a.txt"}), None);
+    assert_eq!(r["isError"], false, "still serving: {r}");
+}
