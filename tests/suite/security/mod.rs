@@ -2,6 +2,7 @@
 //! files tern writes — each through the real `tern` binary against the mock model.
 
 mod annotations;
+mod rules;
 
 use serde_json::Value;
 use tern_e2e::run_env::{RunEnv, of_type};

@@ -9,7 +9,7 @@ use globset::{GlobBuilder, GlobMatcher};
 use serde_json::Value;
 
 use crate::paths::PathScope;
-use crate::shell::{canonical, split_pattern};
+use crate::shell::{Simple, canonical, options, split_pattern};
 
 /// How a rule treats an array of values, and what it does with a value it cannot read.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -71,6 +71,9 @@ pub struct Glob {
     raw: String,
     /// Canonical words, for commands.
     command: String,
+    /// The words with their options normalized, when the program's options are known: what
+    /// deny and ask rules also compare (`rm -rf *` names `rm -r -f x` too).
+    options: Option<options::Normalized>,
     /// Case-sensitive path glob (allow rules): `None` when the text is not a valid glob.
     path: Option<GlobMatcher>,
     /// Case-insensitive path glob (deny and ask rules err on the side of matching).
@@ -93,9 +96,11 @@ impl Glob {
                 .ok()
                 .map(|g| g.compile_matcher())
         };
+        let words = split_pattern(raw);
         Self {
             raw: raw.to_owned(),
-            command: canonical(&split_pattern(raw)),
+            command: canonical(&words),
+            options: options::normalize(&words),
             path: build(false),
             path_ci: build(true),
         }
@@ -114,6 +119,24 @@ impl Glob {
                 .command
                 .strip_suffix(" *")
                 .is_some_and(|head| head == text)
+    }
+
+    /// Deny and ask semantics against one simple command: its text as written, any command it
+    /// runs through a wrapper, and either with the options of known programs normalized.
+    pub fn names_command(&self, c: &Simple) -> bool {
+        std::iter::once(&c.words)
+            .chain(&c.wrapped)
+            .any(|words| self.names_words(words))
+    }
+
+    fn names_words(&self, words: &[String]) -> bool {
+        if self.matches_command(&canonical(words)) {
+            return true;
+        }
+        match (&self.options, options::normalize(words)) {
+            (Some(pattern), Some(command)) => pattern.covers(&command),
+            _ => false,
+        }
     }
 
     /// Against a path argument (already normalized by the caller).

@@ -106,9 +106,7 @@ impl Rule {
             .iter()
             .all(|(target, m)| match resolve(target, f) {
                 Target::Command => match (f.shell, m) {
-                    (Some(a), Matcher::Glob(g)) => {
-                        a.commands.iter().any(|c| g.matches_command(&c.text))
-                    }
+                    (Some(a), Matcher::Glob(g)) => a.commands.iter().any(|c| g.names_command(c)),
                     _ => false,
                 },
                 Target::Value(name, v) => {
@@ -273,6 +271,81 @@ mod tests {
         assert!(rule("shell__run(rm -rf *)", RuleList::Deny).matches_any(&f));
         assert!(rule("shell__run(command: rm *)", RuleList::Deny).matches_any(&f));
         assert!(!rule("shell__run(curl *)", RuleList::Deny).matches_any(&f));
+    }
+
+    fn shell_facts<'a>(
+        w: &'a PathScope,
+        args: &'a Map<String, Value>,
+        a: &'a Analysis,
+    ) -> CallFacts<'a> {
+        CallFacts {
+            name: "shell__run",
+            args,
+            command_arg: Some("command"),
+            shell: Some(a),
+            ws: w,
+        }
+    }
+
+    /// F5: a deny rule written one way catches the other spellings and the wrappers.
+    #[test]
+    fn deny_rules_see_through_option_spellings_and_wrappers() {
+        let w = ws();
+        let deny = rule("shell__run(rm -rf *)", RuleList::Deny);
+        for line in [
+            "rm -rf build",
+            "rm -fr build",
+            "rm -r -f build",
+            "rm -R -f build",
+            "rm --recursive --force build",
+            "rm --rec --force build",
+            "rm -v -rf build",
+            "/bin/rm -rf build",
+            "\\rm -rf build",
+            "nice rm -rf build",
+            "nice -n 5 rm -rf build",
+            "timeout 5 rm -rf build",
+            "timeout -s KILL 5s rm -fr build",
+            "echo build | xargs rm -rf",
+            "echo build | xargs -n1 rm -r -f",
+            "env X=1 rm -rf build",
+            "command rm -rf build",
+            "sudo rm -rf build",
+            "sudo -u root -- rm -rf build",
+            "doas rm -rf build",
+            "busybox rm -rf build",
+            "sudo nice timeout 5 busybox rm -fr build",
+            "sh -c 'rm -rf build'",
+            "sudo bash -c \"rm -r -f build\"",
+            "find . -name build -exec rm -rf {} +",
+            "git status && (cd sub; rm -fr x)",
+        ] {
+            let args = json!({ "command": line });
+            let a = analyze(line, &w);
+            let f = shell_facts(&w, args.as_object().unwrap(), &a);
+            assert!(deny.matches_any(&f), "{line}: {:?}", a.commands);
+        }
+        for line in [
+            "rm -r build",
+            "rm build",
+            "rmdir -p build",
+            "echo rm -rf build",
+            "git rm -rf build",
+        ] {
+            let args = json!({ "command": line });
+            let a = analyze(line, &w);
+            let f = shell_facts(&w, args.as_object().unwrap(), &a);
+            assert!(!deny.matches_any(&f), "{line}: {:?}", a.commands);
+        }
+        // Allow rules still match the command as written only.
+        let line = "nice rm -rf build";
+        let args = json!({ "command": line });
+        let a = analyze(line, &w);
+        let f = shell_facts(&w, args.as_object().unwrap(), &a);
+        assert_eq!(
+            rule("shell__run(rm -fr *)", RuleList::Allow).covers(&f),
+            Coverage::Nothing
+        );
     }
 
     #[test]

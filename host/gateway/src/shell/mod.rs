@@ -9,7 +9,9 @@
 //! are *risks*: they make the command fall to ask however the allow rules read.
 
 mod flags;
+pub mod options;
 mod words;
+mod wrappers;
 
 use std::path::PathBuf;
 
@@ -25,6 +27,11 @@ pub use words::{canonical, quote, split_pattern};
 /// How deep command substitutions inside command substitutions are followed before the command
 /// counts as unreadable.
 const MAX_DEPTH: usize = 8;
+
+/// How many wrapped commands one simple command may stand for before the rest is not
+/// followed (`sudo nice timeout 5 rm …` is three levels; a line of sixty wrappers is an attack
+/// on the analysis, and says so as a risk).
+const MAX_FORMS: usize = 64;
 
 /// Directories whose programs are the same as the bare name (`/usr/bin/git` is `git`); a path
 /// elsewhere (`./git`, `/tmp/git`) stays a path, which no `git …` rule matches.
@@ -73,6 +80,10 @@ pub struct Simple {
     pub words: Vec<String>,
     /// [`canonical`] form of `words`: what command patterns match.
     pub text: String,
+    /// The commands it may run through a wrapper (`timeout 5 rm -rf x` → `rm -rf x`, and
+    /// the over-approximations `5 rm -rf x`, `x`): what deny and ask rules match besides
+    /// `words`. Allow rules never look here.
+    pub wrapped: Vec<Vec<String>>,
 }
 
 /// What a command line does, as far as the text tells.
@@ -133,6 +144,7 @@ impl Walker<'_> {
                 self.out.commands.push(Simple {
                     text: canonical(&words),
                     words,
+                    wrapped: Vec::new(),
                 });
             }
         }
@@ -292,26 +304,58 @@ impl Walker<'_> {
                 self.risk(format!("it names `{w}`, a protected config location"));
             }
         }
+        let wrapped = self.wrapped(&words, depth);
         self.out.commands.push(Simple {
             text: canonical(&words),
             words,
+            wrapped,
         });
+    }
+
+    /// The commands `words` runs through wrappers, followed through wrappers of wrappers.
+    /// Scripts (`sh -c STR`, `eval`) are parsed as command lines of their own, so their
+    /// commands join the analysis as commands in their own right.
+    fn wrapped(&mut self, words: &[String], depth: usize) -> Vec<Vec<String>> {
+        let mut out: Vec<Vec<String>> = Vec::new();
+        let mut queue = vec![words.to_vec()];
+        while let Some(w) = queue.pop() {
+            let found = match wrappers::inner(&w) {
+                wrappers::Inner::None => continue,
+                wrappers::Inner::Arguments => wrappers::candidates(&w),
+                wrappers::Inner::Segments(segments) => segments,
+                wrappers::Inner::Script(script) => {
+                    self.source(&script, depth + 1);
+                    continue;
+                }
+            };
+            for mut form in found {
+                strip_bin_dir(&mut form);
+                if out.len() >= MAX_FORMS {
+                    self.risk("more wrapped commands than the gateway follows");
+                    return out;
+                }
+                if let Some(why) = flags::risk(&form) {
+                    self.risk(why);
+                }
+                if !out.contains(&form) {
+                    queue.push(form.clone());
+                    out.push(form);
+                }
+            }
+        }
+        out
     }
 
     /// Strips what does not change the program: a system bin directory, `env` with plain
     /// assignments, `command`, `builtin`, `nohup`.
     fn normalize(&mut self, mut words: Vec<String>) -> Vec<String> {
         loop {
+            if strip_bin_dir(&mut words) {
+                continue;
+            }
             let Some(first) = words.first() else {
                 return words;
             };
-            if let Some((dir, name)) = first.rsplit_once('/')
-                && SYSTEM_BIN_DIRS.contains(&if dir.is_empty() { "/" } else { dir })
-                && !name.is_empty()
-            {
-                words[0] = name.to_owned();
-                continue;
-            }
             match first.as_str() {
                 "env" => {
                     let mut i = 1;
@@ -436,6 +480,24 @@ impl Walker<'_> {
                 abs.display()
             ));
         }
+    }
+}
+
+/// `/usr/bin/rm` → `rm`: a program in a system bin directory is the bare name. Returns whether
+/// the first word changed.
+fn strip_bin_dir(words: &mut [String]) -> bool {
+    let Some(first) = words.first_mut() else {
+        return false;
+    };
+    match first.rsplit_once('/') {
+        Some((dir, name))
+            if SYSTEM_BIN_DIRS.contains(&if dir.is_empty() { "/" } else { dir })
+                && !name.is_empty() =>
+        {
+            *first = name.to_owned();
+            true
+        }
+        _ => false,
     }
 }
 
