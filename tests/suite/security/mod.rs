@@ -2,6 +2,7 @@
 //! files tern writes — each through the real `tern` binary against the mock model.
 
 mod annotations;
+mod redaction;
 mod rules;
 
 use serde_json::Value;
