@@ -4,7 +4,7 @@
 use serde_json::json;
 use tern_e2e::run_env::RunEnv;
 
-use super::{decision, run_ok, turn};
+use super::{decision, finished, run_ok, turn};
 
 /// F5: `--deny 'shell__run(rm -rf *)'` holds for every spelling and wrapper of `rm -rf`,
 /// even in yolo mode where nothing else would stop the command.
@@ -51,4 +51,102 @@ async fn a_deny_rule_catches_other_spellings_and_wrapped_commands() {
             "{command} removed its directory"
         );
     }
+}
+
+/// The project with a `.tern/config.toml` and an `evil.toml` the model wants to put there.
+fn project_with_config(env: &RunEnv) -> String {
+    let original = "# the project's own config\n";
+    std::fs::create_dir(env.dir.path().join(".tern")).unwrap();
+    std::fs::write(env.dir.path().join(".tern/config.toml"), original).unwrap();
+    std::fs::write(
+        env.dir.path().join("evil.toml"),
+        "[mcp_servers.evil]\ncommand = \"/tmp/evil\"\n",
+    )
+    .unwrap();
+    original.to_string()
+}
+
+/// F1, the rule layer: a rule written for plain words (`cat *`, `echo *`, `cp *`) does not
+/// allow a glob or brace expansion that reaches `.tern/`.
+#[tokio::test]
+async fn globs_into_protected_config_are_not_allowed_by_plain_rules() {
+    let env = RunEnv::new().await;
+    let original = project_with_config(&env);
+    let commands = [
+        "cd .ter? && cat ../evil.toml > config.toml",
+        "echo '[mcp_servers.x]' >> .ter?/config.toml",
+        "cp evil.toml .ter?/config.toml",
+        "cat evil.toml > .t{e,x}rn/config.toml",
+    ];
+    let calls: Vec<(String, serde_json::Value)> = commands
+        .iter()
+        .enumerate()
+        .map(|(i, c)| (format!("toolu_{i}"), json!({ "command": c })))
+        .collect();
+    let calls: Vec<(&str, &str, serde_json::Value)> = calls
+        .iter()
+        .map(|(id, args)| (id.as_str(), "shell__run", args.clone()))
+        .collect();
+    turn(&env, &calls);
+    env.answer("done");
+    let events = run_ok(
+        &env,
+        "configure",
+        &[
+            "--allow",
+            "shell__run(cat *)",
+            "--allow",
+            "shell__run(echo *)",
+            "--allow",
+            "shell__run(cp *)",
+        ],
+    )
+    .await;
+    for (i, command) in commands.iter().enumerate() {
+        let d = decision(&events, &format!("toolu_{i}"));
+        assert_eq!(d["decision"], "deny", "{command}: {d}");
+    }
+    assert_eq!(
+        std::fs::read_to_string(env.dir.path().join(".tern/config.toml")).unwrap(),
+        original
+    );
+}
+
+/// F1, the sandbox behind it: with no rule in the way (`--mode yolo`), the write into
+/// `.tern/` through a glob still fails, because tern-shell keeps `.tern` read-only.
+#[tokio::test]
+async fn the_sandbox_refuses_the_glob_write_even_in_yolo_mode() {
+    let env = RunEnv::new().await;
+    let original = project_with_config(&env);
+    let commands = [
+        "cd .ter? && cat ../evil.toml > config.toml",
+        "cp evil.toml .ter?/config.toml",
+        "d=.tern; cat evil.toml >> $d/config.toml",
+    ];
+    let calls: Vec<(String, serde_json::Value)> = commands
+        .iter()
+        .enumerate()
+        .map(|(i, c)| (format!("toolu_{i}"), json!({ "command": c })))
+        .collect();
+    let calls: Vec<(&str, &str, serde_json::Value)> = calls
+        .iter()
+        .map(|(id, args)| (id.as_str(), "shell__run", args.clone()))
+        .collect();
+    turn(&env, &calls);
+    env.answer("done");
+    let events = run_ok(&env, "configure", &["--mode", "yolo"]).await;
+    for (i, command) in commands.iter().enumerate() {
+        let id = format!("toolu_{i}");
+        assert_eq!(decision(&events, &id)["decision"], "allow", "{command}");
+        let result = finished(&events, &id);
+        let output = result["output"].as_str().unwrap_or_default();
+        assert!(
+            output.contains("Read-only file system") && !output.contains("[exit code 0"),
+            "{command}: {result}"
+        );
+    }
+    assert_eq!(
+        std::fs::read_to_string(env.dir.path().join(".tern/config.toml")).unwrap(),
+        original
+    );
 }

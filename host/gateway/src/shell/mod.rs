@@ -9,6 +9,7 @@
 //! are *risks*: they make the command fall to ask however the allow rules read.
 
 mod flags;
+pub mod glob;
 pub mod options;
 mod words;
 mod wrappers;
@@ -249,6 +250,8 @@ impl Walker<'_> {
         let mut items: Vec<&CommandPrefixOrSuffixItem> = Vec::new();
         items.extend(cmd.prefix.iter().flat_map(|p| p.0.iter()));
         let mut words: Vec<String> = Vec::new();
+        // Arguments the shell expands into file names, as written.
+        let mut globs: Vec<String> = Vec::new();
         let mut name_seen = false;
         let name_item = cmd
             .word_or_name
@@ -259,8 +262,15 @@ impl Walker<'_> {
         for item in items {
             match item {
                 CommandPrefixOrSuffixItem::Word(w) => {
+                    let is_program = !name_seen;
                     name_seen = true;
                     let lit = self.word(&w.value, depth);
+                    if let Literal::Glob { text, pattern } = &lit
+                        && !is_program
+                    {
+                        self.glob_word(text, pattern, Access::Names);
+                        globs.push(text.clone());
+                    }
                     words.push(lit.text().to_owned());
                 }
                 CommandPrefixOrSuffixItem::AssignmentWord(assignment, w) => {
@@ -288,8 +298,20 @@ impl Walker<'_> {
         if words.is_empty() {
             return;
         }
-        if words[0] == "cd" && self.cd(&words) {
-            return;
+        if words[0] == "cd" {
+            match words.get(1) {
+                Some(dir) if globs.contains(dir) => {
+                    self.risk(format!("a `cd` to `{dir}`, which the shell expands"));
+                }
+                _ if self.cd(&words) => return,
+                _ => {}
+            }
+        }
+        if self.ws.is_protected(&self.cwd) {
+            self.risk(format!(
+                "it runs in {}, a protected config location",
+                self.cwd.display()
+            ));
         }
         if let Some(why) = flags::risk(&words) {
             self.risk(why);
@@ -461,9 +483,42 @@ impl Walker<'_> {
         }
     }
 
+    /// A word the shell expands into file names: a risk, or for a write a protected write,
+    /// when it may name a protected config location (F1).
+    fn glob_word(&mut self, text: &str, pattern: &str, access: Access) {
+        let expansion = glob::expand(self.ws, &self.cwd, pattern);
+        if expansion.incomplete {
+            self.risk(format!("`{text}` expands to more than the gateway follows"));
+        }
+        if expansion.reaches_protected {
+            match access {
+                Access::Writes => self
+                    .out
+                    .protected_writes
+                    .push(self.ws.normalize_from(&self.cwd, text)),
+                Access::Names => {
+                    self.risk(format!(
+                        "`{text}` may expand to a protected config location"
+                    ));
+                }
+            }
+        }
+    }
+
     fn redirect_path(&mut self, raw: &str, writes: bool, depth: usize) {
-        let Literal::Text(path) = self.word(raw, depth) else {
-            return;
+        let path = match self.word(raw, depth) {
+            Literal::Text(path) => path,
+            Literal::Glob { text, pattern } => {
+                // Bash expands a redirection target that globs to one file.
+                let access = if writes {
+                    Access::Writes
+                } else {
+                    Access::Names
+                };
+                self.glob_word(&text, &pattern, access);
+                return;
+            }
+            Literal::Dynamic { .. } => return,
         };
         if matches!(
             path.as_str(),
@@ -499,6 +554,15 @@ fn strip_bin_dir(words: &mut [String]) -> bool {
         }
         _ => false,
     }
+}
+
+/// What a command does with a path it names, as far as protection goes.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Access {
+    /// A redirection writes it.
+    Writes,
+    /// An argument names it (the program may write it).
+    Names,
 }
 
 fn is_name(s: &str) -> bool {
