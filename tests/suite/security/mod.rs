@@ -2,6 +2,7 @@
 //! files tern writes — each through the real `tern` binary against the mock model.
 
 mod annotations;
+mod files;
 mod redaction;
 mod rules;
 
