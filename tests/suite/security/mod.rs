@@ -5,6 +5,7 @@ mod annotations;
 mod files;
 mod redaction;
 mod rules;
+mod sandbox;
 
 use serde_json::Value;
 use tern_e2e::run_env::{RunEnv, of_type};
