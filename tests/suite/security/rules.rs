@@ -150,3 +150,85 @@ async fn the_sandbox_refuses_the_glob_write_even_in_yolo_mode() {
         original
     );
 }
+
+/// F4: `--deny 'fs__*(path: **/.env)'` holds for what is actually opened: a symlink and a
+/// hard link to `.env`, a grep over the root, and shell commands naming it in any spelling.
+#[tokio::test]
+async fn a_path_deny_rule_holds_through_links_searches_and_the_shell() {
+    let env = RunEnv::new().await;
+    let dir = env.dir.path();
+    let secret = "DENIED-CONTENT-4242";
+    std::fs::write(dir.join(".env"), format!("API_URL={secret}\n")).unwrap();
+    std::fs::create_dir(dir.join("sub")).unwrap();
+    std::os::unix::fs::symlink(dir.join(".env"), dir.join("settings")).unwrap();
+    std::fs::hard_link(dir.join(".env"), dir.join("copy.txt")).unwrap();
+    std::fs::write(dir.join("notes.txt"), "nothing to see\n").unwrap();
+    let calls = [
+        ("toolu_link", "fs__read_file", json!({"path": "settings"})),
+        ("toolu_hard", "fs__read_file", json!({"path": "copy.txt"})),
+        ("toolu_grep", "fs__grep", json!({"pattern": "DENIED"})),
+        ("toolu_cat", "shell__run", json!({"command": "cat .env"})),
+        (
+            "toolu_dots",
+            "shell__run",
+            json!({"command": "cat ./sub/../.env"}),
+        ),
+        (
+            "toolu_symlink",
+            "shell__run",
+            json!({"command": "cat settings"}),
+        ),
+        ("toolu_glob", "shell__run", json!({"command": "cat .en?"})),
+        (
+            "toolu_ok",
+            "shell__run",
+            json!({"command": "cat notes.txt"}),
+        ),
+    ];
+    turn(&env, &calls);
+    env.answer("done");
+    let events = run_ok(
+        &env,
+        "read the settings",
+        &[
+            "--deny",
+            "fs__*(path: **/.env)",
+            "--allow",
+            "shell__run(cat *)",
+        ],
+    )
+    .await;
+    for id in [
+        "toolu_link",
+        "toolu_cat",
+        "toolu_dots",
+        "toolu_symlink",
+        "toolu_glob",
+    ] {
+        let d = decision(&events, id);
+        assert_eq!(d["decision"], "deny", "{id}: {d}");
+        assert_eq!(d["rule"], "--deny:1", "{id}: {d}");
+    }
+    // The gateway cannot see a hard link; tern-fs compares inodes and refuses it.
+    let hard = finished(&events, "toolu_hard");
+    assert_eq!(hard["is_error"], true, "{hard}");
+    assert!(
+        hard["output"]
+            .as_str()
+            .unwrap()
+            .contains("denied by the host"),
+        "{hard}"
+    );
+    let grep = finished(&events, "toolu_grep");
+    assert_eq!(decision(&events, "toolu_grep")["decision"], "allow");
+    assert!(!grep["output"].as_str().unwrap().contains(".env"), "{grep}");
+    assert!(
+        finished(&events, "toolu_ok")["output"]
+            .as_str()
+            .unwrap()
+            .contains("nothing to see")
+    );
+    for e in &events {
+        assert!(!e.to_string().contains(secret), "the secret reached {e}");
+    }
+}

@@ -78,6 +78,8 @@ pub struct Glob {
     path: Option<GlobMatcher>,
     /// Case-insensitive path glob (deny and ask rules err on the side of matching).
     path_ci: Option<GlobMatcher>,
+    /// The path pattern: `**/…` as written, anything else absolute.
+    path_pattern: String,
 }
 
 impl Glob {
@@ -103,7 +105,41 @@ impl Glob {
             options: options::normalize(&words),
             path: build(false),
             path_ci: build(true),
+            path_pattern,
         }
+    }
+
+    /// The pattern as a deny glob for a file server (tern-fs's `--deny-read` and `_meta`
+    /// `tern/deny_paths`): relative `**/…` globs are anchored at its roots, others absolute;
+    /// letters match either case, as deny rules do here.
+    pub fn deny_glob(&self) -> String {
+        let mut out = String::with_capacity(self.path_pattern.len() * 2);
+        let mut chars = self.path_pattern.chars();
+        let mut in_class = false;
+        while let Some(c) = chars.next() {
+            match c {
+                '\\' => {
+                    out.push(c);
+                    out.extend(chars.next());
+                }
+                '[' if !in_class => {
+                    in_class = true;
+                    out.push(c);
+                }
+                ']' if in_class => {
+                    in_class = false;
+                    out.push(c);
+                }
+                c if !in_class && c.is_ascii_alphabetic() => {
+                    out.push('[');
+                    out.push(c.to_ascii_lowercase());
+                    out.push(c.to_ascii_uppercase());
+                    out.push(']');
+                }
+                c => out.push(c),
+            }
+        }
+        out
     }
 
     /// Whether the pattern is written as a path, which makes it a path pattern for any argument.
@@ -187,7 +223,12 @@ impl Matcher {
             (Matcher::Domain(d), Value::String(s)) => d.matches(s, q),
             (Matcher::Domain(_), _) => q == Quantifier::Any,
             (Matcher::Glob(g), Value::String(s)) if path_arg || g.path_shaped() => {
-                g.matches_path(&ws.normalize(s), q)
+                let path = ws.normalize(s);
+                match q {
+                    // Deny and ask: whatever the path opens, through symlinks too.
+                    Quantifier::Any => ws.variants(&path).iter().any(|p| g.matches_path(p, q)),
+                    Quantifier::All => g.matches_path(&path, q),
+                }
             }
             (Matcher::Glob(g), v) => g.matches_plain(v),
         }
@@ -331,6 +372,16 @@ mod tests {
         // Deny/ask compare without case.
         assert!(env.matches_path(&w.normalize(".ENV"), Quantifier::Any));
         assert!(!env.matches_path(&w.normalize(".ENV"), Quantifier::All));
+    }
+
+    #[test]
+    fn deny_globs_for_file_servers_match_either_case() {
+        let w = ws();
+        assert_eq!(Glob::new("**/.env", &w).deny_glob(), "**/.[eE][nN][vV]");
+        assert_eq!(
+            Glob::new("secrets/[ab]*.txt", &w).deny_glob(),
+            "/[pP]/[sS][eE][cC][rR][eE][tT][sS]/[ab]*.[tT][xX][tT]"
+        );
     }
 
     #[test]

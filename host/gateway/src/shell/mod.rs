@@ -96,6 +96,10 @@ pub struct Analysis {
     pub risks: Vec<String>,
     /// Writes into protected config locations (redirections): always denied.
     pub protected_writes: Vec<PathBuf>,
+    /// Every path the line names — argument words, redirection targets, what its globs match
+    /// on disk now — normalized: what deny rules on paths compare (F4: `cat .env` under a rule
+    /// denying `**/.env`).
+    pub paths: Vec<PathBuf>,
 }
 
 /// Parses and normalizes `command` as run in `ws.cwd`.
@@ -320,11 +324,14 @@ impl Walker<'_> {
             // `--flag=PATH` names a path too.
             let w = match w.split_once('=') {
                 Some((flag, value)) if flag.starts_with('-') => value,
+                _ if w.starts_with('-') => continue,
                 _ => w.as_str(),
             };
-            if looks_like_path(w) && self.ws.is_protected(&self.ws.normalize_from(&self.cwd, w)) {
+            let path = self.ws.normalize_from(&self.cwd, w);
+            if looks_like_path(w) && self.ws.is_protected(&path) {
                 self.risk(format!("it names `{w}`, a protected config location"));
             }
+            self.out.paths.push(path);
         }
         let wrapped = self.wrapped(&words, depth);
         self.out.commands.push(Simple {
@@ -487,6 +494,7 @@ impl Walker<'_> {
     /// when it may name a protected config location (F1).
     fn glob_word(&mut self, text: &str, pattern: &str, access: Access) {
         let expansion = glob::expand(self.ws, &self.cwd, pattern);
+        self.out.paths.extend(expansion.matches.iter().cloned());
         if expansion.incomplete {
             self.risk(format!("`{text}` expands to more than the gateway follows"));
         }
@@ -527,6 +535,7 @@ impl Walker<'_> {
             return;
         }
         let abs = self.ws.normalize_from(&self.cwd, &path);
+        self.out.paths.push(abs.clone());
         if writes && self.ws.is_protected(&abs) {
             self.out.protected_writes.push(abs);
         } else if !self.ws.in_roots(&abs) {
