@@ -26,6 +26,7 @@ use crate::server::Builtin;
 #[derive(Debug, Default)]
 pub(crate) struct Layer {
     pub(crate) model: ModelConfig,
+    pub(crate) context: crate::context::ContextLayer,
     pub(crate) mode: Option<PermissionMode>,
     pub(crate) rules: Vec<(RuleList, RuleSource)>,
     pub(crate) max_steps: Option<u32>,
@@ -52,6 +53,7 @@ pub(crate) struct ServerLayer {
     pub(crate) tool_timeout: Option<Duration>,
     pub(crate) max_output_chars: Option<usize>,
     pub(crate) trust_annotations: Option<bool>,
+    pub(crate) defer: Option<crate::server::Defer>,
     pub(crate) enabled_tools: Option<Vec<String>>,
     pub(crate) disabled_tools: Option<Vec<String>>,
     pub(crate) tools: BTreeMap<String, ToolLayer>,
@@ -129,6 +131,7 @@ impl ServerLayer {
         over(&mut self.tool_timeout, later.tool_timeout);
         over(&mut self.max_output_chars, later.max_output_chars);
         over(&mut self.trust_annotations, later.trust_annotations);
+        over(&mut self.defer, later.defer);
         over(&mut self.enabled_tools, later.enabled_tools);
         over(&mut self.disabled_tools, later.disabled_tools);
         for (name, tool) in later.tools {
@@ -147,6 +150,7 @@ impl ServerLayer {
 #[derive(Debug, Default)]
 pub(crate) struct Merged {
     pub(crate) model: ModelConfig,
+    pub(crate) context: crate::context::ContextLayer,
     pub(crate) mode: Option<PermissionMode>,
     pub(crate) rules: Vec<(RuleList, RuleSource)>,
     pub(crate) max_steps: Option<u32>,
@@ -158,6 +162,7 @@ impl Merged {
     /// Lays `layer` over everything merged so far.
     pub(crate) fn apply(&mut self, layer: Layer) {
         self.model.merge(layer.model);
+        self.context.merge(layer.context);
         if layer.mode.is_some() {
             self.mode = layer.mode;
         }
@@ -206,6 +211,9 @@ impl Layer {
                         .push((list, rule_source(list, rule.into_inner(), at)?));
                 }
             }
+        }
+        if let Some(context) = raw.context {
+            layer.context = crate::context::ContextLayer::from_raw(context, source)?;
         }
         if let Some(max_steps) = raw.agent.and_then(|agent| agent.max_steps) {
             if *max_steps.get_ref() == 0 {
@@ -311,6 +319,7 @@ fn server_layer(
         tool_timeout: timeout("tool_timeout_sec", raw.tool_timeout_sec)?,
         max_output_chars: raw.max_output_chars,
         trust_annotations: raw.trust_annotations,
+        defer: raw.defer,
         command: raw.command,
         builtin: raw.builtin,
         args: raw.args,

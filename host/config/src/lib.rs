@@ -23,6 +23,7 @@
 //! ```
 #![deny(clippy::print_stdout, clippy::print_stderr)]
 
+mod context;
 mod edit;
 mod error;
 mod expand;
@@ -39,6 +40,7 @@ mod sections;
 mod server;
 mod trust;
 
+pub use context::ContextSection;
 pub use edit::append_rule;
 pub use error::{ConfigError, Location, Result};
 pub use expand::{EnvLookup, ExpandError, expand};
@@ -53,8 +55,8 @@ pub use sections::{
     AgentSection, DEFAULT_MAX_STEPS, ModelConfig, PermissionMode, Permissions, Provider,
 };
 pub use server::{
-    Builtin, DEFAULT_MAX_OUTPUT_CHARS, DEFAULT_STARTUP_TIMEOUT, DEFAULT_TOOL_TIMEOUT, Launch,
-    ServerConfig, ToolLimits, ToolSettings, Transport,
+    Builtin, DEFAULT_MAX_OUTPUT_CHARS, DEFAULT_STARTUP_TIMEOUT, DEFAULT_TOOL_TIMEOUT, Defer,
+    Launch, ServerConfig, ToolLimits, ToolSettings, Transport,
 };
 pub use tern_sandbox::{Mode as SandboxMode, Network as SandboxNetwork};
 pub use trust::{TrustStatus, TrustStore, config_hash};

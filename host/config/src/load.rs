@@ -120,6 +120,8 @@ pub struct Config {
     pub permissions: Permissions,
     /// `[agent]`.
     pub agent: AgentSection,
+    /// `[context]`.
+    pub context: crate::context::ContextSection,
     /// `[sandbox]`: what the built-in shell server's commands may do.
     pub sandbox: SandboxConfig,
     /// The sources that were applied, lowest first.
@@ -249,6 +251,7 @@ fn resolve(
         agent: AgentSection {
             max_steps: merged.max_steps.unwrap_or(DEFAULT_MAX_STEPS),
         },
+        context: merged.context.resolve(),
         layers,
         notices,
     })

@@ -22,6 +22,7 @@ pub(crate) struct RawConfig {
     pub(crate) model: Option<ModelConfig>,
     pub(crate) permissions: Option<RawPermissions>,
     pub(crate) agent: Option<RawAgent>,
+    pub(crate) context: Option<crate::context::RawContext>,
     pub(crate) sandbox: Option<RawSandbox>,
     pub(crate) mcp_servers: Option<BTreeMap<Spanned<String>, RawServer>>,
 }
@@ -67,6 +68,7 @@ pub(crate) struct RawServer {
     pub(crate) tool_timeout_sec: Option<Spanned<f64>>,
     pub(crate) max_output_chars: Option<usize>,
     pub(crate) trust_annotations: Option<bool>,
+    pub(crate) defer: Option<crate::server::Defer>,
     pub(crate) enabled_tools: Option<Vec<String>>,
     pub(crate) disabled_tools: Option<Vec<String>>,
     pub(crate) tools: Option<BTreeMap<String, RawToolSettings>>,

@@ -106,6 +106,7 @@ impl TryFrom<(String, ServerLayer)> for ServerConfig {
             tool_timeout: raw.tool_timeout.unwrap_or(DEFAULT_TOOL_TIMEOUT),
             max_output_chars: raw.max_output_chars,
             trust_annotations: raw.trust_annotations.unwrap_or(builtin),
+            defer: raw.defer.unwrap_or_default(),
             enabled_tools: raw.enabled_tools,
             disabled_tools: raw.disabled_tools.unwrap_or_default(),
             tools: raw

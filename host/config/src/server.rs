@@ -40,6 +40,9 @@ pub struct ServerConfig {
     /// server's `readOnlyHint`s may allow calls without asking, and its tools' `_meta`
     /// self-description (which tools edit files) is believed.
     pub trust_annotations: bool,
+    /// `defer` (default `auto`): whether its tools may be held behind the tool search when the
+    /// table is too large for the window.
+    pub defer: Defer,
     /// `enabled_tools`: when set, only these tools (original names) are offered.
     pub enabled_tools: Option<Vec<String>>,
     /// `disabled_tools`: these tools are never offered (applied after `enabled_tools`).
@@ -98,6 +101,19 @@ impl Default for ToolLimits {
             max_output_chars: DEFAULT_MAX_OUTPUT_CHARS,
         }
     }
+}
+
+/// `defer` of a server: may its tools wait behind `tool_search`?
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Defer {
+    /// Deferred only when the table is too large (`[context] defer_tools_*`).
+    #[default]
+    Auto,
+    /// Always deferred: found through the search.
+    Always,
+    /// Never deferred: always in the table.
+    Never,
 }
 
 /// How the host reaches a server.

@@ -99,7 +99,12 @@ impl std::fmt::Display for ErrorKind {
 /// the providers' wordings: Anthropic `prompt is too long: N tokens > M maximum`, OpenAI's
 /// `context_length_exceeded` code (and its older "maximum context length" message), vLLM's
 /// "maximum context length is N tokens", llama.cpp's `exceed_context_size_error`.
-pub fn is_context_overflow(status: u16, error_type: Option<&str>, code: Option<&str>, message: &str) -> bool {
+pub fn is_context_overflow(
+    status: u16,
+    error_type: Option<&str>,
+    code: Option<&str>,
+    message: &str,
+) -> bool {
     if !matches!(status, 400 | 413) {
         return false;
     }
@@ -119,6 +124,36 @@ pub fn is_context_overflow(status: u16, error_type: Option<&str>, code: Option<&
     ]
     .iter()
     .any(|needle| m.contains(needle))
+}
+
+/// The limit a context-overflow message names, when it names one: Anthropic's `> N maximum`,
+/// OpenAI's and vLLM's `maximum context length is N tokens`, llama.cpp's `n_ctx`.
+pub fn overflow_limit(message: &str) -> Option<u64> {
+    let number_after = |needle: &str| -> Option<u64> {
+        let at = message.find(needle)? + needle.len();
+        let digits: String = message[at..]
+            .trim_start()
+            .chars()
+            .take_while(|c| c.is_ascii_digit())
+            .collect();
+        digits.parse().ok()
+    };
+    if let Some(i) = message.find(" maximum") {
+        // "... tokens > 200000 maximum": the number just before.
+        let before = message[..i].trim_end();
+        let digits: String = before
+            .chars()
+            .rev()
+            .take_while(|c| c.is_ascii_digit())
+            .collect::<Vec<_>>()
+            .into_iter()
+            .rev()
+            .collect();
+        if let Ok(n) = digits.parse() {
+            return Some(n);
+        }
+    }
+    number_after("maximum context length is").or_else(|| number_after("\"n_ctx\":"))
 }
 
 /// A failure of a model turn.
@@ -244,5 +279,50 @@ impl ModelError {
             ModelError::Api { retry_after, .. } => *retry_after,
             _ => None,
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn overflows_are_recognised_in_each_providers_words_and_their_limit_read() {
+        let anthropic = "prompt is too long: 45718 tokens > 40000 maximum";
+        assert!(is_context_overflow(
+            400,
+            Some("invalid_request_error"),
+            None,
+            anthropic
+        ));
+        assert_eq!(overflow_limit(anthropic), Some(40_000));
+        let openai = "This model's maximum context length is 128000 tokens. However, your \
+                      messages resulted in 130000 tokens.";
+        assert!(is_context_overflow(
+            400,
+            Some("invalid_request_error"),
+            Some("context_length_exceeded"),
+            openai
+        ));
+        assert_eq!(overflow_limit(openai), Some(128_000));
+        assert!(is_context_overflow(
+            400,
+            None,
+            None,
+            "This model's maximum context length is 32768 tokens. However, you requested 33000"
+        ));
+        assert!(is_context_overflow(
+            400,
+            Some("exceed_context_size_error"),
+            None,
+            "the request exceeds the available context size, try increasing it"
+        ));
+        assert!(!is_context_overflow(
+            400,
+            Some("invalid_request_error"),
+            None,
+            "messages: text content blocks must be non-empty"
+        ));
+        assert!(!is_context_overflow(500, None, None, "prompt is too long"));
     }
 }

@@ -18,6 +18,7 @@
 //! ```
 
 pub mod script;
+pub mod simulate;
 
 use std::collections::VecDeque;
 use std::net::SocketAddr;
@@ -213,9 +214,17 @@ pub fn split_sse_events(body: &[u8]) -> Vec<Vec<u8>> {
     out
 }
 
+/// Answers the requests a predicate picks, outside the queue.
+type Responder = (
+    Box<dyn Fn(&RecordedRequest) -> bool + Send + Sync>,
+    Box<dyn Fn(&RecordedRequest) -> MockResponse + Send + Sync>,
+);
+
 #[derive(Default)]
 struct Shared {
     queue: Mutex<VecDeque<MockResponse>>,
+    responders: Mutex<Vec<Responder>>,
+    simulation: Mutex<Option<simulate::Simulation>>,
     requests: Mutex<Vec<RecordedRequest>>,
     disconnects: Mutex<usize>,
     arrived: Notify,
@@ -243,7 +252,9 @@ impl MockModelServer {
     }
 
     /// `http://127.0.0.1:PORT`, to use as an adapter's `base_url` (Anthropic; append `/v1` for
-    /// OpenAI-style clients if you want realistic paths — the server answers any path).
+    /// OpenAI-style clients if you want realistic paths). Queued responses answer model calls
+    /// (`POST …/messages`, `POST …/chat/completions`); anything else is a 404 unless a
+    /// [`MockModelServer::respond_when`] responder takes it.
     pub fn url(&self) -> String {
         format!("http://{}", self.addr)
     }
@@ -254,9 +265,40 @@ impl MockModelServer {
         lock(&self.shared.queue).push_back(response);
     }
 
+    /// Answers every request `when` picks with `respond(request)`, without touching the queue
+    /// (summaries, probes of the server's settings, …). Checked before the queue, in order.
+    pub fn respond_when(
+        &self,
+        when: impl Fn(&RecordedRequest) -> bool + Send + Sync + 'static,
+        respond: impl Fn(&RecordedRequest) -> MockResponse + Send + Sync + 'static,
+    ) {
+        lock(&self.shared.responders).push((Box::new(when), Box::new(respond)));
+    }
+
+    /// Behaves like a provider whose context window is `window` tokens: requests that do not fit
+    /// get the provider's real overflow error (the queue is not touched), the others are served
+    /// from the queue with usage counted from the request, cached prefixes included.
+    pub fn simulate(&self, api: simulate::Api, window: u64) {
+        *lock(&self.shared.simulation) = Some(simulate::Simulation::new(api, window));
+    }
+
+    /// The simulation's state (largest prompt seen, overflows refused).
+    pub fn simulation(&self) -> Option<simulate::Simulation> {
+        lock(&self.shared.simulation).clone()
+    }
+
     /// Every request received so far, oldest first.
     pub fn requests(&self) -> Vec<RecordedRequest> {
         lock(&self.shared.requests).clone()
+    }
+
+    /// The model calls received so far (not the probes of the server's settings), oldest first.
+    pub fn model_requests(&self) -> Vec<RecordedRequest> {
+        lock(&self.shared.requests)
+            .iter()
+            .filter(|r| is_model_call(r))
+            .cloned()
+            .collect()
     }
 
     /// Responses not yet served.
@@ -326,7 +368,7 @@ async fn serve(mut socket: TcpStream, shared: &Shared) -> std::io::Result<()> {
     };
     // Take the response before publishing the request, so a test woken by the request sees the
     // queue as the server does.
-    let response = lock(&shared.queue).pop_front();
+    let response = respond(&request, shared);
     lock(&shared.requests).push(request);
     shared.arrived.notify_waiters();
     let response = response.unwrap_or_else(|| {
@@ -337,6 +379,42 @@ async fn serve(mut socket: TcpStream, shared: &Shared) -> std::io::Result<()> {
         )
     });
     write_response(&mut socket, response, shared).await
+}
+
+/// The response to `request`: a responder's, the simulation's refusal, or the next queued one
+/// (with simulated usage).
+fn respond(request: &RecordedRequest, shared: &Shared) -> Option<MockResponse> {
+    if let Some((_, make)) = lock(&shared.responders)
+        .iter()
+        .find(|(when, _)| when(request))
+    {
+        return Some(make(request));
+    }
+    // Only model calls take scripted responses: a client probing the server's settings
+    // (`GET /v1/models`, ollama's `/api/show`) gets what a server without them answers.
+    if !is_model_call(request) {
+        return Some(MockResponse::json(
+            404,
+            &serde_json::json!({"error": {"message": "not found", "type": "not_found_error"}}),
+        ));
+    }
+    let mut simulation = lock(&shared.simulation);
+    match simulation.as_mut() {
+        Some(sim) => match sim.judge(request) {
+            Err(refusal) => Some(refusal),
+            Ok(usage) => {
+                let response = lock(&shared.queue).pop_front()?;
+                Some(sim.with_usage(response, usage))
+            }
+        },
+        None => lock(&shared.queue).pop_front(),
+    }
+}
+
+/// `POST …/messages` or `POST …/chat/completions`.
+fn is_model_call(request: &RecordedRequest) -> bool {
+    request.method == "POST"
+        && (request.path.ends_with("/messages") || request.path.ends_with("/chat/completions"))
 }
 
 async fn read_request(socket: &mut TcpStream) -> std::io::Result<Option<RecordedRequest>> {

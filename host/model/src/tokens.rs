@@ -47,7 +47,11 @@ impl Tokenizer {
         if provider == Provider::Anthropic {
             return Tokenizer::Estimate;
         }
-        let name = model.rsplit('/').next().unwrap_or(model).to_ascii_lowercase();
+        let name = model
+            .rsplit('/')
+            .next()
+            .unwrap_or(model)
+            .to_ascii_lowercase();
         let family = name.split(':').next().unwrap_or(&name);
         let encoding = tiktoken::model_to_encoding(family).or_else(|| {
             // Local model names (ollama tags, Hugging Face ids) by family.
@@ -130,7 +134,11 @@ impl Tokenizer {
     pub fn request(&self, request: &ModelRequest) -> u64 {
         self.system(&request.system)
             + request.tools.iter().map(|t| self.tool(t)).sum::<u64>()
-            + request.messages.iter().map(|m| self.message(m)).sum::<u64>()
+            + request
+                .messages
+                .iter()
+                .map(|m| self.message(m))
+                .sum::<u64>()
     }
 }
 

@@ -154,6 +154,22 @@ pub enum Event {
     },
     /// The gateway's audit record of a finished call (also a line of `audit.jsonl`).
     Audit { record: AuditRecord },
+    /// The conversation was made smaller to fit the context window.
+    Compaction {
+        /// `threshold` (the next request would have filled the window), `overflow` (the
+        /// provider refused a request as too long) or `manual` (`/compact`).
+        reason: String,
+        /// `elide` (old tool output replaced by notes) or `summarize` (older turns replaced by
+        /// a summary the model wrote).
+        stage: String,
+        /// Estimated prompt tokens before and after.
+        before_tokens: u64,
+        after_tokens: u64,
+        /// Tool results whose output was elided.
+        elided_results: usize,
+        /// Messages replaced by the summary.
+        summarized_messages: usize,
+    },
     /// A notice from the engine (an ignored project config, a rule that could not be saved, …).
     Notice { message: String },
     /// Something went wrong that the run reports (it may still continue).

@@ -8,13 +8,17 @@ use std::{sync::Arc, time::Instant};
 
 use tern_gateway::{Approver, Gateway, GatewaySettings, Redactor};
 use tern_mcp::{PromptInfo, ServerPool, ServerState, ServerStatus, ToolTable};
-use tern_model::Message;
+use tern_model::tokens::Tokenizer;
 use tern_protocol::{Event, Price, RunStatus, Usage, now_rfc3339};
 use tokio_util::sync::CancellationToken;
 
 use super::{
     bus::{EventBus, Subscriber},
-    context,
+    context::{
+        self,
+        budget::{Breakdown, Budget, Limits},
+    },
+    conversation::{Conversation, Reason},
     gateway_tools::GatewayTools,
     model,
     run_loop::{Agent, AgentSettings, TurnOutcome},
@@ -44,7 +48,7 @@ pub struct Engine {
     agent: Agent,
     gateway: Arc<Gateway>,
     pool: Arc<ServerPool>,
-    transcript: Vec<Message>,
+    conv: Conversation,
     session_id: String,
     sessions_dir: std::path::PathBuf,
     started: Instant,
@@ -54,8 +58,6 @@ pub struct Engine {
     steps: u32,
     /// `[model.price]`, else the catalog's.
     price: Option<Price>,
-    /// `[model] context_window`, else the catalog's.
-    context_window: Option<u64>,
 }
 
 impl Engine {
@@ -103,7 +105,18 @@ impl Engine {
             Some(bus.sink()),
         )?
         .pool;
-        let _ = tokio::time::timeout(SERVER_WAIT, pool.wait_settled()).await;
+        // The window: what the user configured, else what a local server says it runs with
+        // (asked while the servers start), else the model family's.
+        let probe = async {
+            match resolved.context_window {
+                Some(_) => None,
+                None => model.context_window().await,
+            }
+        };
+        let (reported, _) = tokio::join!(
+            probe,
+            tokio::time::timeout(SERVER_WAIT, pool.wait_settled())
+        );
 
         let settings = GatewaySettings::from_config(
             &ws.config,
@@ -118,8 +131,24 @@ impl Engine {
         let price = ws.config.model.price.or(known.and_then(|k| k.price));
         let context_window = resolved
             .context_window
+            .or(reported)
             .or(known.map(|k| k.context_window))
             .map(u64::from);
+        let tokenizer = Tokenizer::for_model(resolved.provider, model.name());
+        if tokenizer.is_exact() {
+            // Loading a vocabulary takes a moment: do it while the servers start.
+            std::thread::spawn(move || tokenizer.count("warm up"));
+        }
+        let budget = Budget::new(
+            tokenizer,
+            Limits {
+                window: context_window,
+                reserve: u64::from(resolved.max_tokens),
+                compact_at: ws.config.context.compact_at,
+                compact_to: ws.config.context.compact_to,
+            },
+        );
+        let conv = Conversation::new(transcript, budget, ws.config.context.summarize);
         let agent = Agent {
             model,
             tools: Arc::new(GatewayTools {
@@ -138,7 +167,7 @@ impl Engine {
             agent,
             gateway,
             pool,
-            transcript,
+            conv,
             session_id,
             sessions_dir,
             started: Instant::now(),
@@ -146,7 +175,6 @@ impl Engine {
             usage: Usage::default(),
             steps: 0,
             price,
-            context_window,
         })
     }
 
@@ -178,11 +206,8 @@ impl Engine {
     /// Runs one user input to its end (an answer, `max_steps`, an error or `cancel`) and saves
     /// the new messages to the session.
     pub async fn submit(&mut self, input: &str, cancel: &CancellationToken) -> TurnOutcome {
-        let before = self.transcript.len();
-        let outcome = self
-            .agent
-            .run_turn(&mut self.transcript, input, cancel)
-            .await;
+        let before = self.conv.transcript.len();
+        let outcome = self.agent.run_turn(&mut self.conv, input, cancel).await;
         self.usage.add(&outcome.usage);
         self.steps += outcome.steps;
         self.bus.emit(Event::TurnFinished {
@@ -194,19 +219,75 @@ impl Engine {
             cache_creation_tokens: outcome.usage.cache_creation,
             cost_usd: self.cost(&outcome.usage),
             context_tokens: outcome.context_tokens,
-            context_window: self.context_window,
+            context_window: self.conv.budget.limits().window,
         });
-        if let Err(e) = session::append(
-            &self.sessions_dir,
-            &self.session_id,
-            &self.transcript[before..],
-            &|line| self.redactor.redact(line),
-        ) {
+        self.save(before);
+        outcome
+    }
+
+    /// Appends what joined the transcript since `before` to the session — or, after a
+    /// compaction rewrote it, the whole compacted transcript.
+    fn save(&mut self, before: usize) {
+        let redactor = self.redactor.clone();
+        let redact = |line: &str| redactor.redact(line);
+        let saved = if self.conv.compacted {
+            self.conv.compacted = false;
+            session::append_snapshot(
+                &self.sessions_dir,
+                &self.session_id,
+                &self.conv.transcript,
+                &redact,
+            )
+        } else {
+            let from = before.min(self.conv.transcript.len());
+            session::append(
+                &self.sessions_dir,
+                &self.session_id,
+                &self.conv.transcript[from..],
+                &redact,
+            )
+        };
+        if let Err(e) = saved {
             self.bus.emit(Event::Error {
                 message: format!("session not saved: {e}"),
             });
         }
-        outcome
+    }
+
+    /// Compacts the conversation now (`/compact [focus]`): older tool output elided and older
+    /// turns summarized, with `focus` given to the summary.
+    pub async fn compact(&mut self, focus: Option<&str>) -> Breakdown {
+        let tools = self.agent.tools.tools();
+        let mut usage = Usage::default();
+        let cancel = CancellationToken::new();
+        self.agent
+            .compact(
+                &mut self.conv,
+                &tools,
+                Reason::Manual,
+                focus,
+                None,
+                &mut usage,
+                &cancel,
+            )
+            .await;
+        self.usage.add(&usage);
+        self.save(self.conv.transcript.len());
+        self.context()
+    }
+
+    /// Where the next request's tokens would go.
+    pub fn context(&mut self) -> Breakdown {
+        let tools = self.agent.tools.tools();
+        self.conv
+            .budget
+            .breakdown(&self.agent.settings.system, &tools, &self.conv.transcript)
+    }
+
+    /// The model's context window and the answer's reserve, when known.
+    pub fn window(&self) -> (Option<u64>, u64) {
+        let limits = self.conv.budget.limits();
+        (limits.window, limits.reserve)
     }
 
     /// The tool table as the model sees it now.
@@ -243,7 +324,8 @@ impl Engine {
 
     /// Starts a fresh conversation (a new session); returns its id.
     pub fn clear(&mut self) -> &str {
-        self.transcript.clear();
+        self.conv.transcript.clear();
+        self.conv.budget.forget_from(0);
         self.session_id = session::new_session_id();
         &self.session_id
     }

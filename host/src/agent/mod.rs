@@ -3,7 +3,8 @@
 //! never the other way round).
 
 mod bus;
-mod context;
+pub mod context;
+mod conversation;
 mod engine;
 mod executor;
 mod gateway_tools;
@@ -16,6 +17,7 @@ mod trace_file;
 
 pub use bus::{EventBus, Subscriber};
 pub use context::{SYSTEM_PROMPT, system_blocks};
+pub use conversation::{Conversation, Reason};
 pub use engine::{Engine, EngineOptions};
 pub use executor::ToolExecutor;
 pub use run_loop::{Agent, AgentSettings, TurnOutcome, summary};

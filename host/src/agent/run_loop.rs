@@ -6,13 +6,17 @@ use std::{sync::Arc, time::Instant};
 use futures::StreamExt;
 use serde_json::Value;
 use tern_model::{
-    AssistantContent, Message, ModelAdapter, ModelError, ModelEvent, ModelRequest, StopReason,
-    ToolChoice, UserContent,
+    AssistantContent, ErrorKind as ModelErrorKind, Message, ModelAdapter, ModelError, ModelEvent,
+    ModelRequest, StopReason, ToolChoice, ToolSpec, UserContent,
 };
 use tern_protocol::{ErrorKind, Event, RunStatus, ToolCall, ToolResult, Usage};
 use tokio_util::sync::CancellationToken;
 
-use super::{bus::EventBus, executor::ToolExecutor};
+use super::{
+    bus::EventBus,
+    conversation::{Conversation, Reason},
+    executor::ToolExecutor,
+};
 
 /// How many identical calls in a row are allowed before the guard answers instead.
 const REPEAT_LIMIT: usize = 3;
@@ -69,14 +73,15 @@ struct ModelTurn {
 }
 
 impl Agent {
-    /// Runs one user input to completion, appending everything to `transcript`.
+    /// Runs one user input to completion, appending everything to the conversation and
+    /// compacting it whenever the next request would not fit its window.
     pub async fn run_turn(
         &self,
-        transcript: &mut Vec<Message>,
+        conv: &mut Conversation,
         input: &str,
         cancel: &CancellationToken,
     ) -> TurnOutcome {
-        transcript.push(Message::user_text(input));
+        conv.transcript.push(Message::user_text(input));
         let mut out = TurnOutcome {
             status: RunStatus::Success,
             steps: 0,
@@ -103,55 +108,77 @@ impl Agent {
             let step = out.steps;
             self.state("build_context", step);
             let tools = self.tools.tools();
-            let request = ModelRequest {
-                system: self.settings.system.clone(),
-                messages: transcript.clone(),
-                tools,
-                max_tokens: self.settings.max_tokens,
-                tool_choice: ToolChoice::Auto,
-                cache: true,
+            let mut overflowed = false;
+            let (turn, request_id, usage, started) = loop {
+                let estimate = self.fit(conv, &tools, &mut out.usage, cancel).await;
+                let request = ModelRequest {
+                    system: self.settings.system.clone(),
+                    messages: conv.transcript.clone(),
+                    tools: tools.clone(),
+                    max_tokens: self.settings.max_tokens,
+                    tool_choice: ToolChoice::Auto,
+                    cache: true,
+                };
+                let request_json = serde_json::to_value(&request).unwrap_or(Value::Null);
+                self.bus.emit(Event::ModelRequest {
+                    step,
+                    messages: request.messages.len(),
+                    tools: request.tools.len(),
+                    estimated_tokens: estimate,
+                    request: request_json,
+                });
+                self.state("call_model", step);
+                let started = Instant::now();
+                match self.call_model(&request, cancel, &mut out.usage).await {
+                    Ok((turn, request_id, usage)) => break (turn, request_id, usage, started),
+                    // Too long after all: compact harder and send the same step once more.
+                    // Nothing of the refused request ran, so nothing runs twice.
+                    Err(e) if e.kind() == ModelErrorKind::ContextOverflow && !overflowed => {
+                        overflowed = true;
+                        if let Some(limit) = tern_model::error::overflow_limit(&e.message()) {
+                            conv.budget.set_window(limit);
+                        }
+                        let target = conv.budget.target().map(|t| t / 2).or(Some(estimate / 3));
+                        self.compact(
+                            conv,
+                            &tools,
+                            Reason::Overflow,
+                            None,
+                            target,
+                            &mut out.usage,
+                            cancel,
+                        )
+                        .await;
+                    }
+                    Err(ModelError::Cancelled) => {
+                        out.status = RunStatus::Cancelled;
+                        return out;
+                    }
+                    Err(e) => {
+                        let message = describe_model_error(&e);
+                        self.bus.emit(Event::Error {
+                            message: message.clone(),
+                        });
+                        out.status = RunStatus::Error;
+                        out.error = Some(message);
+                        return out;
+                    }
+                }
             };
-            let request_json = serde_json::to_value(&request).unwrap_or(Value::Null);
-            self.bus.emit(Event::ModelRequest {
+            conv.budget.observe(usage.total_input());
+            out.context_tokens = usage.total_input() + usage.output;
+            self.bus.emit(Event::ModelResponse {
                 step,
-                messages: request.messages.len(),
-                tools: request.tools.len(),
-                estimated_tokens: (request_json.to_string().len() as u64).div_ceil(4),
-                request: request_json,
+                stop_reason: stop_name(&turn.stop),
+                input_tokens: usage.input,
+                output_tokens: usage.output,
+                cache_read_tokens: usage.cache_read,
+                cache_creation_tokens: usage.cache_creation,
+                latency_ms: started.elapsed().as_millis() as u64,
+                request_id,
+                text: turn.text.clone(),
+                tool_calls: turn.calls.len() + turn.incomplete.len(),
             });
-            self.state("call_model", step);
-            let started = Instant::now();
-            let turn = match self.call_model(&request, cancel, &mut out.usage).await {
-                Ok((turn, request_id, usage)) => {
-                    out.context_tokens = usage.total_input() + usage.output;
-                    self.bus.emit(Event::ModelResponse {
-                        step,
-                        stop_reason: stop_name(&turn.stop),
-                        input_tokens: usage.input,
-                        output_tokens: usage.output,
-                        cache_read_tokens: usage.cache_read,
-                        cache_creation_tokens: usage.cache_creation,
-                        latency_ms: started.elapsed().as_millis() as u64,
-                        request_id,
-                        text: turn.text.clone(),
-                        tool_calls: turn.calls.len() + turn.incomplete.len(),
-                    });
-                    turn
-                }
-                Err(ModelError::Cancelled) => {
-                    out.status = RunStatus::Cancelled;
-                    return out;
-                }
-                Err(e) => {
-                    let message = describe_model_error(&e);
-                    self.bus.emit(Event::Error {
-                        message: message.clone(),
-                    });
-                    out.status = RunStatus::Error;
-                    out.error = Some(message);
-                    return out;
-                }
-            };
 
             let mut assistant = Vec::new();
             if !turn.text.trim().is_empty() {
@@ -163,7 +190,8 @@ impl Agent {
                 assistant.push(AssistantContent::ToolCall(call.clone()));
             }
             if !assistant.is_empty() {
-                transcript.push(Message::Assistant { content: assistant });
+                conv.transcript
+                    .push(Message::Assistant { content: assistant });
             }
 
             if turn.calls.is_empty() && turn.incomplete.is_empty() {
@@ -186,12 +214,33 @@ impl Agent {
                     ),
                 });
             }
-            transcript.push(Message::User { content });
+            conv.transcript.push(Message::User { content });
             self.bus.emit(Event::TurnEnd { step });
             if cancel.is_cancelled() {
                 out.status = RunStatus::Cancelled;
                 return out;
             }
+        }
+    }
+
+    /// Compacts the conversation when the next request would pass the budget's threshold;
+    /// returns the request's estimated size.
+    async fn fit(
+        &self,
+        conv: &mut Conversation,
+        tools: &[ToolSpec],
+        usage: &mut Usage,
+        cancel: &CancellationToken,
+    ) -> u64 {
+        let estimate = conv
+            .budget
+            .estimate(&self.settings.system, tools, &conv.transcript);
+        match conv.budget.threshold() {
+            Some(threshold) if estimate > threshold => {
+                self.compact(conv, tools, Reason::Threshold, None, None, usage, cancel)
+                    .await
+            }
+            _ => estimate,
         }
     }
 

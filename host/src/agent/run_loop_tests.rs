@@ -21,22 +21,60 @@ use tern_protocol::{Envelope, ErrorKind, Event, RunStatus, ToolCall, ToolResult,
 use tokio_util::sync::CancellationToken;
 
 use super::{Agent, AgentSettings};
+use crate::agent::context::compact::SUMMARY_MARKER;
 use crate::agent::{
     bus::{EventBus, Subscriber},
+    context::budget::{Budget, Limits},
+    conversation::Conversation,
     executor::ToolExecutor,
 };
 
-/// A model that plays scripted turns and records every request.
+/// A conversation with no known window: never compacted.
+fn conversation() -> Conversation {
+    windowed(None)
+}
+
+fn windowed(window: Option<u64>) -> Conversation {
+    Conversation::new(
+        Vec::new(),
+        Budget::new(
+            tern_model::tokens::Tokenizer::Estimate,
+            Limits {
+                window,
+                reserve: 100,
+                compact_at: 0.8,
+                compact_to: 0.5,
+            },
+        ),
+        true,
+    )
+}
+
+/// One scripted answer: a turn, or a refusal of the request.
+enum Step {
+    Turn(Vec<ModelEvent>),
+    Fail(ModelError),
+}
+
+/// A model that plays scripted steps in order and records every request. A request for a
+/// summary (its system prompt carries the compaction marker) is answered with a canned summary,
+/// outside the script.
 struct ScriptedModel {
-    turns: Mutex<VecDeque<Vec<ModelEvent>>>,
+    steps: Mutex<VecDeque<Step>>,
     requests: Mutex<Vec<ModelRequest>>,
+    summaries: AtomicUsize,
 }
 
 impl ScriptedModel {
     fn new(turns: Vec<Vec<ModelEvent>>) -> Arc<Self> {
+        Self::script(turns.into_iter().map(Step::Turn).collect())
+    }
+
+    fn script(steps: Vec<Step>) -> Arc<Self> {
         Arc::new(Self {
-            turns: Mutex::new(turns.into()),
+            steps: Mutex::new(steps.into()),
             requests: Mutex::new(Vec::new()),
+            summaries: AtomicUsize::new(0),
         })
     }
 }
@@ -54,14 +92,23 @@ impl ModelAdapter for ScriptedModel {
         req: &ModelRequest,
         _cancel: CancellationToken,
     ) -> Result<EventStream, ModelError> {
+        if req.system.iter().any(|s| s.contains(SUMMARY_MARKER)) {
+            self.summaries.fetch_add(1, Ordering::SeqCst);
+            return Ok(Box::pin(futures::stream::iter(
+                answer("Goal: go. Files read: many.").into_iter().map(Ok),
+            )));
+        }
         self.requests.lock().unwrap().push(req.clone());
-        let turn = self
-            .turns
+        let step = self
+            .steps
             .lock()
             .unwrap()
             .pop_front()
-            .expect("no turn left");
-        Ok(Box::pin(futures::stream::iter(turn.into_iter().map(Ok))))
+            .expect("no step left");
+        Ok(match step {
+            Step::Turn(turn) => Box::pin(futures::stream::iter(turn.into_iter().map(Ok))),
+            Step::Fail(e) => Box::pin(futures::stream::iter([Err(e)])),
+        })
     }
 }
 
@@ -136,6 +183,9 @@ impl ToolExecutor for FakeTools {
                 content = "ran alone".into();
             }
         }
+        if call.name == "read_big" {
+            content = format!("{}\n", call.id).repeat(1_000);
+        }
         if call.name == "slow" {
             if let Some(c) = self.cancel_on_slow.lock().unwrap().take() {
                 c.cancel();
@@ -195,9 +245,9 @@ async fn results_come_back_in_the_models_order_one_per_call_and_writes_run_alone
     ]);
     let tools = Arc::new(FakeTools::default());
     let (agent, events) = agent(model.clone(), tools.clone());
-    let mut transcript = Vec::new();
+    let mut conv = conversation();
     let out = agent
-        .run_turn(&mut transcript, "go", &CancellationToken::new())
+        .run_turn(&mut conv, "go", &CancellationToken::new())
         .await;
     assert_eq!(out.status, RunStatus::Success);
     assert_eq!(out.answer.as_deref(), Some("done"));
@@ -240,9 +290,9 @@ async fn consecutive_read_only_calls_overlap_in_time() {
     ]);
     let tools = Arc::new(FakeTools::default());
     let (agent, _) = agent(model.clone(), tools.clone());
-    let mut transcript = Vec::new();
+    let mut conv = conversation();
     agent
-        .run_turn(&mut transcript, "go", &CancellationToken::new())
+        .run_turn(&mut conv, "go", &CancellationToken::new())
         .await;
     let requests = model.requests.lock().unwrap();
     for r in results_in(&requests[1]) {
@@ -261,9 +311,9 @@ async fn the_same_call_three_times_in_a_row_is_answered_not_run() {
     let model = ScriptedModel::new(vec![same(), same(), same(), answer("ok")]);
     let tools = Arc::new(FakeTools::default());
     let (agent, _) = agent(model.clone(), tools.clone());
-    let mut transcript = Vec::new();
+    let mut conv = conversation();
     agent
-        .run_turn(&mut transcript, "go", &CancellationToken::new())
+        .run_turn(&mut conv, "go", &CancellationToken::new())
         .await;
     let requests = model.requests.lock().unwrap();
     let third = &results_in(&requests[3])[0];
@@ -294,9 +344,9 @@ async fn a_truncated_call_is_explained_to_the_model_and_never_run() {
     ]);
     let tools = Arc::new(FakeTools::default());
     let (agent, _) = agent(model.clone(), tools.clone());
-    let mut transcript = Vec::new();
+    let mut conv = conversation();
     agent
-        .run_turn(&mut transcript, "go", &CancellationToken::new())
+        .run_turn(&mut conv, "go", &CancellationToken::new())
         .await;
     assert!(tools.log.lock().unwrap().is_empty());
     let requests = model.requests.lock().unwrap();
@@ -317,10 +367,10 @@ async fn cancelling_mid_tool_ends_the_turn_cancelled_with_a_result_for_every_cal
     let cancel = CancellationToken::new();
     *tools.cancel_on_slow.lock().unwrap() = Some(cancel.clone());
     let (agent, events) = agent(model.clone(), tools.clone());
-    let mut transcript = Vec::new();
-    let out = agent.run_turn(&mut transcript, "go", &cancel).await;
+    let mut conv = conversation();
+    let out = agent.run_turn(&mut conv, "go", &cancel).await;
     assert_eq!(out.status, RunStatus::Cancelled);
-    let Some(Message::User { content }) = transcript.last() else {
+    let Some(Message::User { content }) = conv.transcript.last() else {
         panic!("the results of the cancelled turn were not recorded")
     };
     let results: Vec<&ToolResult> = content
@@ -356,10 +406,144 @@ async fn max_steps_stops_the_loop_with_its_status() {
     let tools = Arc::new(FakeTools::default());
     let (mut agent, _) = agent(model.clone(), tools);
     agent.settings.max_steps = 2;
-    let mut transcript = Vec::new();
+    let mut conv = conversation();
     let out = agent
-        .run_turn(&mut transcript, "go", &CancellationToken::new())
+        .run_turn(&mut conv, "go", &CancellationToken::new())
         .await;
     assert_eq!(out.status, RunStatus::MaxSteps);
+    assert_eq!(model.requests.lock().unwrap().len(), 2);
+}
+
+/// Tokens of a request as the scripted "provider" counts them.
+fn size(req: &ModelRequest) -> u64 {
+    tern_model::tokens::Tokenizer::Estimate.request(req)
+}
+
+#[tokio::test]
+async fn a_long_session_is_compacted_and_never_outgrows_its_window() {
+    // Each step reads ~1 400 tokens of output; the window holds about four of them.
+    let mut turns: Vec<Vec<ModelEvent>> = (0..30)
+        .map(|i| calls(&[(&format!("r{i}"), "read_big")]))
+        .collect();
+    turns.push(answer("all read"));
+    let model = ScriptedModel::new(turns);
+    let tools = Arc::new(FakeTools::default());
+    let (mut agent, events) = agent(model.clone(), tools);
+    agent.settings.max_steps = 40;
+    let mut conv = windowed(Some(6_000));
+    let out = agent
+        .run_turn(&mut conv, "read everything", &CancellationToken::new())
+        .await;
+    assert_eq!(out.status, RunStatus::Success, "{:?}", out.error);
+    assert_eq!(out.answer.as_deref(), Some("all read"));
+    let requests = model.requests.lock().unwrap();
+    assert_eq!(
+        requests.len(),
+        31,
+        "every scripted turn served exactly once"
+    );
+    for (i, r) in requests.iter().enumerate() {
+        assert!(size(r) + 100 <= 6_000, "request {i} is {} tokens", size(r));
+        // The goal is in every request, and the history is valid for the providers.
+        assert!(
+            format!("{:?}", r.messages).contains("read everything"),
+            "request {i}"
+        );
+        assert_eq!(
+            tern_model::normalize::normalize(&r.messages),
+            r.messages,
+            "request {i}"
+        );
+    }
+    let compactions = events
+        .lock()
+        .unwrap()
+        .iter()
+        .filter(|e| matches!(e, Event::Compaction { .. }))
+        .count();
+    assert!(compactions >= 3, "{compactions}");
+    assert!(conv.compacted, "the engine is told to save a snapshot");
+}
+
+#[tokio::test]
+async fn a_refused_request_is_compacted_and_sent_again_once() {
+    let too_long = ModelError::Api {
+        provider: "anthropic",
+        kind: tern_model::ErrorKind::ContextOverflow,
+        status: Some(400),
+        error_type: Some("invalid_request_error".into()),
+        message: "prompt is too long: 9000 tokens > 5000 maximum".into(),
+        request_id: None,
+        retry_after: None,
+        should_retry: None,
+    };
+    let model = ScriptedModel::script(vec![
+        Step::Turn(calls(&[("a", "read_big")])),
+        Step::Turn(calls(&[("b", "read_big")])),
+        Step::Turn(calls(&[("c", "read_big")])),
+        Step::Fail(too_long),
+        Step::Turn(answer("done")),
+    ]);
+    let tools = Arc::new(FakeTools::default());
+    let (agent, events) = agent(model.clone(), tools.clone());
+    // No window known: only the refusal tells.
+    let mut conv = windowed(None);
+    let out = agent
+        .run_turn(&mut conv, "go", &CancellationToken::new())
+        .await;
+    assert_eq!(out.status, RunStatus::Success, "{:?}", out.error);
+    assert_eq!(out.answer.as_deref(), Some("done"));
+    assert_eq!(out.steps, 4, "the retry is the same step");
+    assert_eq!(
+        tools.log.lock().unwrap().len(),
+        6,
+        "each call ran exactly once"
+    );
+    let requests = model.requests.lock().unwrap();
+    let (refused, retried) = (&requests[3], &requests[4]);
+    assert!(
+        size(retried) < size(refused) / 2,
+        "{} vs {}",
+        size(retried),
+        size(refused)
+    );
+    assert!(size(retried) <= 5_000);
+    assert_eq!(
+        conv.budget.limits().window,
+        Some(5_000),
+        "the limit was learned"
+    );
+    let reasons: Vec<String> = events
+        .lock()
+        .unwrap()
+        .iter()
+        .filter_map(|e| match e {
+            Event::Compaction { reason, .. } => Some(reason.clone()),
+            _ => None,
+        })
+        .collect();
+    assert!(reasons.iter().all(|r| r == "overflow") && !reasons.is_empty());
+}
+
+#[tokio::test]
+async fn a_second_refusal_is_an_error_not_a_loop() {
+    let refusal = || ModelError::Api {
+        provider: "openai",
+        kind: tern_model::ErrorKind::ContextOverflow,
+        status: Some(400),
+        error_type: None,
+        message: "This model's maximum context length is 10 tokens.".into(),
+        request_id: None,
+        retry_after: None,
+        should_retry: None,
+    };
+    let model = ScriptedModel::script(vec![Step::Fail(refusal()), Step::Fail(refusal())]);
+    let (agent, _) = agent(model.clone(), Arc::new(FakeTools::default()));
+    let mut conv = windowed(None);
+    let out = agent
+        .run_turn(&mut conv, "go", &CancellationToken::new())
+        .await;
+    assert_eq!(out.status, RunStatus::Error);
+    assert!(out.error.unwrap().contains("maximum context length"));
     assert_eq!(model.requests.lock().unwrap().len(), 2);
 }

@@ -1,6 +1,8 @@
 //! Sessions: a conversation that can be continued (`tern run --continue`,
 //! `tern resume`). `$TERN_HOME/sessions/<session_id>.jsonl` holds one
-//! [`Message`] per line, appended as the conversation grows.
+//! [`Message`] per line, appended as the conversation grows. A compaction appends one line
+//! `{"compacted": [messages…]}` holding the whole compacted conversation: loading replays the
+//! lines, so a resumed session continues from the compacted state, not the raw history.
 
 use std::{
     hash::{BuildHasher, Hasher},
@@ -70,6 +72,16 @@ pub enum SessionError {
     },
 }
 
+/// One line of a session file.
+#[derive(serde::Serialize, serde::Deserialize)]
+#[serde(untagged)]
+enum Line {
+    /// The whole conversation after a compaction: replaces everything before it.
+    Snapshot { compacted: Vec<Message> },
+    /// One more message.
+    Message(Message),
+}
+
 /// Loads the messages of a session.
 pub fn load(sessions_dir: &Path, id: &str) -> Result<Vec<Message>, SessionError> {
     let path = session_path(sessions_dir, id);
@@ -83,17 +95,36 @@ pub fn load(sessions_dir: &Path, id: &str) -> Result<Vec<Message>, SessionError>
             source: e,
         },
     })?;
-    text.lines()
+    let mut messages = Vec::new();
+    for (i, l) in text
+        .lines()
         .enumerate()
         .filter(|(_, l)| !l.trim().is_empty())
-        .map(|(i, l)| {
-            serde_json::from_str(l).map_err(|source| SessionError::Parse {
-                path: path.clone(),
-                line: i + 1,
-                source,
-            })
-        })
-        .collect()
+    {
+        let line = serde_json::from_str(l).map_err(|source| SessionError::Parse {
+            path: path.clone(),
+            line: i + 1,
+            source,
+        })?;
+        match line {
+            Line::Snapshot { compacted } => messages = compacted,
+            Line::Message(m) => messages.push(m),
+        }
+    }
+    Ok(messages)
+}
+
+/// Appends the whole (compacted) conversation as one snapshot line.
+pub fn append_snapshot(
+    sessions_dir: &Path,
+    id: &str,
+    messages: &[Message],
+    redact: &dyn Fn(&str) -> String,
+) -> Result<(), SessionError> {
+    let line = Line::Snapshot {
+        compacted: messages.to_vec(),
+    };
+    write_lines(sessions_dir, id, &[line], redact)
 }
 
 /// The most recently written session.
@@ -117,14 +148,24 @@ pub fn append(
     messages: &[Message],
     redact: &dyn Fn(&str) -> String,
 ) -> Result<(), SessionError> {
+    let lines: Vec<Line> = messages.iter().cloned().map(Line::Message).collect();
+    write_lines(sessions_dir, id, &lines, redact)
+}
+
+fn write_lines(
+    sessions_dir: &Path,
+    id: &str,
+    lines: &[Line],
+    redact: &dyn Fn(&str) -> String,
+) -> Result<(), SessionError> {
     let path = session_path(sessions_dir, id);
     let io = |source| SessionError::Io {
         path: path.clone(),
         source,
     };
     let mut f = tern_gateway::files::open_append(&path).map_err(io)?;
-    for m in messages {
-        let line = serde_json::to_string(m).map_err(|e| io(std::io::Error::other(e)))?;
+    for l in lines {
+        let line = serde_json::to_string(l).map_err(|e| io(std::io::Error::other(e)))?;
         writeln!(f, "{}", redact(&line)).map_err(io)?;
     }
     Ok(())
@@ -155,6 +196,16 @@ mod tests {
             vec![Message::user_text("hi"), Message::assistant_text("hello")]
         );
         assert_eq!(latest(dir.path()).unwrap(), "s1");
+        // A snapshot replaces what came before it; later messages follow it.
+        append_snapshot(dir.path(), "s1", &[Message::user_text("compacted")], &keep).unwrap();
+        append(dir.path(), "s1", &[Message::assistant_text("after")], &keep).unwrap();
+        assert_eq!(
+            load(dir.path(), "s1").unwrap(),
+            vec![
+                Message::user_text("compacted"),
+                Message::assistant_text("after")
+            ]
+        );
         assert!(matches!(
             load(dir.path(), "nope"),
             Err(SessionError::NotFound { .. })

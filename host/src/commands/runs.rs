@@ -1,15 +1,18 @@
-//! `tern runs` and `tern trace RUN_ID`: reading back `runs/<run_id>/events.jsonl`.
+//! `tern runs` and `tern trace RUN_ID`: reading back `runs/<run_id>/events.jsonl` as typed
+//! events.
 
-use std::{io::Write, path::Path};
+use std::{collections::HashMap, io::Write, path::Path};
 
 use anyhow::Context as _;
-use serde_json::Value;
+use tern_protocol::{Envelope, Event};
 
-use crate::render::format_tokens;
-use crate::workspace::Workspace;
+use crate::{
+    render::{format_cost, format_tokens, sanitize},
+    workspace::Workspace,
+};
 
-/// Loads a run's events; every line must be JSON.
-pub fn load_events(path: &Path) -> anyhow::Result<Vec<Value>> {
+/// Loads a run's events; every line must be an event.
+pub fn load_events(path: &Path) -> anyhow::Result<Vec<Envelope>> {
     let text =
         std::fs::read_to_string(path).with_context(|| format!("cannot read {}", path.display()))?;
     text.lines()
@@ -17,7 +20,7 @@ pub fn load_events(path: &Path) -> anyhow::Result<Vec<Value>> {
         .filter(|(_, l)| !l.trim().is_empty())
         .map(|(i, l)| {
             serde_json::from_str(l)
-                .with_context(|| format!("{}:{}: not a JSON event", path.display(), i + 1))
+                .with_context(|| format!("{}:{}: not a tern event", path.display(), i + 1))
         })
         .collect()
 }
@@ -41,32 +44,41 @@ pub fn list(ws: &Workspace, limit: usize, out: &mut dyn Write) -> anyhow::Result
     ids.reverse();
     writeln!(
         out,
-        "{:<22}  {:<9}  {:>5}  {:>7}  GOAL",
-        "RUN", "STATUS", "STEPS", "TIME"
+        "{:<22}  {:<9}  {:>5}  {:>7}  {:>8}  GOAL",
+        "RUN", "STATUS", "STEPS", "TIME", "COST"
     )?;
     for id in ids.into_iter().take(limit) {
         let events = load_events(&dir.join(&id).join("events.jsonl")).unwrap_or_default();
         let goal = events
             .iter()
-            .find(|e| e["type"] == "run_started")
-            .and_then(|e| e["goal"].as_str())
-            .unwrap_or("")
-            .lines()
-            .next()
-            .unwrap_or("")
-            .chars()
-            .take(60)
-            .collect::<String>();
-        let fin = events.iter().rev().find(|e| e["type"] == "run_finished");
-        let (status, steps, time) = match fin {
-            Some(f) => (
-                f["status"].as_str().unwrap_or("?").to_string(),
-                f["steps"].to_string(),
-                format!("{:.1} s", f["duration_ms"].as_f64().unwrap_or(0.0) / 1000.0),
+            .find_map(|e| match &e.event {
+                Event::RunStarted { goal, .. } => Some(one_line(goal, 60)),
+                _ => None,
+            })
+            .unwrap_or_default();
+        let finished = events.iter().rev().find_map(|e| match &e.event {
+            Event::RunFinished {
+                status,
+                steps,
+                duration_ms,
+                cost_usd,
+                ..
+            } => Some((*status, *steps, *duration_ms, *cost_usd)),
+            _ => None,
+        });
+        let (status, steps, time, cost) = match finished {
+            Some((status, steps, ms, cost)) => (
+                status.as_str().to_string(),
+                steps.to_string(),
+                format!("{:.1} s", ms as f64 / 1000.0),
+                cost.map(format_cost).unwrap_or_else(|| "-".into()),
             ),
-            None => ("unfinished".to_string(), "-".into(), "-".into()),
+            None => ("unfinished".into(), "-".into(), "-".into(), "-".into()),
         };
-        writeln!(out, "{id:<22}  {status:<9}  {steps:>5}  {time:>7}  {goal}")?;
+        writeln!(
+            out,
+            "{id:<22}  {status:<9}  {steps:>5}  {time:>7}  {cost:>8}  {goal}"
+        )?;
     }
     Ok(0)
 }
@@ -86,8 +98,9 @@ fn ts_ms(ts: &str) -> Option<i64> {
     Some(((days * 24 + h) * 60 + mi) * 60_000 + s * 1000 + ms)
 }
 
+/// One line, at most `max` characters, with foreign escapes made visible.
 fn one_line(s: &str, max: usize) -> String {
-    let s = s.replace('\n', "⏎");
+    let s = sanitize(&s.replace('\n', "⏎"));
     if s.chars().count() > max {
         format!("{}…", s.chars().take(max).collect::<String>())
     } else {
@@ -95,134 +108,164 @@ fn one_line(s: &str, max: usize) -> String {
     }
 }
 
+fn tokens_in(input: u64, cache_read: u64, cache_creation: u64) -> String {
+    format_tokens(input + cache_read + cache_creation)
+}
+
 /// Renders a run as a readable timeline.
-pub fn render_trace(events: &[Value]) -> String {
+pub fn render_trace(events: &[Envelope]) -> String {
     let mut out = String::new();
-    let t0 = events
-        .first()
-        .and_then(|e| e["ts"].as_str())
-        .and_then(ts_ms)
-        .unwrap_or(0);
-    let at = |e: &Value| {
-        let t = e["ts"].as_str().and_then(ts_ms).unwrap_or(t0);
+    let t0 = events.first().and_then(|e| ts_ms(&e.ts)).unwrap_or(0);
+    let at = |e: &Envelope| {
+        let t = ts_ms(&e.ts).unwrap_or(t0);
         format!("+{:>7.3}s", (t - t0) as f64 / 1000.0)
     };
-    let mut decisions: std::collections::HashMap<String, String> = Default::default();
-    for e in events {
-        if e["type"] == "permission_decided" {
-            decisions.insert(
-                e["call_id"].as_str().unwrap_or("").to_string(),
-                format!(
-                    "{} by {}",
-                    e["decision"].as_str().unwrap_or("?"),
-                    e["rule"].as_str().unwrap_or("?")
-                ),
-            );
-        }
-    }
-    // Servers start concurrently, so their ready order is noise: consecutive
-    // `server_ready` events are shown as one line, by name.
-    let mut ready: Vec<(String, String)> = Vec::new();
+    let decisions: HashMap<&str, String> = events
+        .iter()
+        .filter_map(|e| match &e.event {
+            Event::PermissionDecided {
+                call_id,
+                decision,
+                rule,
+                ..
+            } => Some((call_id.as_str(), format!("{} by {rule}", decision.as_str()))),
+            _ => None,
+        })
+        .collect();
+    // Servers start concurrently, so their ready order is noise: consecutive `server_ready`
+    // events are shown as one line, by name.
+    let mut ready: Vec<String> = Vec::new();
     let mut ready_at = String::new();
     for e in events {
-        if e["type"] == "server_ready" {
+        if let Event::ServerReady {
+            server,
+            tools,
+            startup_ms,
+            ..
+        } = &e.event
+        {
             if ready.is_empty() {
                 ready_at = at(e);
             }
-            ready.push((
-                e["server"].as_str().unwrap_or("?").to_string(),
-                format!(
-                    "{} ({} tools, {} ms)",
-                    e["server"].as_str().unwrap_or("?"),
-                    e["tools"],
-                    e["startup_ms"]
-                ),
-            ));
+            ready.push(format!("{server} ({tools} tools, {startup_ms} ms)"));
             continue;
         }
         if !ready.is_empty() {
             ready.sort();
-            let list: Vec<String> = ready.drain(..).map(|(_, s)| s).collect();
-            out.push_str(&format!("{ready_at} servers ready: {}\n", list.join(", ")));
+            out.push_str(&format!("{ready_at} servers ready: {}\n", ready.join(", ")));
+            ready.clear();
         }
-        let line = match e["type"].as_str().unwrap_or("") {
-            "run_started" => {
+        let line = match &e.event {
+            Event::RunStarted {
+                goal,
+                model,
+                provider,
+                cwd,
+                ..
+            } => {
                 out.push_str(&format!(
-                    "run {} · session {}\nmodel {} ({}) · cwd {}\ngoal: {}\n",
-                    e["run_id"].as_str().unwrap_or("?"),
-                    e["session_id"].as_str().unwrap_or("?"),
-                    e["model"].as_str().unwrap_or("?"),
-                    e["provider"].as_str().unwrap_or("?"),
-                    e["cwd"].as_str().unwrap_or("?"),
-                    one_line(e["goal"].as_str().unwrap_or(""), 200),
+                    "run {} · session {}\nmodel {model} ({provider}) · cwd {cwd}\ngoal: {}\n",
+                    e.run_id,
+                    e.session_id,
+                    one_line(goal, 200),
                 ));
                 None
             }
-            "server_failed" => Some(format!(
-                "server {} FAILED: {}",
-                e["server"].as_str().unwrap_or("?"),
-                one_line(e["reason"].as_str().unwrap_or(""), 160)
-            )),
-            "model_response" => Some(format!(
-                "step {} · model: {} · {} tool call(s) · {} in ({} cached) / {} out · {} ms{}",
-                e["step"],
-                e["stop_reason"].as_str().unwrap_or("?"),
-                e["tool_calls"],
-                format_tokens(
-                    e["input_tokens"].as_u64().unwrap_or(0)
-                        + e["cache_read_tokens"].as_u64().unwrap_or(0)
-                        + e["cache_creation_tokens"].as_u64().unwrap_or(0)
-                ),
-                format_tokens(e["cache_read_tokens"].as_u64().unwrap_or(0)),
-                format_tokens(e["output_tokens"].as_u64().unwrap_or(0)),
-                e["latency_ms"],
-                match e["text"].as_str() {
-                    Some(t) if !t.trim().is_empty() =>
-                        format!("\n            \"{}\"", one_line(t, 120)),
-                    _ => String::new(),
+            Event::ServerFailed { server, reason, .. } => {
+                Some(format!("server {server} FAILED: {}", one_line(reason, 160)))
+            }
+            Event::ModelResponse {
+                step,
+                stop_reason,
+                tool_calls,
+                input_tokens,
+                cache_read_tokens,
+                cache_creation_tokens,
+                output_tokens,
+                latency_ms,
+                text,
+                ..
+            } => Some(format!(
+                "step {step} · model: {stop_reason} · {tool_calls} tool call(s) · {} in ({} cached) / {} out · {latency_ms} ms{}",
+                tokens_in(*input_tokens, *cache_read_tokens, *cache_creation_tokens),
+                format_tokens(*cache_read_tokens),
+                format_tokens(*output_tokens),
+                if text.trim().is_empty() {
+                    String::new()
+                } else {
+                    format!("\n            \"{}\"", one_line(text, 120))
                 }
             )),
-            "model_retry" => Some(format!(
-                "  retry {} in {} ms: {}",
-                e["attempt"],
-                e["delay_ms"],
-                one_line(e["reason"].as_str().unwrap_or(""), 120)
+            Event::ModelRetry {
+                attempt,
+                delay_ms,
+                reason,
+                ..
+            } => Some(format!(
+                "  retry {attempt} in {delay_ms} ms: {}",
+                one_line(reason, 120)
             )),
-            "tool_call_finished" => {
-                let id = e["call_id"].as_str().unwrap_or("");
-                Some(format!(
-                    "  ⏺ {} · {} · {} ms · {}{}",
-                    e["tool"].as_str().unwrap_or("?"),
-                    decisions.get(id).map_or("not run", String::as_str),
-                    e["duration_ms"],
-                    if e["is_error"] == true {
-                        format!("ERROR ({})", e["error_type"].as_str().unwrap_or("?"))
-                    } else {
-                        "ok".to_string()
-                    },
-                    match e["summary"].as_str() {
-                        Some(s) if !s.is_empty() => format!("\n            {}", one_line(s, 120)),
-                        _ => String::new(),
-                    }
-                ))
-            }
-            "error" => Some(format!(
-                "ERROR {}",
-                one_line(e["message"].as_str().unwrap_or(""), 200)
+            Event::Compaction {
+                reason,
+                stage,
+                before_tokens,
+                after_tokens,
+                elided_results,
+                summarized_messages,
+            } => Some(format!(
+                "  context {reason} · {stage} · {} → {} tokens · {} elided, {} summarized",
+                format_tokens(*before_tokens),
+                format_tokens(*after_tokens),
+                elided_results,
+                summarized_messages
             )),
-            "run_finished" => Some(format!(
-                "run_finished · {} · {} steps · {:.1} s · {} in ({} cached) / {} out{}",
-                e["status"].as_str().unwrap_or("?"),
-                e["steps"],
-                e["duration_ms"].as_f64().unwrap_or(0.0) / 1000.0,
-                format_tokens(
-                    e["input_tokens"].as_u64().unwrap_or(0)
-                        + e["cache_read_tokens"].as_u64().unwrap_or(0)
-                        + e["cache_creation_tokens"].as_u64().unwrap_or(0)
-                ),
-                format_tokens(e["cache_read_tokens"].as_u64().unwrap_or(0)),
-                format_tokens(e["output_tokens"].as_u64().unwrap_or(0)),
-                match e["error"].as_str() {
+            Event::ToolCallFinished {
+                call_id,
+                tool,
+                duration_ms,
+                is_error,
+                error_type,
+                summary,
+                ..
+            } => Some(format!(
+                "  ⏺ {tool} · {} · {duration_ms} ms · {}{}",
+                decisions
+                    .get(call_id.as_str())
+                    .map_or("not run", String::as_str),
+                if *is_error {
+                    format!("ERROR ({})", error_type.map_or("tool", |k| k.as_str()))
+                } else {
+                    "ok".to_string()
+                },
+                if summary.is_empty() {
+                    String::new()
+                } else {
+                    format!("\n            {}", one_line(summary, 120))
+                }
+            )),
+            Event::Error { message } => Some(format!("ERROR {}", one_line(message, 200))),
+            Event::RunFinished {
+                status,
+                steps,
+                duration_ms,
+                input_tokens,
+                cache_read_tokens,
+                cache_creation_tokens,
+                output_tokens,
+                cost_usd,
+                error,
+                ..
+            } => Some(format!(
+                "run_finished · {} · {steps} steps · {:.1} s · {} in ({} cached) / {} out{}{}",
+                status.as_str(),
+                *duration_ms as f64 / 1000.0,
+                tokens_in(*input_tokens, *cache_read_tokens, *cache_creation_tokens),
+                format_tokens(*cache_read_tokens),
+                format_tokens(*output_tokens),
+                cost_usd
+                    .map(|c| format!(" · {}", format_cost(c)))
+                    .unwrap_or_default(),
+                match error {
                     Some(err) => format!("\n            {}", one_line(err, 200)),
                     None => String::new(),
                 }

@@ -122,6 +122,7 @@ fn a_full_file_parses_into_the_expected_config() {
         tool_timeout: Duration::from_secs(30),
         max_output_chars: None,
         trust_annotations: false,
+        defer: tern_config::Defer::Auto,
         enabled_tools: Some(vec!["git_log".into(), "git_status".into()]),
         disabled_tools: vec!["git_reset".into()],
         tools: BTreeMap::from([(
@@ -152,6 +153,7 @@ fn a_full_file_parses_into_the_expected_config() {
         tool_timeout: Duration::from_secs(60),
         max_output_chars: None,
         trust_annotations: false,
+        defer: tern_config::Defer::Auto,
         enabled_tools: None,
         disabled_tools: vec![],
         tools: BTreeMap::new(),
@@ -219,7 +221,7 @@ fn an_unknown_key_names_file_line_table_and_the_expected_keys() {
     let (message, _, file) = user_error("[model]\nname = \"x\"\n\n[modle]\nname = \"y\"\n");
     assert!(
         message.starts_with(&format!(
-            "{}:4:2: unknown key \"modle\" in the top level; expected one of model, permissions, agent, sandbox, mcp_servers",
+            "{}:4:2: unknown key \"modle\" in the top level; expected one of model, permissions, agent, context, sandbox, mcp_servers",
             file.display()
         )),
         "{message}"

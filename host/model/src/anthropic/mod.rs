@@ -138,12 +138,12 @@ impl Wire for AnthropicWire {
             .and_then(Value::as_str)
             == Some("enforced_spend_limit_reached");
         let should_retry = retry::should_retry(headers).or(spend_capped.then_some(false));
-        let kind = if crate::error::is_context_overflow(status, error_type.as_deref(), None, &message)
-        {
-            ErrorKind::ContextOverflow
-        } else {
-            error_kind(error_type.as_deref(), Some(status))
-        };
+        let kind =
+            if crate::error::is_context_overflow(status, error_type.as_deref(), None, &message) {
+                ErrorKind::ContextOverflow
+            } else {
+                error_kind(error_type.as_deref(), Some(status))
+            };
         ModelError::Api {
             provider: PROVIDER,
             kind,

@@ -55,12 +55,6 @@ impl Simulation {
         }
     }
 
-    /// Whether this request is one the simulation judges (a model call, not a probe).
-    pub fn applies(&self, request: &RecordedRequest) -> bool {
-        request.method == "POST"
-            && (request.path.ends_with("/messages") || request.path.ends_with("/chat/completions"))
-    }
-
     /// The overflow error for `request`, when it does not fit; else its usage.
     pub fn judge(&mut self, request: &RecordedRequest) -> Result<SimUsage, MockResponse> {
         let body = request.json();
@@ -174,7 +168,12 @@ fn unit(value: &Value, prefix: &str) -> Unit {
 fn units(body: &Value, api: Api) -> Vec<Unit> {
     let mut out = Vec::new();
     let empty = Vec::new();
-    let array = |key: &str| body.get(key).and_then(Value::as_array).unwrap_or(&empty).clone();
+    let array = |key: &str| {
+        body.get(key)
+            .and_then(Value::as_array)
+            .unwrap_or(&empty)
+            .clone()
+    };
     for tool in array("tools") {
         out.push(unit(&tool, "tool:"));
     }

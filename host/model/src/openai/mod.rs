@@ -147,7 +147,11 @@ impl Wire for OpenAiWire {
                 e.get("code").and_then(Value::as_str).map(str::to_owned),
             ),
             // vLLM: {"object": "error", "message": "...", "type": "BadRequestError"}
-            None => match parsed.as_ref().and_then(|v| v.get("message")).and_then(Value::as_str) {
+            None => match parsed
+                .as_ref()
+                .and_then(|v| v.get("message"))
+                .and_then(Value::as_str)
+            {
                 Some(m) => (m.to_owned(), None, None),
                 None => (String::from_utf8_lossy(body).into_owned(), None, None),
             },

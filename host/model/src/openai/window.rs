@@ -25,7 +25,10 @@ pub(crate) async fn discover(client: &reqwest::Client, base_url: &str, model: &s
 }
 
 async fn get_json(request: reqwest::RequestBuilder) -> Option<Value> {
-    let response = tokio::time::timeout(PROBE_TIMEOUT, request.send()).await.ok()?.ok()?;
+    let response = tokio::time::timeout(PROBE_TIMEOUT, request.send())
+        .await
+        .ok()?
+        .ok()?;
     if !response.status().is_success() {
         return None;
     }
@@ -55,7 +58,12 @@ async fn vllm(client: &reqwest::Client, base_url: &str, model: &str) -> Option<u
 }
 
 async fn ollama(client: &reqwest::Client, root: &str, model: &str) -> Option<u32> {
-    let body = get_json(client.post(format!("{root}/api/show")).json(&json!({"model": model}))).await?;
+    let body = get_json(
+        client
+            .post(format!("{root}/api/show"))
+            .json(&json!({"model": model})),
+    )
+    .await?;
     // `parameters` is a text block such as "num_ctx 32768\nstop ...": an explicit setting wins.
     let configured = body
         .get("parameters")

@@ -8,9 +8,50 @@ use std::{
 use tern_protocol::{Envelope, Event, Usage};
 
 use crate::{
-    agent::{Engine, Subscriber},
+    agent::{Engine, Subscriber, context::budget::Breakdown},
     render::{Screen, format_cost, format_tokens},
 };
+
+/// The `/context` view: each part's tokens and share of the window, and what is free.
+pub(super) fn context_view(b: &Breakdown, window: Option<u64>, reserve: u64) -> String {
+    let share = |n: u64| match window {
+        Some(w) if w > 0 => format!("{:>5.1}%", n as f64 * 100.0 / w as f64),
+        _ => "     ?".to_string(),
+    };
+    let mut out = String::new();
+    let rows = [
+        ("system prompt", b.system),
+        ("tool definitions", b.tools),
+        ("conversation", b.history),
+        ("tool output", b.tool_output),
+        ("reserved for the answer", reserve),
+    ];
+    for (name, n) in rows {
+        out.push_str(&format!(
+            "  {name:<24} {:>8}  {}\n",
+            format_tokens(n),
+            share(n)
+        ));
+    }
+    let used = b.total() + reserve;
+    match window {
+        Some(w) => {
+            let free = w.saturating_sub(used);
+            out.push_str(&format!(
+                "  {:<24} {:>8}  {}\n",
+                "free",
+                format_tokens(free),
+                share(free)
+            ));
+            out.push_str(&format!("  window: {} tokens\n", format_tokens(w)));
+        }
+        None => out.push_str(&format!(
+            "  window: unknown (set [model] context_window); {} in use\n",
+            format_tokens(used)
+        )),
+    }
+    out
+}
 
 pub(super) const HELP: &str = "\
 Slash commands (answered by tern, never sent to the model):
@@ -19,6 +60,8 @@ Slash commands (answered by tern, never sent to the model):
   /mcp           the MCP servers and their status
   /cost          tokens used and what they cost, per model call and in total
   /expand        the last folded tool output in full (also Ctrl-O)
+  /context       how full the context window is, and with what
+  /compact [FOCUS]   summarize the conversation now (FOCUS: what the summary must keep)
   /clear         start a fresh conversation (new session)
   /allow RULE    allow calls matching RULE for the rest of this session
   /exit          leave (also Ctrl-D, or Ctrl-C twice at an empty prompt)
@@ -94,6 +137,17 @@ impl Slash<'_> {
                 }
             }
             "cost" => self.cost()?,
+            "context" => {
+                let breakdown = self.engine.context();
+                let (window, reserve) = self.engine.window();
+                write!(self.out, "{}", context_view(&breakdown, window, reserve))?;
+            }
+            "compact" => {
+                let focus = Some(arg.trim()).filter(|f| !f.is_empty());
+                let breakdown = self.engine.compact(focus).await;
+                let (window, reserve) = self.engine.window();
+                write!(self.out, "{}", context_view(&breakdown, window, reserve))?;
+            }
             "expand" => match self.screen.folded() {
                 Some(text) => writeln!(self.out, "{text}")?,
                 None => writeln!(self.out, "nothing folded yet")?,
@@ -253,7 +307,25 @@ pub fn prompt_arguments(
 
 #[cfg(test)]
 mod tests {
-    use super::prompt_arguments;
+    use super::{Breakdown, context_view, prompt_arguments};
+
+    #[test]
+    fn the_context_view_adds_up_to_the_window() {
+        let b = Breakdown {
+            system: 2_000,
+            tools: 3_000,
+            history: 10_000,
+            tool_output: 25_000,
+        };
+        let view = context_view(&b, Some(200_000), 8_000);
+        assert!(view.contains("tool output") && view.contains("25.0k") && view.contains("12.5%"));
+        assert!(
+            view.contains("free") && view.contains("152.0k") && view.contains("76.0%"),
+            "{view}"
+        );
+        let unknown = context_view(&b, None, 8_000);
+        assert!(unknown.contains("window: unknown"), "{unknown}");
+    }
 
     fn declared() -> Vec<(String, bool)> {
         vec![("name".into(), true), ("style".into(), false)]

@@ -322,6 +322,28 @@ impl Subscriber for TerminalPrinter {
                 );
                 self.say(&line);
             }
+            Event::Compaction {
+                reason,
+                stage,
+                before_tokens,
+                after_tokens,
+                elided_results,
+                summarized_messages,
+            } => {
+                let what = match stage.as_str() {
+                    "elide" => format!("elided the output of {elided_results} older tool call(s)"),
+                    _ => format!("summarized {summarized_messages} older message(s)"),
+                };
+                let line = self.paint(
+                    DIM,
+                    &format!(
+                        "[context {reason}: {what}; {} → {} tokens]",
+                        format_tokens(*before_tokens),
+                        format_tokens(*after_tokens)
+                    ),
+                );
+                self.say(&line);
+            }
             Event::Error { message } => {
                 self.screen.spin(None);
                 let line = self.paint(RED, &format!("error: {}", sanitize(message)));

@@ -7,7 +7,7 @@
 use std::path::{Path, PathBuf};
 
 /// The built-in system prompt (`config/system_prompt.md`).
-pub const SYSTEM_PROMPT: &str = include_str!("../../../config/system_prompt.md");
+pub const SYSTEM_PROMPT: &str = include_str!("../../../../config/system_prompt.md");
 
 /// Project rules beyond this many bytes are cut (and the model is told).
 pub const MAX_RULES_BYTES: usize = 32 * 1024;
