@@ -95,6 +95,11 @@ pub struct RunFlags {
     /// Model turns before the run stops (default: `[agent] max_steps`, 50).
     #[arg(long)]
     pub max_steps: Option<u32>,
+    /// The OS sandbox of shell commands (overrides `[sandbox] mode`): `read-only`,
+    /// `workspace-write` (the default: write only in the workspace and TMPDIR) or `full-access`
+    /// (no sandbox).
+    #[arg(long, value_enum, value_name = "MODE")]
+    pub sandbox: Option<tern_sandbox::Mode>,
 }
 
 impl RunFlags {
@@ -111,6 +116,9 @@ impl RunFlags {
         }
         if let Some(max_steps) = self.max_steps {
             config.agent.max_steps = max_steps;
+        }
+        if let Some(mode) = self.sandbox {
+            config.sandbox.mode = mode;
         }
     }
 }
@@ -195,6 +203,22 @@ pub enum Command {
     Trace {
         /// The run id (a unique prefix is enough), from `tern runs`.
         run_id: String,
+    },
+    /// Run one command under the shell's OS sandbox, to see what it allows.
+    ///
+    /// The policy is `[sandbox]` from the config (default: write only in this directory and
+    /// TMPDIR, no network, `.git/hooks`, `.git/config`, `.tern` and `$TERN_HOME` read-only),
+    /// changed by the flags. Exits with the command's status (128 + N when killed by signal N).
+    Sandbox {
+        /// Override `[sandbox] mode`.
+        #[arg(long, value_enum, value_name = "MODE")]
+        sandbox: Option<tern_sandbox::Mode>,
+        /// Override `[sandbox] network`.
+        #[arg(long, value_enum)]
+        network: Option<tern_sandbox::Network>,
+        /// The command and its arguments, after `--`.
+        #[arg(last = true, required = true, value_name = "CMD")]
+        command: Vec<std::ffi::OsString>,
     },
     /// Print a shell completion script (bash, zsh, fish, elvish, powershell).
     Completions {

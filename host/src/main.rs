@@ -73,6 +73,11 @@ fn main() -> ExitCode {
             }
             Command::Tools { json } => commands::tools::run(&ws, json, &mut out, &mut err).await,
             Command::Trust => commands::trust::run(&ws, &mut out),
+            Command::Sandbox {
+                sandbox,
+                network,
+                command,
+            } => commands::sandbox::run(&ws, sandbox, network, &command, &mut err),
             Command::Runs { limit } => commands::runs::list(&ws, limit, &mut out),
             Command::Trace { run_id } => commands::runs::trace(&ws, &run_id, &mut out),
             Command::Mcp { command } => match command {

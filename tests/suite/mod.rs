@@ -7,5 +7,6 @@ mod interop_servers;
 mod pool;
 mod repl;
 mod run;
+mod security;
 mod serve;
 mod snapshots;

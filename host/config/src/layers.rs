@@ -17,6 +17,7 @@ use crate::error::{ConfigError, Location, Result};
 use crate::locate::SourceText;
 use crate::raw::{RawConfig, RawServer, RawToolSettings};
 use crate::rules::{RuleList, RuleSource, check_rule_shape};
+use crate::sandbox::SandboxLayer;
 use crate::sections::ModelConfig;
 use crate::sections::PermissionMode;
 use crate::server::Builtin;
@@ -29,6 +30,7 @@ pub(crate) struct Layer {
     pub(crate) mode: Option<PermissionMode>,
     pub(crate) rules: Vec<(RuleList, RuleSource)>,
     pub(crate) max_steps: Option<u32>,
+    pub(crate) sandbox: SandboxLayer,
     pub(crate) servers: Vec<(String, ServerLayer)>,
 }
 
@@ -152,6 +154,7 @@ pub(crate) struct Merged {
     pub(crate) mode: Option<PermissionMode>,
     pub(crate) rules: Vec<(RuleList, RuleSource)>,
     pub(crate) max_steps: Option<u32>,
+    pub(crate) sandbox: SandboxLayer,
     pub(crate) servers: BTreeMap<String, ServerLayer>,
 }
 
@@ -167,6 +170,7 @@ impl Merged {
         if layer.max_steps.is_some() {
             self.max_steps = layer.max_steps;
         }
+        self.sandbox.merge(layer.sandbox);
         for (name, server) in layer.servers {
             match self.servers.get_mut(&name) {
                 Some(existing) => existing.merge(server),
@@ -220,6 +224,9 @@ impl Layer {
                 ));
             }
             layer.max_steps = Some(max_steps.into_inner());
+        }
+        if let Some(sandbox) = raw.sandbox {
+            layer.sandbox = SandboxLayer::from_raw(sandbox, source)?;
         }
         for (name, server) in raw.mcp_servers.unwrap_or_default() {
             let at = source.locate(name.span().start);

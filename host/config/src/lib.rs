@@ -35,6 +35,7 @@ mod paths;
 mod raw;
 mod resolve;
 mod rules;
+mod sandbox;
 mod sections;
 mod server;
 mod trust;
@@ -49,6 +50,7 @@ pub use load::{
 };
 pub use paths::{ConfigPaths, PROJECT_CONFIG};
 pub use rules::{RuleList, RuleSource, check_rule_shape};
+pub use sandbox::SandboxConfig;
 pub use sections::{
     AgentSection, DEFAULT_MAX_STEPS, ModelConfig, PermissionMode, Permissions, Provider,
 };
@@ -56,4 +58,5 @@ pub use server::{
     Builtin, DEFAULT_MAX_OUTPUT_CHARS, DEFAULT_STARTUP_TIMEOUT, DEFAULT_TOOL_TIMEOUT, Defer,
     Launch, ServerConfig, ToolLimits, ToolSettings, Transport,
 };
+pub use tern_sandbox::{Mode as SandboxMode, Network as SandboxNetwork};
 pub use trust::{TrustStatus, TrustStore, config_hash};

@@ -13,6 +13,7 @@ use crate::paths::ConfigPaths;
 use crate::raw;
 use crate::resolve::expand_server;
 use crate::rules::RuleList;
+use crate::sandbox::SandboxConfig;
 use crate::sections::{AgentSection, DEFAULT_MAX_STEPS, ModelConfig, PermissionMode, Permissions};
 use crate::server::ServerConfig;
 use crate::trust::{TrustStatus, TrustStore};
@@ -121,6 +122,8 @@ pub struct Config {
     pub agent: AgentSection,
     /// `[context]`.
     pub context: crate::context::ContextSection,
+    /// `[sandbox]`: what the built-in shell server's commands may do.
+    pub sandbox: SandboxConfig,
     /// The sources that were applied, lowest first.
     pub layers: Vec<LoadedLayer>,
     /// Things to tell the user, e.g. an untrusted project config.
@@ -201,7 +204,7 @@ impl Config {
             merged.mode = options.mode;
         }
 
-        resolve(merged, env, layers, notices)
+        resolve(merged, env, &paths.tern_home, layers, notices)
     }
 
     /// The servers to start, by name.
@@ -213,6 +216,7 @@ impl Config {
 fn resolve(
     merged: Merged,
     env: EnvLookup<'_>,
+    tern_home: &Path,
     layers: Vec<LoadedLayer>,
     notices: Vec<Notice>,
 ) -> Result<Config> {
@@ -238,8 +242,10 @@ fn resolve(
             RuleList::Deny => permissions.deny.push(rule),
         }
     }
+    let sandbox = merged.sandbox.resolve(env, tern_home)?;
     Ok(Config {
         mcp_servers,
+        sandbox,
         model: merged.model,
         permissions,
         agent: AgentSection {

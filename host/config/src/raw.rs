@@ -11,6 +11,7 @@ use toml::Spanned;
 
 use crate::error::{ConfigError, Result};
 use crate::locate::SourceText;
+use crate::sandbox::RawSandbox;
 use crate::sections::{ModelConfig, PermissionMode};
 use crate::server::Builtin;
 
@@ -22,6 +23,7 @@ pub(crate) struct RawConfig {
     pub(crate) permissions: Option<RawPermissions>,
     pub(crate) agent: Option<RawAgent>,
     pub(crate) context: Option<crate::context::RawContext>,
+    pub(crate) sandbox: Option<RawSandbox>,
     pub(crate) mcp_servers: Option<BTreeMap<Spanned<String>, RawServer>>,
 }
 

@@ -1,12 +1,13 @@
 //! Stage 6, Audit: one JSON line per call in `$TERN_HOME/audit.jsonl`, separate from the run's
 //! events so it survives `tern runs` clean-ups and can be shipped on its own.
 //!
-//! The file is opened append-only (created `0600`), each line is written with one `write` call and
-//! flushed, so concurrent calls never interleave and a crash loses at most the line in flight.
+//! The file is opened append-only (created `0600`, never through a symlink: see [`crate::files`]),
+//! each line is written with one `write` call and flushed, so concurrent calls never interleave
+//! and a crash loses at most the line in flight.
 //! Arguments and results are recorded as sha256 digests, never in clear.
 
 use std::{
-    fs::{File, OpenOptions},
+    fs::File,
     io::Write,
     path::{Path, PathBuf},
     sync::Mutex,
@@ -40,17 +41,7 @@ impl AuditLog {
             path: path.to_owned(),
             source,
         };
-        if let Some(dir) = path.parent() {
-            std::fs::create_dir_all(dir).map_err(err)?;
-        }
-        let mut options = OpenOptions::new();
-        options.append(true).create(true);
-        #[cfg(unix)]
-        {
-            use std::os::unix::fs::OpenOptionsExt;
-            options.mode(0o600);
-        }
-        let file = options.open(path).map_err(err)?;
+        let file = crate::files::open_append(path).map_err(err)?;
         Ok(Self {
             path: path.to_owned(),
             file: Mutex::new(file),
@@ -138,5 +129,19 @@ mod tests {
                 0o600
             );
         }
+    }
+
+    /// A symlink planted at the audit log's path does not redirect the log.
+    #[cfg(unix)]
+    #[test]
+    fn a_symlink_at_the_audit_path_is_refused() {
+        let dir = tempfile::tempdir().unwrap();
+        let elsewhere = dir.path().join("elsewhere.txt");
+        std::fs::write(&elsewhere, "mine\n").unwrap();
+        let path = dir.path().join("audit.jsonl");
+        std::os::unix::fs::symlink(&elsewhere, &path).unwrap();
+        let err = AuditLog::open(&path).err().unwrap();
+        assert!(err.to_string().contains("symlink"), "{err}");
+        assert_eq!(std::fs::read_to_string(&elsewhere).unwrap(), "mine\n");
     }
 }

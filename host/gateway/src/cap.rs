@@ -98,12 +98,10 @@ fn safe_name(id: &str) -> String {
     }
 }
 
-/// Writes the spill file (creating its directory).
+/// Writes the spill file (creating its directory): `0600` in a `0700` directory, never through
+/// a symlink.
 pub fn write_spill(path: &Path, text: &str) -> std::io::Result<()> {
-    if let Some(dir) = path.parent() {
-        std::fs::create_dir_all(dir)?;
-    }
-    std::fs::write(path, text)
+    crate::files::write(path, text.as_bytes())
 }
 
 #[cfg(test)]

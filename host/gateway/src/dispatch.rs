@@ -3,7 +3,8 @@
 //!
 //! The tool's limits also travel to the server in the request's `_meta` ([`LIMITS_META`]), so a
 //! server with limits of its own (tern-shell's timeout and output cap) applies the host's: the two
-//! can never disagree about how long a command may run or how much output it may keep.
+//! can never disagree about how long a command may run or how much output it may keep. A trusted
+//! server also gets the deny rules' path globs ([`DENY_PATHS_META`]), to enforce on what it opens.
 
 use serde_json::{Map, Value, json};
 use tern_config::ToolLimits;
@@ -15,20 +16,33 @@ use crate::call::CallContext;
 /// The request `_meta` key carrying the host's limits: `{"timeout_ms", "max_output_chars"}`.
 pub const LIMITS_META: &str = "tern/limits";
 
+/// The request `_meta` key carrying the globs of paths the host denies: `["**/.env", …]`
+/// (tern-fs refuses or skips what they match, through symlinks and hard links).
+pub const DENY_PATHS_META: &str = "tern/deny_paths";
+
+/// What travels to the server besides the arguments.
+#[derive(Debug, Clone, Default)]
+pub struct Dispatch {
+    pub limits: ToolLimits,
+    /// Deny globs for [`DENY_PATHS_META`]; sent only when not empty.
+    pub deny_paths: Vec<String>,
+}
+
 /// How long the host waits beyond the limit it sent (at most; a tenth of the limit for short
 /// ones), so that a server enforcing it itself can still answer with its own, more useful,
 /// timeout result and partial output.
 const SERVER_GRACE: std::time::Duration = std::time::Duration::from_secs(2);
 
-/// Calls the tool under `limits`.
+/// Calls the tool under `how.limits`.
 pub async fn dispatch(
     pool: &ServerPool,
     server: &str,
     tool: &str,
     arguments: Map<String, Value>,
-    limits: ToolLimits,
+    how: &Dispatch,
     ctx: &CallContext,
 ) -> Result<ToolOutput, (ErrorKind, String)> {
+    let limits = how.limits;
     if ctx.cancel.is_cancelled() {
         return Err((ErrorKind::Cancelled, "cancelled before the tool ran".into()));
     }
@@ -40,6 +54,9 @@ pub async fn dispatch(
             "max_output_chars": limits.max_output_chars,
         }),
     );
+    if !how.deny_paths.is_empty() {
+        meta.insert(DENY_PATHS_META.into(), json!(how.deny_paths));
+    }
     let options = CallOptions {
         timeout: limits.timeout + SERVER_GRACE.min(limits.timeout / 10),
         meta: Some(meta),
@@ -116,7 +133,7 @@ mod tests {
         );
         let ctx = CallContext::default();
         ctx.cancel.cancel();
-        let err = dispatch(&pool, "s", "t", Map::new(), ToolLimits::default(), &ctx)
+        let err = dispatch(&pool, "s", "t", Map::new(), &Dispatch::default(), &ctx)
             .await
             .unwrap_err();
         assert_eq!(err.0, ErrorKind::Cancelled);

@@ -16,7 +16,7 @@ use crate::{
     audit::{AuditLog, AuditOpenError, sha256_hex},
     call::{CallContext, CallMeta, Outcome},
     cap::{cap, needs_cap, spill_path, write_spill},
-    dispatch::dispatch,
+    dispatch::{Dispatch, dispatch},
     permission::{ToolFacts, Verdict, decide},
     redact::Redactor,
     resolve::resolve,
@@ -210,7 +210,11 @@ impl Gateway {
 
         // 4. Dispatch.
         let limits = policy.limits;
-        let outcome = dispatch(&self.pool, &entry.server, &entry.tool, args, limits, ctx).await;
+        let how = Dispatch {
+            limits,
+            deny_paths: deny_paths(&policy, &self.rules, &entry.name),
+        };
+        let outcome = dispatch(&self.pool, &entry.server, &entry.tool, args, &how, ctx).await;
 
         // 5. Cap (errors too: a crash report carries a stderr tail).
         let mut result = match outcome {
@@ -390,6 +394,17 @@ impl Gateway {
     }
 }
 
+/// The deny globs to send with a call of `tool`. Only a trusted server learns them: a
+/// third-party server would learn what the user hides, and has no reason to be believed to
+/// enforce it.
+fn deny_paths(policy: &ToolPolicy, rules: &RuleSet, tool: &str) -> Vec<String> {
+    if policy.trusted {
+        rules.deny_globs_for(tool)
+    } else {
+        Vec::new()
+    }
+}
+
 /// The model-facing text of a failed dispatch.
 fn describe(kind: ErrorKind, message: &str, timeout: Duration) -> String {
     match kind {
@@ -399,5 +414,37 @@ fn describe(kind: ErrorKind, message: &str, timeout: Duration) -> String {
         ),
         ErrorKind::Cancelled => "the call was cancelled by the user".into(),
         _ => format!("the tool call failed: {message}"),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use tern_config::{RuleList, ToolLimits};
+
+    use super::*;
+    use crate::{paths::PathScope, rules::Rule};
+
+    #[test]
+    fn only_trusted_servers_are_told_the_deny_globs() {
+        let ws = PathScope {
+            cwd: "/p".into(),
+            roots: vec!["/p".into()],
+            home: None,
+            tern_home: "/h".into(),
+        };
+        let mut rules = RuleSet::default();
+        let deny = Rule::compile("*(path: **/.env)", RuleList::Deny, "t:1".into(), &ws).unwrap();
+        rules.push(deny);
+        let policy = |trusted| ToolPolicy {
+            limits: ToolLimits::default(),
+            trusted,
+            command_arg: None,
+            edits_files: false,
+        };
+        assert_eq!(
+            deny_paths(&policy(true), &rules, "fs__grep"),
+            ["**/.[eE][nN][vV]"]
+        );
+        assert!(deny_paths(&policy(false), &rules, "thirdparty__grep").is_empty());
     }
 }

@@ -54,6 +54,7 @@ pub mod audit;
 mod call;
 pub mod cap;
 pub mod dispatch;
+pub mod files;
 mod gateway;
 pub mod paths;
 pub mod permission;

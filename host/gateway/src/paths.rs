@@ -45,6 +45,30 @@ impl PathScope {
         lexical(&joined)
     }
 
+    /// The names under which rules must see `path` (normalized): itself, the path with its
+    /// symlinks resolved (what is actually opened: `link` → `.env`), and that resolved path
+    /// written under the root as the rules name it (when a root is itself reached through a
+    /// symlink, `/tmp/p` being `/private/tmp/p`).
+    pub fn variants(&self, path: &Path) -> Vec<PathBuf> {
+        let mut out = vec![path.to_path_buf()];
+        let resolved = resolve_existing(path);
+        if resolved != path {
+            for root in &self.roots {
+                let real_root = resolve_existing(root);
+                if let Ok(rest) = resolved.strip_prefix(&real_root) {
+                    let under_root = lexical(&root.join(rest));
+                    if !out.contains(&under_root) {
+                        out.push(under_root);
+                    }
+                }
+            }
+            if !out.contains(&resolved) {
+                out.push(resolved);
+            }
+        }
+        out
+    }
+
     /// Whether `path` (normalized) lies inside one of the roots.
     pub fn in_roots(&self, path: &Path) -> bool {
         self.roots
@@ -154,6 +178,26 @@ mod tests {
         for p in ["src/main.rs", ".ternx/a", "tern/a"] {
             assert!(!w.is_protected(&w.normalize(p)), "{p}");
         }
+    }
+
+    #[cfg(unix)]
+    #[test]
+    fn variants_name_what_a_symlink_opens() {
+        let dir = tempfile::tempdir().unwrap();
+        let real = dir.path().join("real");
+        std::fs::create_dir_all(&real).unwrap();
+        std::fs::write(real.join(".env"), "").unwrap();
+        std::os::unix::fs::symlink(real.join(".env"), real.join("link")).unwrap();
+        // The root as the user named it goes through a symlink of its own.
+        std::os::unix::fs::symlink(&real, dir.path().join("proj")).unwrap();
+        let w = ws(dir.path());
+        let v = w.variants(&w.normalize("link"));
+        assert!(v.contains(&dir.path().join("proj/.env")), "{v:?}");
+        assert!(
+            v.contains(&real.canonicalize().unwrap().join(".env")),
+            "{v:?}"
+        );
+        assert_eq!(w.variants(Path::new("/")), [PathBuf::from("/")]);
     }
 
     #[cfg(unix)]

@@ -7,7 +7,7 @@ use std::{
     sync::{Arc, Mutex},
 };
 
-use tern_config::{Config, ConfigPaths, Launch, ServerConfig, Transport};
+use tern_config::{Builtin, Config, ConfigPaths, Launch, SandboxConfig, ServerConfig, Transport};
 use tern_mcp::{
     EventSink, PoolOptions, ServerPool, ServerSpec, ToolFilter, TransportSpec, pins::PinStore,
 };
@@ -26,6 +26,12 @@ pub enum SpecError {
     /// The pin file is unreadable.
     #[error(transparent)]
     Pins(#[from] tern_mcp::pins::PinError),
+    /// The built-in shell's `args` set what `[sandbox]` sets.
+    #[error(
+        "mcp_servers.{server}.args sets `{flag}`; configure the shell's sandbox in [sandbox] \
+         (or with `tern run --sandbox MODE`) instead"
+    )]
+    SandboxInArgs { server: String, flag: &'static str },
 }
 
 /// The specs of every enabled server (optionally only `only`), by name. A
@@ -40,7 +46,7 @@ pub fn specs(
     config
         .enabled_servers()
         .filter(|s| only.is_none_or(|o| o == s.name))
-        .map(|s| match spec(s, tern_exe, env) {
+        .map(|s| match spec(s, tern_exe, env, &config.sandbox) {
             Err(e @ SpecError::MissingEnv { .. }) => Ok(ServerSpec {
                 name: s.name.clone(),
                 transport: TransportSpec::Unavailable {
@@ -64,6 +70,7 @@ fn spec(
     server: &ServerConfig,
     tern_exe: &Path,
     env: &BTreeMap<String, String>,
+    sandbox: &SandboxConfig,
 ) -> Result<ServerSpec, SpecError> {
     let transport = match &server.transport {
         Transport::Stdio {
@@ -78,6 +85,9 @@ fn spec(
                 Launch::Builtin(b) => {
                     let mut full = vec!["serve".to_string(), b.name().to_string()];
                     full.extend(args.iter().cloned());
+                    if *b == Builtin::Shell {
+                        full.extend(sandbox_args(&server.name, args, sandbox)?);
+                    }
                     (tern_exe.to_string_lossy().into_owned(), full)
                 }
             };
@@ -130,6 +140,42 @@ fn spec(
     })
 }
 
+/// The built-in shell's sandbox flags from `[sandbox]`: `--sandbox`, `--network`, a `--writable`
+/// per directory and a `--protect` per path, `$TERN_HOME` always among them. The shell enforces
+/// them itself, so tern-shell started by any other client is sandboxed the same way.
+fn sandbox_args(
+    server: &str,
+    args: &[String],
+    sandbox: &SandboxConfig,
+) -> Result<Vec<String>, SpecError> {
+    for flag in ["--sandbox", "--network"] {
+        if args
+            .iter()
+            .any(|a| a == flag || a.starts_with(&format!("{flag}=")))
+        {
+            return Err(SpecError::SandboxInArgs {
+                server: server.to_owned(),
+                flag,
+            });
+        }
+    }
+    let mut out = vec![
+        "--sandbox".to_string(),
+        sandbox.mode.to_string(),
+        "--network".to_string(),
+        sandbox.network.to_string(),
+    ];
+    for dir in &sandbox.writable {
+        out.push("--writable".into());
+        out.push(dir.to_string_lossy().into_owned());
+    }
+    for path in &sandbox.protect {
+        out.push("--protect".into());
+        out.push(path.to_string_lossy().into_owned());
+    }
+    Ok(out)
+}
+
 /// A started pool and the events it has reported so far.
 pub struct StartedPool {
     pub pool: Arc<ServerPool>,
@@ -165,4 +211,61 @@ pub fn start_pool(
         pool: ServerPool::start(specs, opts, pins, sink),
         events,
     })
+}
+
+#[cfg(test)]
+mod tests {
+    use tern_config::LoadOptions;
+
+    use super::*;
+
+    fn shell_args(user_config: &str) -> Result<Vec<String>, SpecError> {
+        let dir = tempfile::tempdir().unwrap();
+        let home = dir.path().join("tern-home");
+        std::fs::create_dir_all(&home).unwrap();
+        std::fs::write(home.join("config.toml"), user_config).unwrap();
+        let paths = ConfigPaths::with_home(home, dir.path());
+        let config = Config::load(&paths, &LoadOptions::default(), &|_| None).unwrap();
+        let specs = specs(
+            &config,
+            Path::new("/bin/tern"),
+            &BTreeMap::new(),
+            Some("shell"),
+        )?;
+        match &specs[0].transport {
+            TransportSpec::Stdio { args, .. } => Ok(args.clone()),
+            other => panic!("{other:?}"),
+        }
+    }
+
+    #[test]
+    fn the_built_in_shell_gets_the_sandbox_of_the_config_and_tern_home_protected() {
+        let args = shell_args(
+            "[sandbox]\nmode = \"read-only\"\nnetwork = \"on\"\nwritable = [\"/opt/cache\"]\n\
+             protect = [\"/etc/app\"]\n",
+        )
+        .unwrap();
+        let line = args.join(" ");
+        assert!(line.starts_with("serve shell --root . "), "{line}");
+        assert!(
+            line.contains("--sandbox read-only --network on --writable /opt/cache --protect /etc/app --protect /"),
+            "{line}"
+        );
+        assert!(line.ends_with("tern-home"), "{line}");
+        // Defaults: workspace-write, network off.
+        let line = shell_args("").unwrap().join(" ");
+        assert!(
+            line.contains("--sandbox workspace-write --network off --protect "),
+            "{line}"
+        );
+    }
+
+    #[test]
+    fn sandbox_flags_in_the_shell_args_are_refused_with_a_pointer_to_the_section() {
+        let err = shell_args(
+            "[mcp_servers.shell]\nargs = [\"--root\", \".\", \"--sandbox=full-access\"]\n",
+        )
+        .unwrap_err();
+        assert!(err.to_string().contains("[sandbox]"), "{err}");
+    }
 }

@@ -140,7 +140,8 @@ pub fn latest(sessions_dir: &Path) -> Result<String, SessionError> {
         .ok_or_else(|| SessionError::NoneSaved(sessions_dir.to_path_buf()))
 }
 
-/// Appends `messages` to the session file, each line passed through `redact`.
+/// Appends `messages` to the session file, each line passed through `redact`. The file is
+/// `0600` in a `0700` directory and never opened through a symlink.
 pub fn append(
     sessions_dir: &Path,
     id: &str,
@@ -162,12 +163,7 @@ fn write_lines(
         path: path.clone(),
         source,
     };
-    std::fs::create_dir_all(sessions_dir).map_err(io)?;
-    let mut f = std::fs::OpenOptions::new()
-        .create(true)
-        .append(true)
-        .open(&path)
-        .map_err(io)?;
+    let mut f = tern_gateway::files::open_append(&path).map_err(io)?;
     for l in lines {
         let line = serde_json::to_string(l).map_err(|e| io(std::io::Error::other(e)))?;
         writeln!(f, "{}", redact(&line)).map_err(io)?;

@@ -21,12 +21,10 @@ pub struct EventWriter {
 }
 
 impl EventWriter {
-    /// Creates `path` (and its directory).
+    /// Creates `path` (and its directory): `0600` in a `0700` directory, never through a
+    /// symlink.
     pub fn create(path: &Path, redactor: std::sync::Arc<Redactor>) -> std::io::Result<Self> {
-        if let Some(dir) = path.parent() {
-            std::fs::create_dir_all(dir)?;
-        }
-        let file = File::options().create(true).append(true).open(path)?;
+        let file = tern_gateway::files::open_append(path)?;
         Ok(Self {
             path: path.to_path_buf(),
             out: Some(BufWriter::new(file)),

@@ -233,8 +233,32 @@ pub async fn doctor(
                 }
             }
         }
+        sandbox_report(ws, out)?;
     }
     Ok(if failed { 1 } else { 0 })
+}
+
+/// What the OS sandbox of the built-in shell can enforce on this machine, one line per layer
+/// (each probed by starting a process under it), and the policy the config asks for.
+fn sandbox_report(ws: &Workspace, out: &mut dyn Write) -> std::io::Result<()> {
+    let support = tern_sandbox::Support::detect();
+    let config = &ws.config.sandbox;
+    writeln!(
+        out,
+        "sandbox: {} with network {} ([sandbox] in config.toml); this machine can enforce:",
+        config.mode, config.network
+    )?;
+    for line in support.to_string().lines() {
+        writeln!(out, "  {line}")?;
+    }
+    if !support.is_complete() {
+        writeln!(
+            out,
+            "  missing layers fall back to the strongest remaining ones (tool-servers/shell/README.md, \
+             \"When the kernel lacks a layer\")"
+        )?;
+    }
+    Ok(())
 }
 
 /// `tern mcp import FILE`.

@@ -5,5 +5,6 @@ pub mod mcp;
 pub mod repl;
 pub mod run;
 pub mod runs;
+pub mod sandbox;
 pub mod tools;
 pub mod trust;

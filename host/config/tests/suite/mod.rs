@@ -6,6 +6,7 @@ mod expand;
 mod import;
 mod layers;
 mod parse;
+mod sandbox;
 mod trust;
 
 use std::collections::BTreeMap;

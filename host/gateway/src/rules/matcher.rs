@@ -9,7 +9,7 @@ use globset::{GlobBuilder, GlobMatcher};
 use serde_json::Value;
 
 use crate::paths::PathScope;
-use crate::shell::{canonical, split_pattern};
+use crate::shell::{Simple, canonical, options, split_pattern};
 
 /// How a rule treats an array of values, and what it does with a value it cannot read.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -71,10 +71,15 @@ pub struct Glob {
     raw: String,
     /// Canonical words, for commands.
     command: String,
+    /// The words with their options normalized, when the program's options are known: what
+    /// deny and ask rules also compare (`rm -rf *` names `rm -r -f x` too).
+    options: Option<options::Normalized>,
     /// Case-sensitive path glob (allow rules): `None` when the text is not a valid glob.
     path: Option<GlobMatcher>,
     /// Case-insensitive path glob (deny and ask rules err on the side of matching).
     path_ci: Option<GlobMatcher>,
+    /// The path pattern: `**/…` as written, anything else absolute.
+    path_pattern: String,
 }
 
 impl Glob {
@@ -93,12 +98,48 @@ impl Glob {
                 .ok()
                 .map(|g| g.compile_matcher())
         };
+        let words = split_pattern(raw);
         Self {
             raw: raw.to_owned(),
-            command: canonical(&split_pattern(raw)),
+            command: canonical(&words),
+            options: options::normalize(&words),
             path: build(false),
             path_ci: build(true),
+            path_pattern,
         }
+    }
+
+    /// The pattern as a deny glob for a file server (tern-fs's `--deny-read` and `_meta`
+    /// `tern/deny_paths`): relative `**/…` globs are anchored at its roots, others absolute;
+    /// letters match either case, as deny rules do here.
+    pub fn deny_glob(&self) -> String {
+        let mut out = String::with_capacity(self.path_pattern.len() * 2);
+        let mut chars = self.path_pattern.chars();
+        let mut in_class = false;
+        while let Some(c) = chars.next() {
+            match c {
+                '\\' => {
+                    out.push(c);
+                    out.extend(chars.next());
+                }
+                '[' if !in_class => {
+                    in_class = true;
+                    out.push(c);
+                }
+                ']' if in_class => {
+                    in_class = false;
+                    out.push(c);
+                }
+                c if !in_class && c.is_ascii_alphabetic() => {
+                    out.push('[');
+                    out.push(c.to_ascii_lowercase());
+                    out.push(c.to_ascii_uppercase());
+                    out.push(']');
+                }
+                c => out.push(c),
+            }
+        }
+        out
     }
 
     /// Whether the pattern is written as a path, which makes it a path pattern for any argument.
@@ -114,6 +155,24 @@ impl Glob {
                 .command
                 .strip_suffix(" *")
                 .is_some_and(|head| head == text)
+    }
+
+    /// Deny and ask semantics against one simple command: its text as written, any command it
+    /// runs through a wrapper, and either with the options of known programs normalized.
+    pub fn names_command(&self, c: &Simple) -> bool {
+        std::iter::once(&c.words)
+            .chain(&c.wrapped)
+            .any(|words| self.names_words(words))
+    }
+
+    fn names_words(&self, words: &[String]) -> bool {
+        if self.matches_command(&canonical(words)) {
+            return true;
+        }
+        match (&self.options, options::normalize(words)) {
+            (Some(pattern), Some(command)) => pattern.covers(&command),
+            _ => false,
+        }
     }
 
     /// Against a path argument (already normalized by the caller).
@@ -164,7 +223,12 @@ impl Matcher {
             (Matcher::Domain(d), Value::String(s)) => d.matches(s, q),
             (Matcher::Domain(_), _) => q == Quantifier::Any,
             (Matcher::Glob(g), Value::String(s)) if path_arg || g.path_shaped() => {
-                g.matches_path(&ws.normalize(s), q)
+                let path = ws.normalize(s);
+                match q {
+                    // Deny and ask: whatever the path opens, through symlinks too.
+                    Quantifier::Any => ws.variants(&path).iter().any(|p| g.matches_path(p, q)),
+                    Quantifier::All => g.matches_path(&path, q),
+                }
             }
             (Matcher::Glob(g), v) => g.matches_plain(v),
         }
@@ -308,6 +372,16 @@ mod tests {
         // Deny/ask compare without case.
         assert!(env.matches_path(&w.normalize(".ENV"), Quantifier::Any));
         assert!(!env.matches_path(&w.normalize(".ENV"), Quantifier::All));
+    }
+
+    #[test]
+    fn deny_globs_for_file_servers_match_either_case() {
+        let w = ws();
+        assert_eq!(Glob::new("**/.env", &w).deny_glob(), "**/.[eE][nN][vV]");
+        assert_eq!(
+            Glob::new("secrets/[ab]*.txt", &w).deny_glob(),
+            "/[pP]/[sS][eE][cC][rR][eE][tT][sS]/[ab]*.[tT][xX][tT]"
+        );
     }
 
     #[test]

@@ -97,8 +97,29 @@ impl Rule {
         self.tool.is_match(name)
     }
 
+    /// The glob of a rule that is about one path argument only (`fs__*(path: **/.env)`): a
+    /// statement that the file is off limits, which the shell and file servers enforce too.
+    pub fn path_glob(&self) -> Option<&Glob> {
+        match self.args.as_slice() {
+            [(ArgTarget::Named(name), Matcher::Glob(g))] if is_path_arg(name) => Some(g),
+            _ => None,
+        }
+    }
+
     /// Deny/ask semantics: does any part of the call match?
+    ///
+    /// A rule about one path argument also matches a shell command naming that path, whatever
+    /// tool the rule names (F4): `cat .env` reads what `fs__read_file(path: .env)` would.
     pub fn matches_any(&self, f: &CallFacts<'_>) -> bool {
+        if let (Some(a), Some(g)) = (f.shell, self.path_glob())
+            && a.paths.iter().any(|p| {
+                f.ws.variants(p)
+                    .iter()
+                    .any(|v| g.matches_path(v, Quantifier::Any))
+            })
+        {
+            return true;
+        }
         if !self.names_tool(f.name) {
             return false;
         }
@@ -106,9 +127,7 @@ impl Rule {
             .iter()
             .all(|(target, m)| match resolve(target, f) {
                 Target::Command => match (f.shell, m) {
-                    (Some(a), Matcher::Glob(g)) => {
-                        a.commands.iter().any(|c| g.matches_command(&c.text))
-                    }
+                    (Some(a), Matcher::Glob(g)) => a.commands.iter().any(|c| g.names_command(c)),
                     _ => false,
                 },
                 Target::Value(name, v) => {
@@ -213,6 +232,20 @@ impl RuleSet {
         }
     }
 
+    /// The deny globs a trusted file server must enforce itself in a call of `tool` (the
+    /// request `_meta` key `tern/deny_paths`): a search over the root or a hard link to a
+    /// denied file never shows a path argument the gateway could check (F4).
+    pub fn deny_globs_for(&self, tool: &str) -> Vec<String> {
+        let mut globs: Vec<String> = self
+            .deny
+            .iter()
+            .filter(|r| r.names_tool(tool))
+            .filter_map(|r| r.path_glob().map(Glob::deny_glob))
+            .collect();
+        globs.dedup();
+        globs
+    }
+
     /// Adds one rule to its list.
     pub fn push(&mut self, rule: Rule) {
         match rule.list {
@@ -273,6 +306,118 @@ mod tests {
         assert!(rule("shell__run(rm -rf *)", RuleList::Deny).matches_any(&f));
         assert!(rule("shell__run(command: rm *)", RuleList::Deny).matches_any(&f));
         assert!(!rule("shell__run(curl *)", RuleList::Deny).matches_any(&f));
+    }
+
+    fn shell_facts<'a>(
+        w: &'a PathScope,
+        args: &'a Map<String, Value>,
+        a: &'a Analysis,
+    ) -> CallFacts<'a> {
+        CallFacts {
+            name: "shell__run",
+            args,
+            command_arg: Some("command"),
+            shell: Some(a),
+            ws: w,
+        }
+    }
+
+    /// F5: a deny rule written one way catches the other spellings and the wrappers.
+    #[test]
+    fn deny_rules_see_through_option_spellings_and_wrappers() {
+        let w = ws();
+        let deny = rule("shell__run(rm -rf *)", RuleList::Deny);
+        for line in [
+            "rm -rf build",
+            "rm -fr build",
+            "rm -r -f build",
+            "rm -R -f build",
+            "rm --recursive --force build",
+            "rm --rec --force build",
+            "rm -v -rf build",
+            "/bin/rm -rf build",
+            "\\rm -rf build",
+            "nice rm -rf build",
+            "nice -n 5 rm -rf build",
+            "timeout 5 rm -rf build",
+            "timeout -s KILL 5s rm -fr build",
+            "echo build | xargs rm -rf",
+            "echo build | xargs -n1 rm -r -f",
+            "env X=1 rm -rf build",
+            "command rm -rf build",
+            "sudo rm -rf build",
+            "sudo -u root -- rm -rf build",
+            "doas rm -rf build",
+            "busybox rm -rf build",
+            "sudo nice timeout 5 busybox rm -fr build",
+            "sh -c 'rm -rf build'",
+            "sudo bash -c \"rm -r -f build\"",
+            "find . -name build -exec rm -rf {} +",
+            "git status && (cd sub; rm -fr x)",
+        ] {
+            let args = json!({ "command": line });
+            let a = analyze(line, &w);
+            let f = shell_facts(&w, args.as_object().unwrap(), &a);
+            assert!(deny.matches_any(&f), "{line}: {:?}", a.commands);
+        }
+        for line in [
+            "rm -r build",
+            "rm build",
+            "rmdir -p build",
+            "echo rm -rf build",
+            "git rm -rf build",
+        ] {
+            let args = json!({ "command": line });
+            let a = analyze(line, &w);
+            let f = shell_facts(&w, args.as_object().unwrap(), &a);
+            assert!(!deny.matches_any(&f), "{line}: {:?}", a.commands);
+        }
+        // Allow rules still match the command as written only.
+        let line = "nice rm -rf build";
+        let args = json!({ "command": line });
+        let a = analyze(line, &w);
+        let f = shell_facts(&w, args.as_object().unwrap(), &a);
+        assert_eq!(
+            rule("shell__run(rm -fr *)", RuleList::Allow).covers(&f),
+            Coverage::Nothing
+        );
+    }
+
+    /// F4: a rule about a path is about the file, whichever tool reaches it.
+    #[test]
+    fn path_deny_rules_apply_to_the_paths_a_shell_command_names() {
+        let w = ws();
+        let deny = rule("fs__*(path: **/.env)", RuleList::Deny);
+        for line in [
+            "cat .env",
+            "cat ./sub/../.env",
+            "cat < .env",
+            "grep -n KEY /p/.env",
+            "sudo cat --file=.env",
+            "cd sub && cat ../.env",
+        ] {
+            let args = json!({ "command": line });
+            let a = analyze(line, &w);
+            let f = shell_facts(&w, args.as_object().unwrap(), &a);
+            assert!(deny.matches_any(&f), "{line}: {:?}", a.paths);
+        }
+        for line in ["cat .envrc", "cat x", "ls -la"] {
+            let args = json!({ "command": line });
+            let a = analyze(line, &w);
+            let f = shell_facts(&w, args.as_object().unwrap(), &a);
+            assert!(!deny.matches_any(&f), "{line}: {:?}", a.paths);
+        }
+        // Rules with more than a path, or about no path, keep to their tools.
+        let both = rule("fs__*(path: **/.env, encoding: x)", RuleList::Deny);
+        let line = "cat .env";
+        let args = json!({ "command": line });
+        let a = analyze(line, &w);
+        assert!(!both.matches_any(&shell_facts(&w, args.as_object().unwrap(), &a)));
+        let mut set = RuleSet::default();
+        set.push(deny);
+        set.push(rule("web__*(url: domain:x.com)", RuleList::Deny));
+        assert_eq!(set.deny_globs_for("fs__grep"), ["**/.[eE][nN][vV]"]);
+        assert!(set.deny_globs_for("git__log").is_empty());
     }
 
     #[test]

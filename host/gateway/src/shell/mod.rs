@@ -9,7 +9,10 @@
 //! are *risks*: they make the command fall to ask however the allow rules read.
 
 mod flags;
+pub mod glob;
+pub mod options;
 mod words;
+mod wrappers;
 
 use std::path::PathBuf;
 
@@ -25,6 +28,11 @@ pub use words::{canonical, quote, split_pattern};
 /// How deep command substitutions inside command substitutions are followed before the command
 /// counts as unreadable.
 const MAX_DEPTH: usize = 8;
+
+/// How many wrapped commands one simple command may stand for before the rest is not
+/// followed (`sudo nice timeout 5 rm …` is three levels; a line of sixty wrappers is an attack
+/// on the analysis, and says so as a risk).
+const MAX_FORMS: usize = 64;
 
 /// Directories whose programs are the same as the bare name (`/usr/bin/git` is `git`); a path
 /// elsewhere (`./git`, `/tmp/git`) stays a path, which no `git …` rule matches.
@@ -73,6 +81,10 @@ pub struct Simple {
     pub words: Vec<String>,
     /// [`canonical`] form of `words`: what command patterns match.
     pub text: String,
+    /// The commands it may run through a wrapper (`timeout 5 rm -rf x` → `rm -rf x`, and
+    /// the over-approximations `5 rm -rf x`, `x`): what deny and ask rules match besides
+    /// `words`. Allow rules never look here.
+    pub wrapped: Vec<Vec<String>>,
 }
 
 /// What a command line does, as far as the text tells.
@@ -84,6 +96,10 @@ pub struct Analysis {
     pub risks: Vec<String>,
     /// Writes into protected config locations (redirections): always denied.
     pub protected_writes: Vec<PathBuf>,
+    /// Every path the line names — argument words, redirection targets, what its globs match
+    /// on disk now — normalized: what deny rules on paths compare (F4: `cat .env` under a rule
+    /// denying `**/.env`).
+    pub paths: Vec<PathBuf>,
 }
 
 /// Parses and normalizes `command` as run in `ws.cwd`.
@@ -133,6 +149,7 @@ impl Walker<'_> {
                 self.out.commands.push(Simple {
                     text: canonical(&words),
                     words,
+                    wrapped: Vec::new(),
                 });
             }
         }
@@ -237,6 +254,8 @@ impl Walker<'_> {
         let mut items: Vec<&CommandPrefixOrSuffixItem> = Vec::new();
         items.extend(cmd.prefix.iter().flat_map(|p| p.0.iter()));
         let mut words: Vec<String> = Vec::new();
+        // Arguments the shell expands into file names, as written.
+        let mut globs: Vec<String> = Vec::new();
         let mut name_seen = false;
         let name_item = cmd
             .word_or_name
@@ -247,8 +266,15 @@ impl Walker<'_> {
         for item in items {
             match item {
                 CommandPrefixOrSuffixItem::Word(w) => {
+                    let is_program = !name_seen;
                     name_seen = true;
                     let lit = self.word(&w.value, depth);
+                    if let Literal::Glob { text, pattern } = &lit
+                        && !is_program
+                    {
+                        self.glob_word(text, pattern, Access::Names);
+                        globs.push(text.clone());
+                    }
                     words.push(lit.text().to_owned());
                 }
                 CommandPrefixOrSuffixItem::AssignmentWord(assignment, w) => {
@@ -276,8 +302,20 @@ impl Walker<'_> {
         if words.is_empty() {
             return;
         }
-        if words[0] == "cd" && self.cd(&words) {
-            return;
+        if words[0] == "cd" {
+            match words.get(1) {
+                Some(dir) if globs.contains(dir) => {
+                    self.risk(format!("a `cd` to `{dir}`, which the shell expands"));
+                }
+                _ if self.cd(&words) => return,
+                _ => {}
+            }
+        }
+        if self.ws.is_protected(&self.cwd) {
+            self.risk(format!(
+                "it runs in {}, a protected config location",
+                self.cwd.display()
+            ));
         }
         if let Some(why) = flags::risk(&words) {
             self.risk(why);
@@ -286,32 +324,67 @@ impl Walker<'_> {
             // `--flag=PATH` names a path too.
             let w = match w.split_once('=') {
                 Some((flag, value)) if flag.starts_with('-') => value,
+                _ if w.starts_with('-') => continue,
                 _ => w.as_str(),
             };
-            if looks_like_path(w) && self.ws.is_protected(&self.ws.normalize_from(&self.cwd, w)) {
+            let path = self.ws.normalize_from(&self.cwd, w);
+            if looks_like_path(w) && self.ws.is_protected(&path) {
                 self.risk(format!("it names `{w}`, a protected config location"));
             }
+            self.out.paths.push(path);
         }
+        let wrapped = self.wrapped(&words, depth);
         self.out.commands.push(Simple {
             text: canonical(&words),
             words,
+            wrapped,
         });
+    }
+
+    /// The commands `words` runs through wrappers, followed through wrappers of wrappers.
+    /// Scripts (`sh -c STR`, `eval`) are parsed as command lines of their own, so their
+    /// commands join the analysis as commands in their own right.
+    fn wrapped(&mut self, words: &[String], depth: usize) -> Vec<Vec<String>> {
+        let mut out: Vec<Vec<String>> = Vec::new();
+        let mut queue = vec![words.to_vec()];
+        while let Some(w) = queue.pop() {
+            let found = match wrappers::inner(&w) {
+                wrappers::Inner::None => continue,
+                wrappers::Inner::Arguments => wrappers::candidates(&w),
+                wrappers::Inner::Segments(segments) => segments,
+                wrappers::Inner::Script(script) => {
+                    self.source(&script, depth + 1);
+                    continue;
+                }
+            };
+            for mut form in found {
+                strip_bin_dir(&mut form);
+                if out.len() >= MAX_FORMS {
+                    self.risk("more wrapped commands than the gateway follows");
+                    return out;
+                }
+                if let Some(why) = flags::risk(&form) {
+                    self.risk(why);
+                }
+                if !out.contains(&form) {
+                    queue.push(form.clone());
+                    out.push(form);
+                }
+            }
+        }
+        out
     }
 
     /// Strips what does not change the program: a system bin directory, `env` with plain
     /// assignments, `command`, `builtin`, `nohup`.
     fn normalize(&mut self, mut words: Vec<String>) -> Vec<String> {
         loop {
+            if strip_bin_dir(&mut words) {
+                continue;
+            }
             let Some(first) = words.first() else {
                 return words;
             };
-            if let Some((dir, name)) = first.rsplit_once('/')
-                && SYSTEM_BIN_DIRS.contains(&if dir.is_empty() { "/" } else { dir })
-                && !name.is_empty()
-            {
-                words[0] = name.to_owned();
-                continue;
-            }
             match first.as_str() {
                 "env" => {
                     let mut i = 1;
@@ -417,9 +490,43 @@ impl Walker<'_> {
         }
     }
 
+    /// A word the shell expands into file names: a risk, or for a write a protected write,
+    /// when it may name a protected config location (F1).
+    fn glob_word(&mut self, text: &str, pattern: &str, access: Access) {
+        let expansion = glob::expand(self.ws, &self.cwd, pattern);
+        self.out.paths.extend(expansion.matches.iter().cloned());
+        if expansion.incomplete {
+            self.risk(format!("`{text}` expands to more than the gateway follows"));
+        }
+        if expansion.reaches_protected {
+            match access {
+                Access::Writes => self
+                    .out
+                    .protected_writes
+                    .push(self.ws.normalize_from(&self.cwd, text)),
+                Access::Names => {
+                    self.risk(format!(
+                        "`{text}` may expand to a protected config location"
+                    ));
+                }
+            }
+        }
+    }
+
     fn redirect_path(&mut self, raw: &str, writes: bool, depth: usize) {
-        let Literal::Text(path) = self.word(raw, depth) else {
-            return;
+        let path = match self.word(raw, depth) {
+            Literal::Text(path) => path,
+            Literal::Glob { text, pattern } => {
+                // Bash expands a redirection target that globs to one file.
+                let access = if writes {
+                    Access::Writes
+                } else {
+                    Access::Names
+                };
+                self.glob_word(&text, &pattern, access);
+                return;
+            }
+            Literal::Dynamic { .. } => return,
         };
         if matches!(
             path.as_str(),
@@ -428,6 +535,7 @@ impl Walker<'_> {
             return;
         }
         let abs = self.ws.normalize_from(&self.cwd, &path);
+        self.out.paths.push(abs.clone());
         if writes && self.ws.is_protected(&abs) {
             self.out.protected_writes.push(abs);
         } else if !self.ws.in_roots(&abs) {
@@ -437,6 +545,33 @@ impl Walker<'_> {
             ));
         }
     }
+}
+
+/// `/usr/bin/rm` → `rm`: a program in a system bin directory is the bare name. Returns whether
+/// the first word changed.
+fn strip_bin_dir(words: &mut [String]) -> bool {
+    let Some(first) = words.first_mut() else {
+        return false;
+    };
+    match first.rsplit_once('/') {
+        Some((dir, name))
+            if SYSTEM_BIN_DIRS.contains(&if dir.is_empty() { "/" } else { dir })
+                && !name.is_empty() =>
+        {
+            *first = name.to_owned();
+            true
+        }
+        _ => false,
+    }
+}
+
+/// What a command does with a path it names, as far as protection goes.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Access {
+    /// A redirection writes it.
+    Writes,
+    /// An argument names it (the program may write it).
+    Names,
 }
 
 fn is_name(s: &str) -> bool {

@@ -120,3 +120,48 @@ fn redirections_inside_roots_are_fine_and_config_writes_are_flagged() {
     assert!(!a.risks.is_empty());
     assert_eq!(ws().normalize("x"), Path::new("/p/x"));
 }
+
+/// F1: words the shell expands may not reach a protected config location unseen.
+#[test]
+fn globs_and_braces_that_may_reach_protected_config_are_caught() {
+    for line in [
+        "cd .ter? && cat ../evil.toml > config.toml",
+        "cd .t* && cat ../evil.toml > config.toml",
+        "cp evil.toml .ter?",
+        "cp evil.toml .ter?/config.toml",
+        "mv evil.toml .{tern,x}/config.toml",
+        "cat .ter?/config.toml",
+        "cd .tern && cp ../evil.toml config.toml",
+        "tee ~/.ter*/config.toml < evil.toml",
+    ] {
+        let a = analyze(line, &ws());
+        assert!(
+            !a.risks.is_empty() || !a.protected_writes.is_empty(),
+            "{line}: {a:?}"
+        );
+    }
+    for line in [
+        "echo x >> .ter?/config.toml",
+        "cat ../evil.toml > .t{e,x}rn/config.toml",
+        "cat evil > ~/.TER[N]/config.toml",
+        "cat evil > .{s..u}ern/config.toml",
+    ] {
+        let a = analyze(line, &ws());
+        assert_eq!(a.protected_writes.len(), 1, "{line}: {a:?}");
+    }
+    for line in [
+        "ls *.rs",
+        "cat src/*",
+        "grep -n foo *",
+        "cp a.txt b.{txt,bak}",
+        "echo '.ter?' \".t*\" \\.ter\\?",
+        "[ -f x ] && echo y",
+        "git log HEAD@{1}",
+    ] {
+        let a = analyze(line, &ws());
+        assert!(
+            a.risks.is_empty() && a.protected_writes.is_empty(),
+            "{line}: {a:?}"
+        );
+    }
+}

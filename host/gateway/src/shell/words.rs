@@ -11,6 +11,10 @@ use brush_parser::{
 pub enum Literal {
     /// Plain text once quotes and escapes are removed.
     Text(String),
+    /// Text the shell expands into file names: unquoted `*`, `?`, `[` or a brace expansion.
+    /// `text` is the word without its quotes (what command patterns match); `pattern` is the
+    /// same as a glob, its quoted characters escaped with `\`.
+    Glob { text: String, pattern: String },
     /// The value depends on run-time expansion; the reason names the construct. `raw` is the word
     /// as written, which deny rules still match against.
     Dynamic { raw: String, why: &'static str },
@@ -20,7 +24,7 @@ impl Literal {
     /// The text rules match: the unquoted value, or the raw text of a dynamic word.
     pub fn text(&self) -> &str {
         match self {
-            Literal::Text(t) => t,
+            Literal::Text(t) | Literal::Glob { text: t, .. } => t,
             Literal::Dynamic { raw, .. } => raw,
         }
     }
@@ -41,9 +45,13 @@ pub fn literal(raw: &str, subs: &mut Substitutions) -> Literal {
             };
         }
     };
-    let mut out = String::new();
-    match pieces_text(&pieces, &mut out, subs) {
-        Ok(()) => Literal::Text(out),
+    let mut out = Unquoted::default();
+    match pieces_text(&pieces, &mut out, subs, Quoting::Bare) {
+        Ok(()) if out.expands => Literal::Glob {
+            text: out.text,
+            pattern: out.pattern,
+        },
+        Ok(()) => Literal::Text(out.text),
         Err(why) => Literal::Dynamic {
             raw: raw.to_owned(),
             why,
@@ -51,27 +59,67 @@ pub fn literal(raw: &str, subs: &mut Substitutions) -> Literal {
     }
 }
 
+/// A word being unquoted: its text, and the same as a glob pattern.
+#[derive(Default)]
+struct Unquoted {
+    text: String,
+    pattern: String,
+    /// It holds unquoted glob characters or a brace expansion.
+    expands: bool,
+}
+
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum Quoting {
+    Bare,
+    Quoted,
+}
+
+impl Unquoted {
+    fn push(&mut self, s: &str, quoting: Quoting) {
+        self.text.push_str(s);
+        for c in s.chars() {
+            let special = "*?[]{},\\".contains(c);
+            if quoting == Quoting::Quoted && special {
+                self.pattern.push('\\');
+            }
+            self.pattern.push(c);
+        }
+        if quoting == Quoting::Bare
+            && (s.contains(super::glob::GLOB_CHARS) || super::glob::has_braces(s))
+        {
+            self.expands = true;
+        }
+    }
+}
+
 fn pieces_text(
     pieces: &[WordPieceWithSource],
-    out: &mut String,
+    out: &mut Unquoted,
     subs: &mut Substitutions,
+    quoting: Quoting,
 ) -> Result<(), &'static str> {
     let mut dynamic: Option<&'static str> = None;
     for piece in pieces {
         let why = match &piece.piece {
-            WordPiece::Text(s) | WordPiece::SingleQuotedText(s) => {
-                out.push_str(s);
+            WordPiece::Text(s) => {
+                out.push(s, quoting);
+                None
+            }
+            WordPiece::SingleQuotedText(s) => {
+                out.push(s, Quoting::Quoted);
                 None
             }
             WordPiece::AnsiCQuotedText(s) if !s.contains('\\') => {
-                out.push_str(s);
+                out.push(s, Quoting::Quoted);
                 None
             }
             WordPiece::AnsiCQuotedText(_) => Some("an ANSI-C escape ($'\\…')"),
             WordPiece::DoubleQuotedSequence(inner)
-            | WordPiece::GettextDoubleQuotedSequence(inner) => pieces_text(inner, out, subs).err(),
+            | WordPiece::GettextDoubleQuotedSequence(inner) => {
+                pieces_text(inner, out, subs, Quoting::Quoted).err()
+            }
             WordPiece::TildeExpansion(TildeExpr::Home) => {
-                out.push('~');
+                out.push("~", Quoting::Quoted);
                 None
             }
             WordPiece::TildeExpansion(_) => Some("a tilde expansion"),
@@ -79,7 +127,7 @@ fn pieces_text(
                 // `\x` is `x`; a backslash-newline is a line continuation and vanishes.
                 let c = s.strip_prefix('\\').unwrap_or(s);
                 if c != "\n" {
-                    out.push_str(c);
+                    out.push(c, Quoting::Quoted);
                 }
                 None
             }

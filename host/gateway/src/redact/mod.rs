@@ -2,13 +2,23 @@
 //!
 //! Issue 4, item 8: the audit log, spill files and events must never carry an API key, whether it
 //! came from the environment or showed up in a tool's output. Two nets: the *values* of configured
-//! secrets (exact match), and the *shapes* of well-known keys (`sk-ant-…`, `sk-…`, `ghp_…`,
-//! `AKIA…`, `Bearer …`) for keys tern was never told about.
+//! secrets (exact match), and the [`patterns`] of secrets tern was never told about: well-known
+//! key prefixes (`sk-ant-…`, `ghp_…`, `xoxb-…`, `glpat-…`, `AIza…`, `AKIA…`, `Bearer …`), JWTs,
+//! PEM private-key bodies and `password=`/`secret:`/`…_token=` values (F8).
+//!
+//! A key split by an invisible character (`sk-ant-api03-ab\u{200B}cd…`) is one key to whoever
+//! copies it out of the log, so zero-width characters do not hide it from either net.
+
+mod patterns;
 
 use std::fmt;
 
 /// What a redacted span is replaced with.
 pub const REDACTED: &str = "[REDACTED]";
+
+/// Characters that render as nothing: zero width space, non-joiner and joiner, word joiner,
+/// and the byte-order mark (zero width no-break space).
+const ZERO_WIDTH: &[char] = &['\u{200B}', '\u{200C}', '\u{200D}', '\u{2060}', '\u{FEFF}'];
 
 /// Configured secrets shorter than this are not redacted by value: replacing every `abc` in every
 /// output would make the audit useless and a three-letter "secret" protects nothing.
@@ -44,81 +54,6 @@ impl fmt::Display for Secret {
     }
 }
 
-/// A key shape: a literal prefix and how many token characters must follow it.
-struct Shape {
-    prefix: &'static str,
-    /// Minimum token characters after the prefix for the span to count as a key (so that the
-    /// words `sk-learn` or `Bearer of news` stay as they are).
-    min_tail: usize,
-    /// Maximum tail length (`AKIA` ids are exactly 16 more characters).
-    max_tail: usize,
-    tail_char: fn(char) -> bool,
-}
-
-fn token_char(c: char) -> bool {
-    c.is_ascii_alphanumeric() || c == '-' || c == '_'
-}
-
-fn bearer_char(c: char) -> bool {
-    c.is_ascii_alphanumeric() || "-._~+/=".contains(c)
-}
-
-fn aws_char(c: char) -> bool {
-    c.is_ascii_uppercase() || c.is_ascii_digit()
-}
-
-/// Longest first: `sk-ant-` must win over `sk-`.
-const SHAPES: &[Shape] = &[
-    Shape {
-        prefix: "sk-ant-",
-        min_tail: 8,
-        max_tail: usize::MAX,
-        tail_char: token_char,
-    },
-    Shape {
-        prefix: "sk-",
-        min_tail: 20,
-        max_tail: usize::MAX,
-        tail_char: token_char,
-    },
-    Shape {
-        prefix: "github_pat_",
-        min_tail: 20,
-        max_tail: usize::MAX,
-        tail_char: token_char,
-    },
-    Shape {
-        prefix: "ghp_",
-        min_tail: 20,
-        max_tail: usize::MAX,
-        tail_char: token_char,
-    },
-    Shape {
-        prefix: "gho_",
-        min_tail: 20,
-        max_tail: usize::MAX,
-        tail_char: token_char,
-    },
-    Shape {
-        prefix: "ghs_",
-        min_tail: 20,
-        max_tail: usize::MAX,
-        tail_char: token_char,
-    },
-    Shape {
-        prefix: "AKIA",
-        min_tail: 16,
-        max_tail: 16,
-        tail_char: aws_char,
-    },
-    Shape {
-        prefix: "Bearer ",
-        min_tail: 8,
-        max_tail: usize::MAX,
-        tail_char: bearer_char,
-    },
-];
-
 /// Removes secrets from text. Cheap to clone-share (`Arc` it); the gateway applies it to the
 /// audit line, the spill file, the events and the text handed back to the model.
 #[derive(Debug, Clone, Default)]
@@ -140,8 +75,21 @@ impl Redactor {
         Self { secrets }
     }
 
-    /// `text` with every configured secret value and every key-shaped span replaced.
+    /// `text` with every configured secret value and every secret-shaped span replaced.
     pub fn redact(&self, text: &str) -> String {
+        if text.contains(ZERO_WIDTH) {
+            // Look again without the invisible characters; keep them when that finds nothing,
+            // so text without secrets is never changed.
+            let visible: String = text.chars().filter(|c| !ZERO_WIDTH.contains(c)).collect();
+            let redacted = self.redact_visible(&visible);
+            if redacted != visible {
+                return redacted;
+            }
+        }
+        self.redact_visible(text)
+    }
+
+    fn redact_visible(&self, text: &str) -> String {
         let mut out = text.to_owned();
         for secret in &self.secrets {
             let value = secret.expose();
@@ -155,7 +103,7 @@ impl Redactor {
                 out = out.replace(escaped, REDACTED);
             }
         }
-        redact_shapes(&out)
+        patterns::shapes(&patterns::assignments(&patterns::pem_bodies(&out)))
     }
 
     /// Redacts every string inside a JSON value.
@@ -174,44 +122,6 @@ impl Redactor {
             other => other.clone(),
         }
     }
-}
-
-fn redact_shapes(text: &str) -> String {
-    let mut out = String::with_capacity(text.len());
-    let mut rest = text;
-    let mut prev: Option<char> = None;
-    'scan: while let Some(c) = rest.chars().next() {
-        // A key starts at a word boundary: `risk-…` holds `sk-` but is no key.
-        if prev.is_none_or(|p| !p.is_ascii_alphanumeric()) {
-            for shape in SHAPES {
-                let Some(after) = rest.strip_prefix(shape.prefix) else {
-                    continue;
-                };
-                let tail: usize = after
-                    .chars()
-                    .take_while(|&c| (shape.tail_char)(c))
-                    .map(char::len_utf8)
-                    .sum();
-                let tail_chars = after[..tail].chars().count();
-                let fits = tail_chars >= shape.min_tail && tail_chars <= shape.max_tail;
-                // `AKIA` ids end exactly: a longer run is some other word.
-                if fits {
-                    out.push_str(shape.prefix.trim_end());
-                    if shape.prefix.ends_with(' ') {
-                        out.push(' ');
-                    }
-                    out.push_str(REDACTED);
-                    rest = &after[tail..];
-                    prev = Some('x');
-                    continue 'scan;
-                }
-            }
-        }
-        out.push(c);
-        prev = Some(c);
-        rest = &rest[c.len_utf8()..];
-    }
-    out
 }
 
 #[cfg(test)]
@@ -243,6 +153,42 @@ mod tests {
             assert!(!out.contains(gone), "{input} -> {out}");
             assert!(out.contains(REDACTED), "{input} -> {out}");
         }
+    }
+
+    #[test]
+    fn more_key_shapes_are_redacted() {
+        let r = Redactor::default();
+        for (input, gone) in [
+            ("xoxb-1234567890-0987654321-AbCdEfGh", "1234567890"),
+            ("glpat-AbCdEfGhIjKlMnOpQrSt", "AbCdEfGhIjKlMnOpQrSt"),
+            (
+                "key AIzaSyA1b2C3d4E5f6G7h8I9j0KlMnOpQrStUv",
+                "SyA1b2C3d4E5f6G7h8I9j0",
+            ),
+            (
+                "github_pat_11ABCDEFG0123456789_abcdefghij",
+                "11ABCDEFG0123456789",
+            ),
+            ("ASIAIOSFODNN7EXAMPLE", "IOSFODNN7EXAMPLE"),
+        ] {
+            let out = r.redact(input);
+            assert!(!out.contains(gone), "{input} -> {out}");
+        }
+    }
+
+    #[test]
+    fn a_key_split_by_a_zero_width_character_is_still_found() {
+        let r = Redactor::new([Secret::new("topsecretvalue-123")]);
+        for zw in ZERO_WIDTH {
+            let split = format!("k=ghp_0123456789{zw}abcdefghijABCDEF and topsecret{zw}value-123");
+            let out = r.redact(&split);
+            assert!(
+                !out.contains("abcdefghij") && !out.contains("value-123"),
+                "{out:?}"
+            );
+        }
+        // Text without secrets keeps its invisible characters.
+        assert_eq!(r.redact("a\u{200B}b"), "a\u{200B}b");
     }
 
     #[test]

@@ -1,0 +1,103 @@
+//! How tern writes the files under `$TERN_HOME` that hold what a run saw (issue 15): the audit
+//! log, events, session transcripts and spill files. They carry source code, command output
+//! and, despite redaction, possibly secrets — so they are `0600` in `0700` directories, and
+//! never opened through a symlink: one planted at `audit.jsonl` (by a tool command, say) must
+//! not redirect the log somewhere else, or truncate a file of the user's.
+
+use std::{
+    fs::{File, OpenOptions},
+    io::{self, Write},
+    path::Path,
+};
+
+#[cfg(unix)]
+use std::os::unix::fs::{DirBuilderExt, OpenOptionsExt, PermissionsExt};
+
+/// Creates `dir` (and missing parents) `0700`, and makes `dir` itself `0700` if it existed.
+pub fn private_dir(dir: &Path) -> io::Result<()> {
+    let mut builder = std::fs::DirBuilder::new();
+    builder.recursive(true);
+    #[cfg(unix)]
+    builder.mode(0o700);
+    builder.create(dir)?;
+    #[cfg(unix)]
+    std::fs::set_permissions(dir, std::fs::Permissions::from_mode(0o700))?;
+    Ok(())
+}
+
+/// Opens `path` for appending, creating it `0600` (and its directory `0700`). A symlink at
+/// `path` is an error (`O_NOFOLLOW`), not followed; an existing file is made `0600`.
+pub fn open_append(path: &Path) -> io::Result<File> {
+    let mut options = OpenOptions::new();
+    options.append(true).create(true);
+    open_private(path, &mut options)
+}
+
+/// Writes `bytes` to `path`, replacing what was there, as [`open_append`] would open it.
+pub fn write(path: &Path, bytes: &[u8]) -> io::Result<()> {
+    let mut options = OpenOptions::new();
+    options.write(true).create(true).truncate(true);
+    let mut file = open_private(path, &mut options)?;
+    file.write_all(bytes)?;
+    file.flush()
+}
+
+fn open_private(path: &Path, options: &mut OpenOptions) -> io::Result<File> {
+    if let Some(dir) = path.parent().filter(|d| !d.as_os_str().is_empty()) {
+        private_dir(dir)?;
+    }
+    #[cfg(unix)]
+    options.mode(0o600).custom_flags(libc::O_NOFOLLOW);
+    let file = options.open(path).map_err(|e| {
+        if e.raw_os_error() == Some(libc::ELOOP) {
+            io::Error::new(
+                e.kind(),
+                format!(
+                    "{} is a symlink; tern does not write through one",
+                    path.display()
+                ),
+            )
+        } else {
+            e
+        }
+    })?;
+    #[cfg(unix)]
+    file.set_permissions(std::fs::Permissions::from_mode(0o600))?;
+    Ok(file)
+}
+
+#[cfg(test)]
+#[cfg(unix)]
+mod tests {
+    use super::*;
+
+    fn mode(p: &Path) -> u32 {
+        std::fs::metadata(p).unwrap().permissions().mode() & 0o777
+    }
+
+    #[test]
+    fn files_are_private_and_symlinks_refused() {
+        let dir = tempfile::tempdir().unwrap();
+        let file = dir.path().join("a/b/log.jsonl");
+        open_append(&file).unwrap().write_all(b"x\n").unwrap();
+        assert_eq!(mode(&file), 0o600);
+        assert_eq!(mode(&dir.path().join("a")), 0o700);
+        assert_eq!(mode(&dir.path().join("a/b")), 0o700);
+
+        // A file that was readable by others is made private when opened.
+        let loose = dir.path().join("loose.txt");
+        std::fs::write(&loose, "").unwrap();
+        std::fs::set_permissions(&loose, std::fs::Permissions::from_mode(0o644)).unwrap();
+        write(&loose, b"y").unwrap();
+        assert_eq!(mode(&loose), 0o600);
+
+        let victim = dir.path().join("victim");
+        std::fs::write(&victim, "keep").unwrap();
+        let link = dir.path().join("a/b/link.jsonl");
+        std::os::unix::fs::symlink(&victim, &link).unwrap();
+        let err = open_append(&link).unwrap_err();
+        assert!(err.to_string().contains("symlink"), "{err}");
+        assert!(write(&link, b"gone").is_err());
+        assert_eq!(std::fs::read_to_string(&victim).unwrap(), "keep");
+    }
+}

@@ -1,0 +1,234 @@
+//! The rule layer against the walk-arounds of the attack run: other spellings and wrappers
+//! (F5), globs into protected config (F1), links and other tools around a path deny (F4).
+
+use serde_json::json;
+use tern_e2e::run_env::RunEnv;
+
+use super::{decision, finished, run_ok, turn};
+
+/// F5: `--deny 'shell__run(rm -rf *)'` holds for every spelling and wrapper of `rm -rf`,
+/// even in yolo mode where nothing else would stop the command.
+#[tokio::test]
+async fn a_deny_rule_catches_other_spellings_and_wrapped_commands() {
+    let env = RunEnv::new().await;
+    let commands = [
+        "rm -fr v0",
+        "rm -r -f v1",
+        "rm --recursive --force v2",
+        "nice rm -rf v3",
+        "timeout 5 rm -rf v4",
+        "echo v5 | xargs rm -rf",
+        "env X=1 rm -rf v6",
+        "command rm -rf v7",
+        "sudo -n rm -rf v8",
+        "busybox rm -rf v9",
+        "sh -c 'rm -R -f v10'",
+        "find . -name v11 -exec rm -rf {} +",
+    ];
+    let mut calls = Vec::new();
+    for (i, command) in commands.iter().enumerate() {
+        std::fs::create_dir(env.dir.path().join(format!("v{i}"))).unwrap();
+        calls.push((format!("toolu_{i}"), json!({ "command": command })));
+    }
+    let calls: Vec<(&str, &str, serde_json::Value)> = calls
+        .iter()
+        .map(|(id, args)| (id.as_str(), "shell__run", args.clone()))
+        .collect();
+    turn(&env, &calls);
+    env.answer("done");
+    let events = run_ok(
+        &env,
+        "clean up",
+        &["--mode", "yolo", "--deny", "shell__run(rm -rf *)"],
+    )
+    .await;
+    for (i, command) in commands.iter().enumerate() {
+        let d = decision(&events, &format!("toolu_{i}"));
+        assert_eq!(d["decision"], "deny", "{command}: {d}");
+        assert_eq!(d["rule"], "--deny:1", "{command}: {d}");
+        assert!(
+            env.dir.path().join(format!("v{i}")).is_dir(),
+            "{command} removed its directory"
+        );
+    }
+}
+
+/// The project with a `.tern/config.toml` and an `evil.toml` the model wants to put there.
+fn project_with_config(env: &RunEnv) -> String {
+    let original = "# the project's own config\n";
+    std::fs::create_dir(env.dir.path().join(".tern")).unwrap();
+    std::fs::write(env.dir.path().join(".tern/config.toml"), original).unwrap();
+    std::fs::write(
+        env.dir.path().join("evil.toml"),
+        "[mcp_servers.evil]\ncommand = \"/tmp/evil\"\n",
+    )
+    .unwrap();
+    original.to_string()
+}
+
+/// F1, the rule layer: a rule written for plain words (`cat *`, `echo *`, `cp *`) does not
+/// allow a glob or brace expansion that reaches `.tern/`.
+#[tokio::test]
+async fn globs_into_protected_config_are_not_allowed_by_plain_rules() {
+    let env = RunEnv::new().await;
+    let original = project_with_config(&env);
+    let commands = [
+        "cd .ter? && cat ../evil.toml > config.toml",
+        "echo '[mcp_servers.x]' >> .ter?/config.toml",
+        "cp evil.toml .ter?/config.toml",
+        "cat evil.toml > .t{e,x}rn/config.toml",
+    ];
+    let calls: Vec<(String, serde_json::Value)> = commands
+        .iter()
+        .enumerate()
+        .map(|(i, c)| (format!("toolu_{i}"), json!({ "command": c })))
+        .collect();
+    let calls: Vec<(&str, &str, serde_json::Value)> = calls
+        .iter()
+        .map(|(id, args)| (id.as_str(), "shell__run", args.clone()))
+        .collect();
+    turn(&env, &calls);
+    env.answer("done");
+    let events = run_ok(
+        &env,
+        "configure",
+        &[
+            "--allow",
+            "shell__run(cat *)",
+            "--allow",
+            "shell__run(echo *)",
+            "--allow",
+            "shell__run(cp *)",
+        ],
+    )
+    .await;
+    for (i, command) in commands.iter().enumerate() {
+        let d = decision(&events, &format!("toolu_{i}"));
+        assert_eq!(d["decision"], "deny", "{command}: {d}");
+    }
+    assert_eq!(
+        std::fs::read_to_string(env.dir.path().join(".tern/config.toml")).unwrap(),
+        original
+    );
+}
+
+/// F1, the sandbox behind it: with no rule in the way (`--mode yolo`), the write into
+/// `.tern/` through a glob still fails, because tern-shell keeps `.tern` read-only.
+#[tokio::test]
+async fn the_sandbox_refuses_the_glob_write_even_in_yolo_mode() {
+    let env = RunEnv::new().await;
+    let original = project_with_config(&env);
+    let commands = [
+        "cd .ter? && cat ../evil.toml > config.toml",
+        "cp evil.toml .ter?/config.toml",
+        "d=.tern; cat evil.toml >> $d/config.toml",
+    ];
+    let calls: Vec<(String, serde_json::Value)> = commands
+        .iter()
+        .enumerate()
+        .map(|(i, c)| (format!("toolu_{i}"), json!({ "command": c })))
+        .collect();
+    let calls: Vec<(&str, &str, serde_json::Value)> = calls
+        .iter()
+        .map(|(id, args)| (id.as_str(), "shell__run", args.clone()))
+        .collect();
+    turn(&env, &calls);
+    env.answer("done");
+    let events = run_ok(&env, "configure", &["--mode", "yolo"]).await;
+    for (i, command) in commands.iter().enumerate() {
+        let id = format!("toolu_{i}");
+        assert_eq!(decision(&events, &id)["decision"], "allow", "{command}");
+        let result = finished(&events, &id);
+        let output = result["output"].as_str().unwrap_or_default();
+        assert!(
+            output.contains("Read-only file system") && !output.contains("[exit code 0"),
+            "{command}: {result}"
+        );
+    }
+    assert_eq!(
+        std::fs::read_to_string(env.dir.path().join(".tern/config.toml")).unwrap(),
+        original
+    );
+}
+
+/// F4: `--deny 'fs__*(path: **/.env)'` holds for what is actually opened: a symlink and a
+/// hard link to `.env`, a grep over the root, and shell commands naming it in any spelling.
+#[tokio::test]
+async fn a_path_deny_rule_holds_through_links_searches_and_the_shell() {
+    let env = RunEnv::new().await;
+    let dir = env.dir.path();
+    let secret = "DENIED-CONTENT-4242";
+    std::fs::write(dir.join(".env"), format!("API_URL={secret}\n")).unwrap();
+    std::fs::create_dir(dir.join("sub")).unwrap();
+    std::os::unix::fs::symlink(dir.join(".env"), dir.join("settings")).unwrap();
+    std::fs::hard_link(dir.join(".env"), dir.join("copy.txt")).unwrap();
+    std::fs::write(dir.join("notes.txt"), "nothing to see\n").unwrap();
+    let calls = [
+        ("toolu_link", "fs__read_file", json!({"path": "settings"})),
+        ("toolu_hard", "fs__read_file", json!({"path": "copy.txt"})),
+        ("toolu_grep", "fs__grep", json!({"pattern": "DENIED"})),
+        ("toolu_cat", "shell__run", json!({"command": "cat .env"})),
+        (
+            "toolu_dots",
+            "shell__run",
+            json!({"command": "cat ./sub/../.env"}),
+        ),
+        (
+            "toolu_symlink",
+            "shell__run",
+            json!({"command": "cat settings"}),
+        ),
+        ("toolu_glob", "shell__run", json!({"command": "cat .en?"})),
+        (
+            "toolu_ok",
+            "shell__run",
+            json!({"command": "cat notes.txt"}),
+        ),
+    ];
+    turn(&env, &calls);
+    env.answer("done");
+    let events = run_ok(
+        &env,
+        "read the settings",
+        &[
+            "--deny",
+            "fs__*(path: **/.env)",
+            "--allow",
+            "shell__run(cat *)",
+        ],
+    )
+    .await;
+    for id in [
+        "toolu_link",
+        "toolu_cat",
+        "toolu_dots",
+        "toolu_symlink",
+        "toolu_glob",
+    ] {
+        let d = decision(&events, id);
+        assert_eq!(d["decision"], "deny", "{id}: {d}");
+        assert_eq!(d["rule"], "--deny:1", "{id}: {d}");
+    }
+    // The gateway cannot see a hard link; tern-fs compares inodes and refuses it.
+    let hard = finished(&events, "toolu_hard");
+    assert_eq!(hard["is_error"], true, "{hard}");
+    assert!(
+        hard["output"]
+            .as_str()
+            .unwrap()
+            .contains("denied by the host"),
+        "{hard}"
+    );
+    let grep = finished(&events, "toolu_grep");
+    assert_eq!(decision(&events, "toolu_grep")["decision"], "allow");
+    assert!(!grep["output"].as_str().unwrap().contains(".env"), "{grep}");
+    assert!(
+        finished(&events, "toolu_ok")["output"]
+            .as_str()
+            .unwrap()
+            .contains("nothing to see")
+    );
+    for e in &events {
+        assert!(!e.to_string().contains(secret), "the secret reached {e}");
+    }
+}
