@@ -21,6 +21,7 @@ const MAX_LIMIT: u32 = 25;
 /// Parameters of `tool_search`.
 #[derive(Debug, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
+#[schemars(transform = tern_tool_common::schema::portable)]
 pub struct SearchParams {
     /// What you want to do, in a few words (e.g. `create a calendar event`, `query the
     /// database`). Matched against tool names, descriptions and argument names.

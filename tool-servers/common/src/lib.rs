@@ -7,6 +7,7 @@
 #![deny(clippy::print_stdout, clippy::print_stderr)]
 
 mod cap;
+pub mod schema;
 
 pub use cap::{Capped, HeadTail};
 

@@ -16,7 +16,7 @@
 //!   "text": "<diff>"}`. A host gives the resource's text to the model, so the model
 //!   sees the diff once. `structuredContent` keeps only plain facts (`path`,
 //!   `replacements` or `bytes_written`/`created`); it has no `diff` key.
-//! - Tool input schemas are plain JSON Schema 2020-12 (`src/tools/schema.rs`): an
+//! - Tool input schemas are plain JSON Schema 2020-12 (`tern_tool_common::schema`): an
 //!   optional argument is absent from `required`, never `"type": [.., "null"]`, and
 //!   integer ranges are `minimum`/`maximum`, never custom formats.
 //! - Paths the host denies (`--deny-read GLOB`, repeatable, and per call the request

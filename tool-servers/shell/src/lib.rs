@@ -28,7 +28,6 @@ pub mod env;
 pub mod exec;
 mod group;
 mod limits;
-mod schema;
 mod server;
 
 use std::path::{Path, PathBuf};

@@ -47,7 +47,7 @@ pub struct Settings {
 /// Parameters of the `run` tool.
 #[derive(Debug, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
-#[schemars(transform = crate::schema::portable)]
+#[schemars(transform = tern_tool_common::schema::portable)]
 pub struct RunParams {
     /// The shell command line, run as `bash -c COMMAND`. Pipes, `&&`, redirections
     /// and subshells work. There is no terminal and stdin is empty, so interactive

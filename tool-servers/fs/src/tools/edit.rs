@@ -20,7 +20,7 @@ const MAX_EDIT_BYTES: u64 = 64 * 1024 * 1024;
 
 /// Parameters of `edit_file`.
 #[derive(Debug, Deserialize, JsonSchema)]
-#[schemars(transform = super::schema::portable)]
+#[schemars(transform = tern_tool_common::schema::portable)]
 pub struct EditFileParams {
     /// The file to edit: relative to the first root, or an absolute path inside a root.
     /// It must exist and be UTF-8 text; a symlink is not followed (edit its target).

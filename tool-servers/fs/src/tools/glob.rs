@@ -20,7 +20,7 @@ use crate::walk::{Entry, Flow, Rules, Visitor, walk};
 
 /// Parameters of `glob`.
 #[derive(Debug, Deserialize, JsonSchema)]
-#[schemars(transform = super::schema::portable)]
+#[schemars(transform = tern_tool_common::schema::portable)]
 pub struct GlobParams {
     /// Glob pattern matched against paths relative to `path`, e.g. `**/*.rs`,
     /// `src/**/mod.rs` or `*.toml`. `*` stays within one directory, `**` crosses

@@ -32,7 +32,7 @@ const MAX_LINE_CHARS: usize = 300;
 
 /// Parameters of `grep`.
 #[derive(Debug, Deserialize, JsonSchema)]
-#[schemars(transform = super::schema::portable)]
+#[schemars(transform = tern_tool_common::schema::portable)]
 pub struct GrepParams {
     /// Regular expression to search for (Rust regex syntax, as in ripgrep), e.g.
     /// `fn\s+main` or `TODO|FIXME`. Matched line by line.

@@ -15,7 +15,7 @@ use crate::resolve::Intent;
 
 /// Parameters of `list_dir`.
 #[derive(Debug, Deserialize, JsonSchema)]
-#[schemars(transform = super::schema::portable)]
+#[schemars(transform = tern_tool_common::schema::portable)]
 pub struct ListDirParams {
     /// The directory to list: relative to the first root, or an absolute path inside
     /// a root (default: the first root).

@@ -8,7 +8,6 @@ pub(crate) mod glob;
 pub(crate) mod grep;
 pub(crate) mod list;
 pub(crate) mod read;
-pub(crate) mod schema;
 pub(crate) mod write;
 
 use std::path::Path;

@@ -17,7 +17,7 @@ const SNIFF_BYTES: usize = 8 * 1024;
 
 /// Parameters of `read_file`.
 #[derive(Debug, Deserialize, JsonSchema)]
-#[schemars(transform = super::schema::portable)]
+#[schemars(transform = tern_tool_common::schema::portable)]
 pub struct ReadFileParams {
     /// The file to read: relative to the first root, or an absolute path inside a root.
     pub path: String,

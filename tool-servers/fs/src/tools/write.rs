@@ -18,7 +18,7 @@ use crate::resolve::{CreateParents, Intent, Resolved, kind_name};
 
 /// Parameters of `write_file`.
 #[derive(Debug, Deserialize, JsonSchema)]
-#[schemars(transform = super::schema::portable)]
+#[schemars(transform = tern_tool_common::schema::portable)]
 pub struct WriteFileParams {
     /// The file to create or overwrite: relative to the first root, or an absolute
     /// path inside a root. Missing parent directories are created.

@@ -3,9 +3,9 @@
 //! schemars describes `Option<T>` as `"type": ["T", "null"]` with `"default": null`
 //! and unsigned integers with the non-standard formats `uint64`/`uint`. Strict
 //! clients (and some model providers' schema subsets) warn on or reject both
-//! (issue 11, item 8). A tern-fs argument that may be left out is simply absent
-//! from `required`; a model never needs to send `null`. So every parameter struct
-//! runs through [`portable`], which rewrites its schema to plain JSON Schema
+//! (issue 11, item 8). A tool argument that may be left out is simply absent
+//! from `required`; a model never needs to send `null`. So every tern tool server's
+//! parameter structs run through [`portable`] (`#[schemars(transform = portable)]`), which rewrites its schema to plain JSON Schema
 //! 2020-12: no `null` in `type`, no `default: null`, and integer bounds as
 //! `minimum`/`maximum` instead of custom formats. Deserialisation is unchanged:
 //! serde still accepts an explicit `null` for an `Option` field.
@@ -14,7 +14,7 @@ use schemars::Schema;
 use serde_json::{Map, Value, json};
 
 /// Rewrites `schema` (and every subschema in it) to portable JSON Schema.
-pub(crate) fn portable(schema: &mut Schema) {
+pub fn portable(schema: &mut Schema) {
     if let Some(object) = schema.as_object_mut() {
         rewrite(object);
     }
