@@ -305,3 +305,87 @@ async fn continuing_a_compacted_session_starts_from_the_compacted_state() {
     );
     assert!(sent.contains("output elided") || sent.contains("Summary of the work so far"));
 }
+
+#[tokio::test]
+async fn a_local_servers_reported_window_is_the_budget() {
+    let env = RunEnv::new().await;
+    // vLLM answers GET /models with the window it was started with.
+    env.server.respond_when(
+        |r| r.method == "GET" && r.path.ends_with("/models"),
+        |_| {
+            MockResponse::json(
+                200,
+                &serde_json::json!({"object": "list", "data": [
+                    {"id": "local-model", "object": "model", "max_model_len": 8192}]}),
+            )
+        },
+    );
+    env.server
+        .enqueue(OpenAiTurn::new().text(&["hello"]).finish("stop"));
+    let out = env
+        .command(&[
+            "run",
+            "hi",
+            "--provider",
+            "openai",
+            "--model",
+            "local-model",
+        ])
+        .env_remove("ANTHROPIC_API_KEY")
+        .env("OPENAI_BASE_URL", env.server.url())
+        .output()
+        .await
+        .unwrap();
+    assert_eq!(
+        out.status.code(),
+        Some(0),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let finished = env
+        .events()
+        .into_iter()
+        .find(|e| e["type"] == "turn_finished")
+        .unwrap();
+    assert_eq!(finished["context_window"], 8192);
+    // ollama: the model's num_ctx setting wins over its native context length.
+    let env = RunEnv::new().await;
+    env.server.respond_when(
+        |r| r.path.ends_with("/api/show"),
+        |_| {
+            MockResponse::json(
+                200,
+                &serde_json::json!({"parameters": "num_ctx 16384\nstop \"<|im_end|>\"",
+                    "model_info": {"qwen2.context_length": 32768}}),
+            )
+        },
+    );
+    env.server
+        .enqueue(OpenAiTurn::new().text(&["hello"]).finish("stop"));
+    let out = env
+        .command(&[
+            "run",
+            "hi",
+            "--provider",
+            "openai",
+            "--model",
+            "qwen2.5-coder:7b",
+        ])
+        .env_remove("ANTHROPIC_API_KEY")
+        .env("OPENAI_BASE_URL", format!("{}/v1", env.server.url()))
+        .output()
+        .await
+        .unwrap();
+    assert_eq!(
+        out.status.code(),
+        Some(0),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let finished = env
+        .events()
+        .into_iter()
+        .find(|e| e["type"] == "turn_finished")
+        .unwrap();
+    assert_eq!(finished["context_window"], 16384);
+}

@@ -378,3 +378,17 @@ fn errors_in_the_config_flag_file_and_overrides_name_their_source() {
         Err(ConfigError::Override { .. })
     ));
 }
+
+#[test]
+fn the_context_section_is_strict_and_says_where_a_share_is_wrong() {
+    let (message, _, _) = user_error("[context]\ncompact_at = 1.5\n");
+    assert!(
+        message.contains(":2:14: context.compact_at: must be a share of the window"),
+        "{message}"
+    );
+    let (message, _, _) = user_error("[context]\ncompact_when = 0.5\n");
+    assert!(
+        message.contains("unknown key \"compact_when\" in [context]"),
+        "{message}"
+    );
+}
