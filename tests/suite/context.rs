@@ -192,8 +192,8 @@ async fn a_request_refused_as_too_long_is_compacted_and_retried_once() {
     assert_eq!(env.server.pending(), 0);
 }
 
-#[tokio::test]
-async fn the_cached_prefix_still_hits_after_a_compaction() {
+/// A finished run that read 12 chapters (~60k tokens) through a 30k window.
+async fn twelve_chapters_in_a_30k_window() -> RunEnv {
     let env = RunEnv::new().await;
     env.server.simulate(Api::Anthropic, 30_000);
     answer_summaries(&env, Api::Anthropic);
@@ -223,6 +223,12 @@ async fn the_cached_prefix_still_hits_after_a_compaction() {
         "{}",
         String::from_utf8_lossy(&out.stderr)
     );
+    env
+}
+
+#[tokio::test]
+async fn the_cached_prefix_still_hits_after_a_compaction() {
+    let env = twelve_chapters_in_a_30k_window().await;
     let events = env.events();
     let first_compaction = events
         .iter()
@@ -240,33 +246,7 @@ async fn the_cached_prefix_still_hits_after_a_compaction() {
 
 #[tokio::test]
 async fn continuing_a_compacted_session_starts_from_the_compacted_state() {
-    let env = RunEnv::new().await;
-    env.server.simulate(Api::Anthropic, 30_000);
-    answer_summaries(&env, Api::Anthropic);
-    chapters(&env, 12);
-    for i in 0..12 {
-        env.server.enqueue(read_turn(Api::Anthropic, i));
-    }
-    env.server.enqueue(final_turn(Api::Anthropic));
-    let out = run(
-        &env,
-        Api::Anthropic,
-        &[
-            "run",
-            GOAL,
-            "-c",
-            "model.context_window=30000",
-            "-c",
-            "model.max_tokens=2048",
-        ],
-    )
-    .await;
-    assert_eq!(
-        out.status.code(),
-        Some(0),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
+    let env = twelve_chapters_in_a_30k_window().await;
     assert!(!of_type(&env.events(), "compaction").is_empty());
 
     env.server.enqueue(
