@@ -95,6 +95,10 @@ pub struct RunFlags {
     /// Model turns before the run stops (default: `[agent] max_steps`, 50).
     #[arg(long)]
     pub max_steps: Option<u32>,
+    /// Accept a server's form elicitation with the defaults it declares, instead of declining
+    /// (nobody is asked in a headless run; a request without defaults is still declined).
+    #[arg(long)]
+    pub accept_elicitation_defaults: bool,
 }
 
 impl RunFlags {
@@ -111,6 +115,9 @@ impl RunFlags {
         }
         if let Some(max_steps) = self.max_steps {
             config.agent.max_steps = max_steps;
+        }
+        if self.accept_elicitation_defaults {
+            config.agent.accept_elicitation_defaults = true;
         }
     }
 }

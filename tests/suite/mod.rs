@@ -1,4 +1,5 @@
 mod cli_mcp;
+mod eras;
 mod examples;
 mod interop_clients;
 mod interop_servers;
@@ -7,3 +8,4 @@ mod repl;
 mod run;
 mod serve;
 mod snapshots;
+mod wire;

@@ -29,20 +29,19 @@ pub(crate) fn test_server_spec(name: &str, args: &[&str]) -> ServerSpec {
 }
 
 pub(crate) fn stdio_spec(name: &str, program: &str, args: &[&str]) -> ServerSpec {
-    ServerSpec {
-        name: name.to_string(),
-        transport: TransportSpec::Stdio {
+    let mut spec = ServerSpec::new(
+        name,
+        TransportSpec::Stdio {
             program: program.to_string(),
             args: args.iter().map(|s| s.to_string()).collect(),
             env: BTreeMap::new(),
             pass_env: Vec::new(),
             cwd: None,
         },
-        required: false,
-        startup_timeout: Duration::from_secs(20),
-        request_timeout: Duration::from_secs(20),
-        tool_filter: tern_mcp::ToolFilter::all(),
-    }
+    );
+    spec.startup_timeout = Duration::from_secs(20);
+    spec.request_timeout = Duration::from_secs(20);
+    spec
 }
 
 fn host_env() -> BTreeMap<String, String> {
@@ -73,6 +72,7 @@ impl Harness {
             max_restarts_per_minute: 5,
             restart_base_delay: Duration::from_millis(20),
             host_env: host_env(),
+            ..PoolOptions::default()
         };
         let pool = ServerPool::start(specs, opts, PinStore::in_memory(), sink);
         pool.wait_settled().await;

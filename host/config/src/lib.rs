@@ -52,6 +52,6 @@ pub use sections::{
 };
 pub use server::{
     Builtin, DEFAULT_MAX_OUTPUT_CHARS, DEFAULT_STARTUP_TIMEOUT, DEFAULT_TOOL_TIMEOUT, Launch,
-    ServerConfig, ToolLimits, ToolSettings, Transport,
+    ServerConfig, ServerRoots, ToolLimits, ToolSettings, Transport,
 };
 pub use trust::{TrustStatus, TrustStore, config_hash};

@@ -242,6 +242,7 @@ fn resolve(
         permissions,
         agent: AgentSection {
             max_steps: merged.max_steps.unwrap_or(DEFAULT_MAX_STEPS),
+            accept_elicitation_defaults: false,
         },
         layers,
         notices,

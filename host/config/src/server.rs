@@ -40,6 +40,11 @@ pub struct ServerConfig {
     /// server's `readOnlyHint`s may allow calls without asking, and its tools' `_meta`
     /// self-description (which tools edit files) is believed.
     pub trust_annotations: bool,
+    /// `roots` (default: tern's working directory): which roots the server is offered.
+    pub roots: ServerRoots,
+    /// `max_tool_bytes`: tools whose definition is longer (as JSON) are held out of the table
+    /// (default: the pool's, 64 KiB).
+    pub max_tool_bytes: Option<usize>,
     /// `enabled_tools`: when set, only these tools (original names) are offered.
     pub enabled_tools: Option<Vec<String>>,
     /// `disabled_tools`: these tools are never offered (applied after `enabled_tools`).
@@ -98,6 +103,18 @@ impl Default for ToolLimits {
             max_output_chars: DEFAULT_MAX_OUTPUT_CHARS,
         }
     }
+}
+
+/// `roots` of a server.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub enum ServerRoots {
+    /// Not set, or `true`: tern's working directory.
+    #[default]
+    WorkingDirectory,
+    /// `false`: no roots at all, for servers that would narrow their own directories to them.
+    Off,
+    /// A list of absolute directories.
+    Paths(Vec<PathBuf>),
 }
 
 /// How the host reaches a server.

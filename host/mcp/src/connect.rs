@@ -1,29 +1,49 @@
-//! Opening one connection: spawn (or dial), initialize, list tools.
+//! Opening one connection: spawn (or dial), agree on a protocol revision, list tools.
 
 use std::{
     collections::HashMap,
     path::{Path, PathBuf},
-    process::Stdio,
     time::{Duration, Instant},
 };
 
 use rmcp::{
-    RoleClient, ServiceExt,
-    model::Tool,
+    ClientLifecycleMode, ClientServiceExt, RoleClient,
+    model::{ProtocolVersion, Tool},
     service::{Peer, RunningService},
     transport::{
-        StreamableHttpClientTransport, TokioChildProcess,
-        streamable_http_client::StreamableHttpClientTransportConfig,
+        StreamableHttpClientTransport, streamable_http_client::StreamableHttpClientTransportConfig,
     },
 };
+use serde::Serialize;
 
 use crate::{
     client::TernClient,
     env::child_env,
-    error::StartError,
-    spec::{PoolOptions, ServerSpec, TransportSpec},
+    error::{StartError, describe_init_error},
+    spec::{Lifecycle, PoolOptions, ServerSpec, TransportSpec},
     stderr::StderrTail,
+    transport::{guard::Guarded, stdio::StdioTransport},
 };
+
+/// Which of MCP's two eras a connection is in.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Era {
+    /// Revisions up to 2025-11-25: an `initialize` handshake and a session.
+    Initialize,
+    /// 2026-07-28 on: no handshake; every request carries its own `_meta`.
+    Stateless,
+}
+
+impl Era {
+    fn of(version: &ProtocolVersion) -> Self {
+        if version.has_initialize() {
+            Era::Initialize
+        } else {
+            Era::Stateless
+        }
+    }
+}
 
 /// A live, initialized connection.
 pub(crate) struct Connection {
@@ -32,9 +52,28 @@ pub(crate) struct Connection {
     pub(crate) tools: Vec<Tool>,
     pub(crate) pid: Option<u32>,
     pub(crate) protocol_version: String,
+    pub(crate) era: Era,
     pub(crate) server_name: String,
     pub(crate) server_version: String,
     pub(crate) startup: Duration,
+}
+
+/// The lifecycle to open with: the configured one, or for `Auto`, what this server turned out
+/// to speak last time (so a restart does not probe again).
+fn lifecycle_mode(configured: Lifecycle, remembered: Option<Era>) -> ClientLifecycleMode {
+    let discover = || ClientLifecycleMode::Discover {
+        preferred_versions: vec![ProtocolVersion::V_2026_07_28],
+    };
+    match (configured, remembered) {
+        (Lifecycle::Initialize, _) | (Lifecycle::Auto, Some(Era::Initialize)) => {
+            ClientLifecycleMode::Initialize
+        }
+        (Lifecycle::Discover, _) | (Lifecycle::Auto, Some(Era::Stateless)) => discover(),
+        (Lifecycle::Auto, None) => ClientLifecycleMode::Auto {
+            preferred_versions: vec![ProtocolVersion::V_2026_07_28],
+            legacy_version: Some(ProtocolVersion::LATEST_WITH_INITIALIZE),
+        },
+    }
 }
 
 /// Connects to `spec` within its startup timeout.
@@ -43,8 +82,10 @@ pub(crate) async fn connect(
     opts: &PoolOptions,
     handler: TernClient,
     stderr: &StderrTail,
+    remembered: Option<Era>,
 ) -> Result<Connection, StartError> {
     let started = Instant::now();
+    let mode = lifecycle_mode(spec.lifecycle, remembered);
     let attempt = async {
         let (service, pid) = match &spec.transport {
             TransportSpec::Stdio {
@@ -69,14 +110,11 @@ pub(crate) async fn connect(
                 if let Some(dir) = cwd {
                     cmd.current_dir(dir);
                 }
-                // Its own process group, so `npx`-style grandchildren die with it:
-                // rmcp kills the child, and the group wrapper makes that the whole group.
+                // Its own process group, so `npx`-style grandchildren die with it.
                 let mut wrap = process_wrap::tokio::CommandWrap::from(cmd);
                 wrap.wrap(process_wrap::tokio::ProcessGroup::leader());
-                let (transport, pipe) = TokioChildProcess::builder(wrap)
-                    .stderr(Stdio::piped())
-                    .spawn()
-                    .map_err(|e| StartError::Spawn {
+                let (transport, pipe) =
+                    StdioTransport::spawn(wrap).map_err(|e| StartError::Spawn {
                         command: program.clone(),
                         reason: e.to_string(),
                     })?;
@@ -89,9 +127,9 @@ pub(crate) async fn connect(
                     stderr.drain(pipe, log, spec.name.clone());
                 }
                 let service = handler
-                    .serve(transport)
+                    .serve_with_lifecycle(Guarded::new(transport), mode)
                     .await
-                    .map_err(|e| StartError::Handshake(e.to_string()))?;
+                    .map_err(|e| StartError::Handshake(describe_init_error(&e)))?;
                 (service, pid)
             }
             TransportSpec::Unavailable { reason, .. } => {
@@ -117,39 +155,42 @@ pub(crate) async fn connect(
                 config = config.custom_headers(map);
                 let transport = StreamableHttpClientTransport::from_config(config);
                 let service = handler
-                    .serve(transport)
+                    .serve_with_lifecycle(Guarded::new(transport), mode)
                     .await
-                    .map_err(|e| StartError::Handshake(e.to_string()))?;
+                    .map_err(|e| StartError::Handshake(describe_init_error(&e)))?;
                 (service, None)
             }
         };
         let peer = service.peer().clone();
-        let tools = peer
-            .list_all_tools()
-            .await
-            .map_err(|e| StartError::ListTools(e.to_string()))?;
-        let (protocol_version, server_name, server_version) = match peer.peer_info() {
-            Some(info) => (
-                info.protocol_version.to_string(),
-                info.server_info
-                    .as_ref()
-                    .map(|i| i.name.clone())
-                    .unwrap_or_default(),
-                info.server_info
-                    .as_ref()
-                    .map(|i| i.version.clone())
-                    .unwrap_or_default(),
-            ),
-            None => Default::default(),
+        let Some(info) = peer.peer_info() else {
+            return Err(StartError::Handshake(
+                "the handshake finished without the server's details".to_string(),
+            ));
         };
+        // A revision tern does not know is one whose rules it cannot follow (issue 15, F12).
+        if !ProtocolVersion::KNOWN_VERSIONS.contains(&info.protocol_version) {
+            return Err(StartError::UnsupportedProtocol {
+                version: info.protocol_version.to_string(),
+            });
+        }
+        // `tools/list` only where the server says it has tools.
+        let tools = if info.capabilities.tools.is_some() {
+            peer.list_all_tools()
+                .await
+                .map_err(|e| StartError::ListTools(crate::error::describe_service_error(&e)))?
+        } else {
+            Vec::new()
+        };
+        let server = info.server_info.as_ref();
         Ok(Connection {
+            era: Era::of(&info.protocol_version),
+            protocol_version: info.protocol_version.to_string(),
+            server_name: server.map(|i| i.name.clone()).unwrap_or_default(),
+            server_version: server.map(|i| i.version.clone()).unwrap_or_default(),
             service,
             peer,
             tools,
             pid,
-            protocol_version,
-            server_name,
-            server_version,
             startup: started.elapsed(),
         })
     };
@@ -218,5 +259,25 @@ mod tests {
     fn commands_on_path_resolve() {
         let p = resolve_program("sh", Some(&"/bin:/usr/bin".into()), None).unwrap();
         assert!(p.ends_with("sh"));
+    }
+
+    #[test]
+    fn auto_probes_once_then_follows_what_it_found() {
+        assert!(matches!(
+            lifecycle_mode(Lifecycle::Auto, None),
+            ClientLifecycleMode::Auto { .. }
+        ));
+        assert_eq!(
+            lifecycle_mode(Lifecycle::Auto, Some(Era::Initialize)),
+            ClientLifecycleMode::Initialize
+        );
+        assert!(matches!(
+            lifecycle_mode(Lifecycle::Auto, Some(Era::Stateless)),
+            ClientLifecycleMode::Discover { .. }
+        ));
+        assert_eq!(
+            lifecycle_mode(Lifecycle::Initialize, Some(Era::Stateless)),
+            ClientLifecycleMode::Initialize
+        );
     }
 }

@@ -22,6 +22,8 @@ use std::{
 };
 
 use clap::Parser;
+
+mod raw;
 use rmcp::{
     RoleServer, ServerHandler, ServiceExt,
     model::{
@@ -74,6 +76,13 @@ struct Args {
     /// the bound address is printed on stdout as `listening on ADDR`.
     #[arg(long)]
     http: Option<String>,
+    /// Speak hand-written JSON-RPC with the wire-level fault MODE (see `raw.rs`).
+    #[arg(long, value_enum)]
+    raw: Option<raw::RawMode>,
+    /// Answer `server/discover` with "method not found", like a server of the
+    /// 2025-11-25 era (it still answers `initialize`).
+    #[arg(long)]
+    legacy: bool,
 }
 
 #[derive(Clone)]
@@ -211,6 +220,23 @@ fn text(s: impl Into<String>) -> CallToolResponse {
 }
 
 impl ServerHandler for TestServer {
+    async fn discover(
+        &self,
+        _context: RequestContext<RoleServer>,
+    ) -> Result<rmcp::model::DiscoverResult, rmcp::ErrorData> {
+        if self.args.legacy {
+            return Err(rmcp::ErrorData::new(
+                rmcp::model::ErrorCode::METHOD_NOT_FOUND,
+                "Method not found: server/discover",
+                None,
+            ));
+        }
+        Ok(rmcp::model::DiscoverResult::from_server_info(
+            self.supported_protocol_versions().into_owned(),
+            self.get_info(),
+        ))
+    }
+
     fn get_info(&self) -> ServerConfig {
         ServerConfig::new(
             ServerCapabilities::builder()
@@ -348,6 +374,32 @@ impl ServerHandler for TestServer {
                 ))
             }
             "roots" => {
+                // 2026-07-28 has no server→client requests: the roots come back as an input
+                // response to a retried call (SEP-2322). Earlier revisions ask directly.
+                let stateless = context
+                    .meta
+                    .protocol_version()
+                    .is_some_and(|v| !v.has_initialize());
+                if stateless {
+                    if let Some(answer) = request
+                        .input_responses
+                        .as_ref()
+                        .and_then(|r| r.get("roots"))
+                    {
+                        let roots = answer.get("roots").cloned().unwrap_or(Value::Null);
+                        return Ok(text(roots.to_string()));
+                    }
+                    #[allow(deprecated)]
+                    let ask = rmcp::model::InputRequest::ListRoots(rmcp::model::ListRootsRequest {
+                        method: Default::default(),
+                        extensions: Default::default(),
+                    });
+                    return Ok(CallToolResponse::InputRequired(
+                        rmcp::model::InputRequiredResult::from_input_requests(
+                            [("roots".to_string(), ask)].into(),
+                        ),
+                    ));
+                }
                 #[allow(deprecated)]
                 let roots = context.peer.list_roots().await;
                 match roots {
@@ -400,6 +452,10 @@ async fn main() {
     if args.hang_initialize {
         // Hold stdin open and never answer.
         tokio::time::sleep(Duration::from_secs(3600)).await;
+        return;
+    }
+    if let Some(mode) = args.raw {
+        raw::serve(mode, args.audit.as_deref());
         return;
     }
     if args.garbage_stdout {

@@ -1,0 +1,135 @@
+//! The guard every transport is wrapped in: only replies to requests tern actually has in
+//! flight get through, matched by exact id.
+//!
+//! rmcp matches a reply to a request loosely (a string id `"7"` completes request `7`), and
+//! during the handshake it fails the whole connection on any reply it did not expect. Both are
+//! wrong for a host: a reply with another id type is not ours (issue 15, F13), and a stray reply
+//! before the `initialize` reply is noise to ignore, as the TypeScript SDK does (issue 11,
+//! item 8). The guard also turns a `server/discover` answer that is no discover result (some
+//! legacy servers answer every unknown method with `{}`) into the "method not found" a legacy
+//! server should have sent, so the probe falls back to `initialize` on the same connection.
+
+use std::collections::HashSet;
+
+use rmcp::{
+    RoleClient,
+    model::{
+        ClientNotification, ClientRequest, ErrorCode, ErrorData, JsonRpcMessage, RequestId,
+        ServerResult,
+    },
+    service::{RxJsonRpcMessage, TxJsonRpcMessage},
+    transport::Transport,
+};
+
+/// A transport whose incoming replies are checked against the requests sent through it.
+pub(crate) struct Guarded<T> {
+    inner: T,
+    pending: HashSet<RequestId>,
+    discover: Option<RequestId>,
+}
+
+impl<T> Guarded<T> {
+    pub(crate) fn new(inner: T) -> Self {
+        Self {
+            inner,
+            pending: HashSet::new(),
+            discover: None,
+        }
+    }
+
+    /// Whether `id` answers a request in flight (and retires it).
+    fn answers(&mut self, id: &RequestId) -> bool {
+        self.pending.remove(id)
+    }
+
+    fn check(&mut self, msg: RxJsonRpcMessage<RoleClient>) -> Option<RxJsonRpcMessage<RoleClient>> {
+        match msg {
+            JsonRpcMessage::Response(r) => {
+                if !self.answers(&r.id) {
+                    tracing::debug!(id = %r.id, "ignoring a reply that answers no request in flight");
+                    return None;
+                }
+                if self.discover.as_ref() == Some(&r.id) {
+                    self.discover = None;
+                    let legacy = match &r.result {
+                        // A discover result naming only revisions that open with `initialize`
+                        // says "use initialize": rmcp would give up instead.
+                        ServerResult::DiscoverResult(d) => {
+                            !d.supported_versions.iter().any(|v| !v.has_initialize())
+                        }
+                        _ => true,
+                    };
+                    if legacy {
+                        return Some(JsonRpcMessage::error(
+                            ErrorData::new(
+                                ErrorCode::METHOD_NOT_FOUND,
+                                "server/discover did not offer a revision without initialize",
+                                None,
+                            ),
+                            Some(r.id),
+                        ));
+                    }
+                }
+                Some(JsonRpcMessage::Response(r))
+            }
+            JsonRpcMessage::Error(e) => match &e.id {
+                Some(id) if !self.answers(id) => {
+                    tracing::debug!(%id, "ignoring an error reply that answers no request in flight");
+                    None
+                }
+                Some(id) => {
+                    if self.discover.as_ref() == Some(id) {
+                        self.discover = None;
+                    }
+                    Some(JsonRpcMessage::Error(e))
+                }
+                None => Some(JsonRpcMessage::Error(e)),
+            },
+            other => Some(other),
+        }
+    }
+}
+
+impl<T: Transport<RoleClient>> Transport<RoleClient> for Guarded<T> {
+    type Error = T::Error;
+
+    fn name() -> std::borrow::Cow<'static, str> {
+        T::name()
+    }
+
+    fn send(
+        &mut self,
+        item: TxJsonRpcMessage<RoleClient>,
+    ) -> impl Future<Output = Result<(), Self::Error>> + Send + 'static {
+        match &item {
+            JsonRpcMessage::Request(r) => {
+                self.pending.insert(r.id.clone());
+                if matches!(r.request, ClientRequest::DiscoverRequest(_)) {
+                    self.discover = Some(r.id.clone());
+                }
+            }
+            JsonRpcMessage::Notification(n) => {
+                if let ClientNotification::CancelledNotification(c) = &n.notification
+                    && let Some(id) = &c.params.request_id
+                {
+                    self.pending.remove(id);
+                }
+            }
+            JsonRpcMessage::Response(_) | JsonRpcMessage::Error(_) => {}
+        }
+        self.inner.send(item)
+    }
+
+    async fn receive(&mut self) -> Option<RxJsonRpcMessage<RoleClient>> {
+        loop {
+            let msg = self.inner.receive().await?;
+            if let Some(msg) = self.check(msg) {
+                return Some(msg);
+            }
+        }
+    }
+
+    fn close(&mut self) -> impl Future<Output = Result<(), Self::Error>> + Send {
+        self.inner.close()
+    }
+}
