@@ -1,4 +1,5 @@
 mod cli_mcp;
+mod conformance;
 mod eras;
 mod examples;
 mod interop_clients;
