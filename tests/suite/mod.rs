@@ -1,3 +1,4 @@
+mod admission;
 mod cli_mcp;
 mod conformance;
 mod eras;

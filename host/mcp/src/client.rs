@@ -2,9 +2,9 @@
 //!
 //! Answers `roots/list` with the server's roots (unless its `roots` setting turns them off),
 //! answers elicitation by the pool's [`ElicitationPolicy`], routes `notifications/progress` to
-//! the call that asked for it, marks the server's tools as changing on
-//! `notifications/tools/list_changed` (the supervisor re-lists), and turns server log messages
-//! into events.
+//! the call that asked for it, and turns server log messages into events.
+//! (`notifications/tools/list_changed` is caught earlier, on the wire: see
+//! `transport::guard`.)
 //!
 //! Roots and logging are deprecated by the 2026-07-28 revision (SEP-2577) but still part of it,
 //! hence the `allow`: tern offers roots in both eras (a 2026-07-28 server asks for them through
@@ -132,8 +132,6 @@ fn defaults_of(schema: &Value) -> Option<Value> {
 pub(crate) struct TernClient {
     pub(crate) answers: Arc<Answers>,
     pub(crate) progress: ProgressRoutes,
-    /// Called when the server says its tool list changed.
-    pub(crate) tools_changed: Arc<dyn Fn() + Send + Sync>,
 }
 
 impl ClientHandler for TernClient {
@@ -175,10 +173,6 @@ impl ClientHandler for TernClient {
                 message: params.message,
             });
         }
-    }
-
-    async fn on_tool_list_changed(&self, _context: NotificationContext<RoleClient>) {
-        (self.tools_changed)();
     }
 
     async fn on_logging_message(

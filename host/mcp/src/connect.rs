@@ -3,11 +3,12 @@
 use std::{
     collections::HashMap,
     path::{Path, PathBuf},
+    sync::Arc,
     time::{Duration, Instant},
 };
 
 use rmcp::{
-    ClientLifecycleMode, ClientServiceExt, RoleClient,
+    ClientCacheConfig, ClientLifecycleMode, ClientServiceExt, RoleClient,
     model::{ProtocolVersion, Tool},
     service::{Peer, RunningService},
     transport::{
@@ -83,6 +84,7 @@ pub(crate) async fn connect(
     handler: TernClient,
     stderr: &StderrTail,
     remembered: Option<Era>,
+    tools_changing: Arc<dyn Fn() + Send + Sync>,
 ) -> Result<Connection, StartError> {
     let started = Instant::now();
     let mode = lifecycle_mode(spec.lifecycle, remembered);
@@ -124,10 +126,10 @@ pub(crate) async fn connect(
                         .log_dir
                         .as_ref()
                         .map(|d| d.join(format!("{}.log", spec.name)));
-                    stderr.drain(pipe, log, spec.name.clone());
+                    stderr.drain(pipe, log, spec.name.clone(), opts.max_log_bytes);
                 }
                 let service = handler
-                    .serve_with_lifecycle(Guarded::new(transport), mode)
+                    .serve_with_lifecycle(Guarded::new(transport, tools_changing.clone()), mode)
                     .await
                     .map_err(|e| StartError::Handshake(describe_init_error(&e)))?;
                 (service, pid)
@@ -155,13 +157,17 @@ pub(crate) async fn connect(
                 config = config.custom_headers(map);
                 let transport = StreamableHttpClientTransport::from_config(config);
                 let service = handler
-                    .serve_with_lifecycle(Guarded::new(transport), mode)
+                    .serve_with_lifecycle(Guarded::new(transport, tools_changing.clone()), mode)
                     .await
                     .map_err(|e| StartError::Handshake(describe_init_error(&e)))?;
                 (service, None)
             }
         };
         let peer = service.peer().clone();
+        // tern lists tools at start and when the server says they changed; a cached list could
+        // only ever be the stale one.
+        peer.set_response_cache_config(ClientCacheConfig::disabled())
+            .await;
         let Some(info) = peer.peer_info() else {
             return Err(StartError::Handshake(
                 "the handshake finished without the server's details".to_string(),

@@ -42,6 +42,7 @@ pub use spec::{
     DEFAULT_MAX_TOOL_BYTES, ElicitationPolicy, Lifecycle, PoolOptions, RootsSetting, ServerSpec,
     ToolFilter, TransportSpec,
 };
+pub use stderr::MAX_LOG_BYTES;
 pub use table::{
     META_COMMAND_ARG, META_EDITS_FILES, ToolAnnotations, ToolDef, ToolEntry, ToolTable,
 };

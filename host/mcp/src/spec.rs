@@ -174,6 +174,8 @@ pub struct PoolOptions {
     pub roots: Vec<PathBuf>,
     /// Where each server's stderr is logged as `<dir>/<name>.log`; none: ring buffer only.
     pub log_dir: Option<PathBuf>,
+    /// A server's log is rotated to `<name>.log.1` when it reaches this size.
+    pub max_log_bytes: u64,
     /// Restarts allowed per minute before a crashing server is marked failed.
     pub max_restarts_per_minute: usize,
     /// First restart delay; doubles per restart within the minute.
@@ -201,6 +203,7 @@ impl Default for PoolOptions {
         Self {
             roots: Vec::new(),
             log_dir: None,
+            max_log_bytes: crate::stderr::MAX_LOG_BYTES,
             max_restarts_per_minute: 5,
             restart_base_delay: Duration::from_millis(250),
             host_env: std::env::vars().collect(),

@@ -44,20 +44,22 @@ pub(crate) async fn supervise(
         let handler = TernClient {
             answers: slot.answers.clone(),
             progress: slot.progress.clone(),
-            tools_changed: {
-                let slot = slot.clone();
-                let notify = tools_changed.clone();
-                // Marked at once, re-listed by this task: until the re-list lands, calls to the
-                // server wait for it and `ServerPool::tools_settled` holds the next model request.
-                Arc::new(move || {
-                    slot.update(|l| l.changing = true);
-                    notify.notify_one();
-                })
-            },
+        };
+        // `notifications/tools/list_changed`, seen by the transport as it arrives (before any
+        // reply behind it is delivered): marked at once, re-listed by this task. Until the
+        // re-list lands, calls to the server wait for it and `ServerPool::tools_settled` holds
+        // the next model request.
+        let tools_changing: Arc<dyn Fn() + Send + Sync> = {
+            let slot = slot.clone();
+            let notify = tools_changed.clone();
+            Arc::new(move || {
+                slot.update(|l| l.changing = true);
+                notify.notify_one();
+            })
         };
         let remembered = slot.era();
         let result = tokio::select! {
-            r = connect(&slot.spec, &opts, handler, &slot.stderr, remembered) => r,
+            r = connect(&slot.spec, &opts, handler, &slot.stderr, remembered, tools_changing) => r,
             _ = shutdown.cancelled() => {
                 slot.update(|l| l.state = ServerState::Stopped);
                 return;

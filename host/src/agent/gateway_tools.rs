@@ -19,6 +19,10 @@ pub struct GatewayTools {
 
 #[async_trait]
 impl ToolExecutor for GatewayTools {
+    async fn settle(&self) {
+        self.gateway.tools_settled().await;
+    }
+
     fn tools(&self) -> Vec<ToolSpec> {
         self.gateway
             .refresh_table()

@@ -97,6 +97,7 @@ impl Agent {
             out.steps += 1;
             let step = out.steps;
             self.state("build_context", step);
+            self.tools.settle().await;
             let tools = self.tools.tools();
             let request = ModelRequest {
                 system: self.settings.system.clone(),

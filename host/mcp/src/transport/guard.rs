@@ -8,14 +8,18 @@
 //! item 8). The guard also turns a `server/discover` answer that is no discover result (some
 //! legacy servers answer every unknown method with `{}`) into the "method not found" a legacy
 //! server should have sent, so the probe falls back to `initialize` on the same connection.
+//!
+//! And it sees `notifications/tools/list_changed` in wire order: the server's tools are marked
+//! as changing before any reply that follows the notification reaches its caller, so a call
+//! that returns after a server dropped a tool can never race the re-list.
 
-use std::collections::HashSet;
+use std::{collections::HashSet, sync::Arc};
 
 use rmcp::{
     RoleClient,
     model::{
         ClientNotification, ClientRequest, ErrorCode, ErrorData, JsonRpcMessage, RequestId,
-        ServerResult,
+        ServerNotification, ServerResult,
     },
     service::{RxJsonRpcMessage, TxJsonRpcMessage},
     transport::Transport,
@@ -26,14 +30,17 @@ pub(crate) struct Guarded<T> {
     inner: T,
     pending: HashSet<RequestId>,
     discover: Option<RequestId>,
+    tools_changing: Arc<dyn Fn() + Send + Sync>,
 }
 
 impl<T> Guarded<T> {
-    pub(crate) fn new(inner: T) -> Self {
+    /// Wraps `inner`; `tools_changing` runs when the server announces a tool list change.
+    pub(crate) fn new(inner: T, tools_changing: Arc<dyn Fn() + Send + Sync>) -> Self {
         Self {
             inner,
             pending: HashSet::new(),
             discover: None,
+            tools_changing,
         }
     }
 
@@ -85,6 +92,15 @@ impl<T> Guarded<T> {
                 }
                 None => Some(JsonRpcMessage::Error(e)),
             },
+            JsonRpcMessage::Notification(n) => {
+                if matches!(
+                    n.notification,
+                    ServerNotification::ToolListChangedNotification(_)
+                ) {
+                    (self.tools_changing)();
+                }
+                Some(JsonRpcMessage::Notification(n))
+            }
             other => Some(other),
         }
     }

@@ -54,6 +54,8 @@ pub(crate) fn human_bytes(n: usize) -> String {
     const MIB: usize = 1024 * 1024;
     if n >= MIB && n.is_multiple_of(MIB) {
         format!("{} MiB", n / MIB)
+    } else if n >= 1024 && n.is_multiple_of(1024) {
+        format!("{} KiB", n / 1024)
     } else if n >= 1_000_000 {
         format!("{:.1} MB", n as f64 / 1e6)
     } else if n >= 1_000 {
