@@ -183,6 +183,14 @@ impl ServerPool {
                 }
             }
             ServiceError::Cancelled { .. } => CallError::Cancelled,
+            // Over HTTP every request is a connection of its own: failing to send one means
+            // the server is not there (any more).
+            e @ ServiceError::TransportSend(_) if slot.spec.transport.kind() == "http" => {
+                CallError::ConnectionLost {
+                    server: slot.spec.name.clone(),
+                    reason: describe_service_error(&e),
+                }
+            }
             other => CallError::Transport(describe_service_error(&other)),
         }
     }

@@ -155,6 +155,7 @@ pub(crate) async fn connect(
                     map.insert(name, value);
                 }
                 config = config.custom_headers(map);
+                config.retry_config = Arc::new(sse_retry_policy());
                 let transport = StreamableHttpClientTransport::from_config(config);
                 let service = handler
                     .serve_with_lifecycle(Guarded::new(transport, tools_changing.clone()), mode)
@@ -206,6 +207,19 @@ pub(crate) async fn connect(
             secs: spec.startup_timeout.as_secs_f64(),
         }),
     }
+}
+
+/// How often a broken SSE stream is resumed before the requests waiting on it fail. rmcp's
+/// default retries forever with doubling delays, so a server that died mid-call left the call
+/// waiting for its whole timeout (issue 11, item 8); two tries ride out a proxy hiccup and
+/// still fail a dead server within seconds. A `retry:` the server sends is honoured when
+/// longer (rmcp's own servers ask for 3 s).
+fn sse_retry_policy() -> rmcp::transport::common::client_side_sse::ExponentialBackoff {
+    let mut policy = rmcp::transport::common::client_side_sse::ExponentialBackoff::default();
+    policy.max_times = Some(2);
+    policy.base_duration = Duration::from_millis(250);
+    policy.max_delay = Some(Duration::from_secs(1));
+    policy
 }
 
 /// Finds the program the way the child's `execvp` would, so a missing command is

@@ -7,7 +7,13 @@
 
 use std::error::Error as StdError;
 
-use rmcp::service::{ClientInitializeError, ServiceError};
+use rmcp::{
+    service::{ClientInitializeError, ServiceError},
+    transport::streamable_http_client::StreamableHttpError,
+};
+
+/// The error type of rmcp's streamable HTTP transport over reqwest.
+type HttpError = StreamableHttpError<reqwest::Error>;
 
 /// A server could not be started.
 #[derive(Debug, Clone, thiserror::Error)]
@@ -141,8 +147,12 @@ pub(crate) fn describe_service_error(e: &ServiceError) -> String {
     }
 }
 
-/// The most specific message in an error's source chain, cleaned.
+/// The most specific message in an error's source chain, cleaned; for the HTTP transport, what
+/// went wrong in words (`cannot connect to …: connection refused`, `HTTP 404 …`).
 fn describe_chain(error: &(dyn StdError + 'static)) -> String {
+    if let Some(http) = error.downcast_ref::<HttpError>() {
+        return describe_http(http);
+    }
     let mut deepest = error.to_string();
     let mut source = error.source();
     while let Some(e) = source {
@@ -153,6 +163,45 @@ fn describe_chain(error: &(dyn StdError + 'static)) -> String {
         source = e.source();
     }
     clean(&deepest)
+}
+
+/// One line for a streamable HTTP failure.
+fn describe_http(e: &HttpError) -> String {
+    match e {
+        StreamableHttpError::Client(e) => {
+            let url = e.url().map(|u| format!(" {u}")).unwrap_or_default();
+            let what = if e.is_connect() {
+                format!("cannot connect to{url}")
+            } else if e.is_timeout() {
+                format!("no answer in time from{url}")
+            } else {
+                format!("the request to{url} failed")
+            };
+            // reqwest's own text is generic; the cause (e.g. "Connection refused") is deepest.
+            let mut cause = None;
+            let mut source = StdError::source(e);
+            while let Some(s) = source {
+                cause = Some(s.to_string());
+                source = s.source();
+            }
+            match cause {
+                Some(c) => format!("{what}: {}", clean(&c)),
+                None => what,
+            }
+        }
+        StreamableHttpError::HttpStatus(s) => format!("the server answered HTTP {}", s.status),
+        StreamableHttpError::UnexpectedServerResponse(text) => {
+            format!("unexpected answer from the server: {}", clean(text))
+        }
+        StreamableHttpError::UnexpectedContentType(t) => format!(
+            "the server answered with content type {} instead of JSON or an event stream",
+            t.as_deref().unwrap_or("(none)")
+        ),
+        StreamableHttpError::SessionExpired => {
+            "the server no longer knows this session (HTTP 404)".to_string()
+        }
+        other => clean(&other.to_string()),
+    }
 }
 
 /// Longest message kept.
