@@ -40,7 +40,7 @@ async fn roots_off_or_listed_keep_server_filesystem_on_its_configured_directory(
         .into_iter()
         .find(|s| s.name == "narrowed")
         .unwrap();
-    assert_eq!(narrowed.narrowed_by_roots, [data_dir.clone()]);
+    assert_eq!(narrowed.narrowed_by_roots, std::slice::from_ref(&data_dir));
     let read = |server: &'static str| {
         let pool = h.pool.clone();
         let path = data_dir.join("facts.txt").to_string_lossy().into_owned();
