@@ -12,4 +12,5 @@ mod roots;
 mod run;
 mod serve;
 mod snapshots;
+mod tasks;
 mod wire;

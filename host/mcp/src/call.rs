@@ -18,6 +18,7 @@ use tokio::sync::mpsc::UnboundedSender;
 
 use crate::{
     client::{Answers, ProgressRoutes},
+    connect::Era,
     error::{CallError, describe_service_error},
     event::Progress,
     output::ToolOutput,
@@ -47,12 +48,13 @@ impl ServerPool {
         if slot.live.borrow().changing {
             slot.tools_settled().await;
         }
-        let (peer, state, offered) = {
+        let (peer, state, offered, as_task) = {
             let live = slot.live.borrow();
             (
                 live.peer.clone(),
                 live.state.label(),
                 live.tools.iter().any(|t| t.name == tool),
+                live.era == Some(Era::Initialize) && live.task_support.required(tool),
             )
         };
         let peer = peer.ok_or_else(|| CallError::NotReady {
@@ -69,6 +71,11 @@ impl ServerPool {
         let mut params = CallToolRequestParams::new(tool.to_string()).with_arguments(arguments);
         if let Some(meta) = opts.meta.clone() {
             params.meta = Some(RequestMetaObject(MetaObject(meta)));
+        }
+        if as_task {
+            return self
+                .call_as_task(slot, &peer, params, deadline, &opts)
+                .await;
         }
         let mut state_only_rounds = 0u32;
         for _ in 0..MAX_INPUT_ROUNDS {
@@ -119,7 +126,7 @@ impl ServerPool {
 
     /// One request of a call: sent, awaited within what is left of the deadline, cancelled when
     /// the caller cancels.
-    async fn round(
+    pub(crate) async fn round(
         &self,
         slot: &Slot,
         peer: &Peer<RoleClient>,

@@ -23,7 +23,7 @@ use crate::{
     error::{StartError, describe_init_error},
     spec::{Lifecycle, PoolOptions, ServerSpec, TransportSpec},
     stderr::StderrTail,
-    transport::{guard::Guarded, stdio::StdioTransport},
+    transport::{TaskSupport, guard::Guarded, stdio::StdioTransport},
 };
 
 /// Which of MCP's two eras a connection is in.
@@ -54,6 +54,8 @@ pub(crate) struct Connection {
     pub(crate) pid: Option<u32>,
     pub(crate) protocol_version: String,
     pub(crate) era: Era,
+    /// Tools the server says must be called as tasks (stdio only: see [`TaskSupport`]).
+    pub(crate) task_support: TaskSupport,
     pub(crate) server_name: String,
     pub(crate) server_version: String,
     pub(crate) startup: Duration,
@@ -88,82 +90,84 @@ pub(crate) async fn connect(
 ) -> Result<Connection, StartError> {
     let started = Instant::now();
     let mode = lifecycle_mode(spec.lifecycle, remembered);
+    let task_support = TaskSupport::default();
     let attempt = async {
-        let (service, pid) = match &spec.transport {
-            TransportSpec::Stdio {
-                program,
-                args,
-                env,
-                pass_env,
-                cwd,
-            } => {
-                let env = child_env(&opts.host_env, pass_env, env);
-                let program_path = resolve_program(program, env.get("PATH"), cwd.as_deref())?;
-                if let Some(dir) = cwd
-                    && !dir.is_dir()
-                {
-                    return Err(StartError::Spawn {
-                        command: program.clone(),
-                        reason: format!("working directory {} does not exist", dir.display()),
-                    });
+        let (service, pid) =
+            match &spec.transport {
+                TransportSpec::Stdio {
+                    program,
+                    args,
+                    env,
+                    pass_env,
+                    cwd,
+                } => {
+                    let env = child_env(&opts.host_env, pass_env, env);
+                    let program_path = resolve_program(program, env.get("PATH"), cwd.as_deref())?;
+                    if let Some(dir) = cwd
+                        && !dir.is_dir()
+                    {
+                        return Err(StartError::Spawn {
+                            command: program.clone(),
+                            reason: format!("working directory {} does not exist", dir.display()),
+                        });
+                    }
+                    let mut cmd = tokio::process::Command::new(&program_path);
+                    cmd.args(args).env_clear().envs(&env);
+                    if let Some(dir) = cwd {
+                        cmd.current_dir(dir);
+                    }
+                    // Its own process group, so `npx`-style grandchildren die with it.
+                    let mut wrap = process_wrap::tokio::CommandWrap::from(cmd);
+                    wrap.wrap(process_wrap::tokio::ProcessGroup::leader());
+                    let (transport, pipe) = StdioTransport::spawn(wrap, task_support.clone())
+                        .map_err(|e| StartError::Spawn {
+                            command: program.clone(),
+                            reason: e.to_string(),
+                        })?;
+                    let pid = transport.id();
+                    if let Some(pipe) = pipe {
+                        let log = opts
+                            .log_dir
+                            .as_ref()
+                            .map(|d| d.join(format!("{}.log", spec.name)));
+                        stderr.drain(pipe, log, spec.name.clone(), opts.max_log_bytes);
+                    }
+                    let service = handler
+                        .serve_with_lifecycle(Guarded::new(transport, tools_changing.clone()), mode)
+                        .await
+                        .map_err(|e| StartError::Handshake(describe_init_error(&e)))?;
+                    (service, pid)
                 }
-                let mut cmd = tokio::process::Command::new(&program_path);
-                cmd.args(args).env_clear().envs(&env);
-                if let Some(dir) = cwd {
-                    cmd.current_dir(dir);
+                TransportSpec::Unavailable { reason, .. } => {
+                    return Err(StartError::Config(reason.clone()));
                 }
-                // Its own process group, so `npx`-style grandchildren die with it.
-                let mut wrap = process_wrap::tokio::CommandWrap::from(cmd);
-                wrap.wrap(process_wrap::tokio::ProcessGroup::leader());
-                let (transport, pipe) =
-                    StdioTransport::spawn(wrap).map_err(|e| StartError::Spawn {
-                        command: program.clone(),
-                        reason: e.to_string(),
-                    })?;
-                let pid = transport.id();
-                if let Some(pipe) = pipe {
-                    let log = opts
-                        .log_dir
-                        .as_ref()
-                        .map(|d| d.join(format!("{}.log", spec.name)));
-                    stderr.drain(pipe, log, spec.name.clone(), opts.max_log_bytes);
+                TransportSpec::Http {
+                    url,
+                    bearer_token,
+                    headers,
+                } => {
+                    let mut config = StreamableHttpClientTransportConfig::with_uri(url.as_str());
+                    if let Some(token) = bearer_token {
+                        config = config.auth_header(token.clone());
+                    }
+                    let mut map = HashMap::new();
+                    for (k, v) in headers {
+                        let name = http::HeaderName::try_from(k.as_str())
+                            .map_err(|e| StartError::Config(format!("header name `{k}`: {e}")))?;
+                        let value = http::HeaderValue::try_from(v.as_str())
+                            .map_err(|e| StartError::Config(format!("header `{k}` value: {e}")))?;
+                        map.insert(name, value);
+                    }
+                    config = config.custom_headers(map);
+                    config.retry_config = Arc::new(sse_retry_policy());
+                    let transport = StreamableHttpClientTransport::from_config(config);
+                    let service = handler
+                        .serve_with_lifecycle(Guarded::new(transport, tools_changing.clone()), mode)
+                        .await
+                        .map_err(|e| StartError::Handshake(describe_init_error(&e)))?;
+                    (service, None)
                 }
-                let service = handler
-                    .serve_with_lifecycle(Guarded::new(transport, tools_changing.clone()), mode)
-                    .await
-                    .map_err(|e| StartError::Handshake(describe_init_error(&e)))?;
-                (service, pid)
-            }
-            TransportSpec::Unavailable { reason, .. } => {
-                return Err(StartError::Config(reason.clone()));
-            }
-            TransportSpec::Http {
-                url,
-                bearer_token,
-                headers,
-            } => {
-                let mut config = StreamableHttpClientTransportConfig::with_uri(url.as_str());
-                if let Some(token) = bearer_token {
-                    config = config.auth_header(token.clone());
-                }
-                let mut map = HashMap::new();
-                for (k, v) in headers {
-                    let name = http::HeaderName::try_from(k.as_str())
-                        .map_err(|e| StartError::Config(format!("header name `{k}`: {e}")))?;
-                    let value = http::HeaderValue::try_from(v.as_str())
-                        .map_err(|e| StartError::Config(format!("header `{k}` value: {e}")))?;
-                    map.insert(name, value);
-                }
-                config = config.custom_headers(map);
-                config.retry_config = Arc::new(sse_retry_policy());
-                let transport = StreamableHttpClientTransport::from_config(config);
-                let service = handler
-                    .serve_with_lifecycle(Guarded::new(transport, tools_changing.clone()), mode)
-                    .await
-                    .map_err(|e| StartError::Handshake(describe_init_error(&e)))?;
-                (service, None)
-            }
-        };
+            };
         let peer = service.peer().clone();
         // tern lists tools at start and when the server says they changed; a cached list could
         // only ever be the stale one.
@@ -191,6 +195,7 @@ pub(crate) async fn connect(
         let server = info.server_info.as_ref();
         Ok(Connection {
             era: Era::of(&info.protocol_version),
+            task_support: task_support.clone(),
             protocol_version: info.protocol_version.to_string(),
             server_name: server.map(|i| i.name.clone()).unwrap_or_default(),
             server_version: server.map(|i| i.version.clone()).unwrap_or_default(),

@@ -29,6 +29,7 @@ mod spec;
 mod stderr;
 mod supervise;
 pub mod table;
+mod task;
 mod transport;
 
 pub use connect::Era;

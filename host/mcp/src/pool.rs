@@ -22,6 +22,7 @@ use crate::{
     stderr::StderrTail,
     supervise::{RELIST_TIMEOUT, supervise},
     table::{DroppedTool, ToolDef, ToolTable},
+    transport::TaskSupport,
 };
 
 /// Lines of stderr attached to failure reports.
@@ -128,6 +129,10 @@ pub(crate) struct Live {
     pub(crate) dropped: Vec<DroppedTool>,
     /// The server said its tools changed and the re-list has not landed yet.
     pub(crate) changing: bool,
+    /// The connection's era (`None` until connected).
+    pub(crate) era: Option<Era>,
+    /// Which of its tools must be called as tasks.
+    pub(crate) task_support: TaskSupport,
     pub(crate) restarts: usize,
     pub(crate) last_error: Option<String>,
 }
@@ -229,6 +234,8 @@ impl ServerPool {
                     held: Vec::new(),
                     dropped: Vec::new(),
                     changing: false,
+                    era: None,
+                    task_support: TaskSupport::default(),
                     restarts: 0,
                     last_error: None,
                 }),

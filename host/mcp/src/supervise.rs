@@ -100,6 +100,8 @@ pub(crate) async fn supervise(
         slot.update(|l| {
             l.state = state;
             l.peer = Some(conn.peer.clone());
+            l.era = Some(conn.era);
+            l.task_support = conn.task_support.clone();
             admitted.publish(l);
         });
         events(Event::ServerReady {

@@ -5,12 +5,38 @@ pub(crate) mod guard;
 mod scan;
 pub(crate) mod stdio;
 
+use std::{
+    collections::HashMap,
+    sync::{Arc, Mutex},
+};
+
 use rmcp::{
     RoleClient,
     model::{ErrorData, RequestId},
     service::RxJsonRpcMessage,
 };
 use serde::{Deserialize, Serialize};
+
+/// Each tool's `execution.taskSupport` as the server listed it (`"required"`, `"optional"`),
+/// by tool name. rmcp's `Tool` drops the `execution` field, so the stdio transport reads it off
+/// the wire as `tools/list` replies pass (see `stdio::note_task_support`).
+#[derive(Debug, Clone, Default)]
+pub(crate) struct TaskSupport(Arc<Mutex<HashMap<String, String>>>);
+
+impl TaskSupport {
+    /// Whether `tool` may only be called as a task.
+    pub(crate) fn required(&self, tool: &str) -> bool {
+        self.0
+            .lock()
+            .is_ok_and(|m| m.get(tool).is_some_and(|s| s == "required"))
+    }
+
+    pub(crate) fn note(&self, tool: &str, support: &str) {
+        if let Ok(mut m) = self.0.lock() {
+            m.insert(tool.to_string(), support.to_string());
+        }
+    }
+}
 
 /// A failure tern detected on the wire and answers a request with, in place of the server's
 /// reply. It travels as a JSON-RPC error (so rmcp completes the waiting call at once) marked with

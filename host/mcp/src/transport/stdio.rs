@@ -22,7 +22,7 @@ use tokio::{
     sync::Mutex,
 };
 
-use super::{LocalFailure, scan::EnvelopeScan};
+use super::{LocalFailure, TaskSupport, scan::EnvelopeScan};
 
 /// The largest message accepted from a server: the same 16 MiB rmcp and the streamable HTTP
 /// client use, so a reply acceptable over one transport is acceptable over the other.
@@ -39,12 +39,16 @@ pub(crate) struct StdioTransport {
     /// Set while the rest of an oversized line is being skipped (and scanned).
     oversized: Option<(EnvelopeScan, usize)>,
     max_line: usize,
+    task_support: TaskSupport,
 }
 
 impl StdioTransport {
     /// Spawns `cmd` with piped stdin, stdout and stderr; returns the transport and the stderr pipe
     /// (which the caller must drain).
-    pub(crate) fn spawn(mut cmd: CommandWrap) -> std::io::Result<(Self, Option<ChildStderr>)> {
+    pub(crate) fn spawn(
+        mut cmd: CommandWrap,
+        task_support: TaskSupport,
+    ) -> std::io::Result<(Self, Option<ChildStderr>)> {
         cmd.command_mut()
             .stdin(std::process::Stdio::piped())
             .stdout(std::process::Stdio::piped())
@@ -66,6 +70,7 @@ impl StdioTransport {
                 line: Vec::new(),
                 oversized: None,
                 max_line: MAX_MESSAGE_BYTES,
+                task_support,
             },
             stderr,
         ))
@@ -140,6 +145,7 @@ impl StdioTransport {
                 }
             }
             let line = std::mem::take(&mut self.line);
+            note_task_support(&line, &self.task_support);
             if let Some(msg) = parse_line(&line) {
                 return Some(msg);
             }
@@ -195,6 +201,26 @@ fn parse_line(line: &[u8]) -> Option<RxJsonRpcMessage<RoleClient>> {
                     None
                 }
             }
+        }
+    }
+}
+
+/// Records `execution.taskSupport` of the tools in a `tools/list` reply. Only lines that
+/// mention it are parsed twice.
+fn note_task_support(line: &[u8], support: &TaskSupport) {
+    const NEEDLE: &[u8] = b"\"taskSupport\"";
+    if !line.windows(NEEDLE.len()).any(|w| w == NEEDLE) {
+        return;
+    }
+    let Ok(value) = serde_json::from_slice::<serde_json::Value>(line) else {
+        return;
+    };
+    for tool in value["result"]["tools"].as_array().into_iter().flatten() {
+        if let (Some(name), Some(s)) = (
+            tool["name"].as_str(),
+            tool["execution"]["taskSupport"].as_str(),
+        ) {
+            support.note(name, s);
         }
     }
 }
@@ -267,7 +293,9 @@ mod tests {
     fn sh(script: &str) -> StdioTransport {
         let mut cmd = tokio::process::Command::new("sh");
         cmd.arg("-c").arg(script);
-        StdioTransport::spawn(CommandWrap::from(cmd)).unwrap().0
+        StdioTransport::spawn(CommandWrap::from(cmd), TaskSupport::default())
+            .unwrap()
+            .0
     }
 
     #[tokio::test]
