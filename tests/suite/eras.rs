@@ -124,6 +124,23 @@ async fn auto_probes_then_initializes_a_legacy_server_and_a_restart_skips_the_pr
     h.pool.shutdown().await;
 }
 
+#[tokio::test]
+async fn a_server_that_ignores_the_probe_still_starts_within_its_startup_timeout() {
+    let mut spec = test_server_spec("quiet", &["--raw", "silent-probe"]);
+    spec.startup_timeout = Duration::from_secs(6);
+    let started = Instant::now();
+    let h = Harness::start(vec![spec]).await;
+    assert_eq!(revision(&h, "quiet"), "2025-11-25");
+    // The probe gives up after a third of the startup timeout.
+    assert!(
+        started.elapsed() < Duration::from_secs(5),
+        "{:?}",
+        started.elapsed()
+    );
+    assert_eq!(h.echo("quiet", "here").await.unwrap(), "here");
+    h.pool.shutdown().await;
+}
+
 /// The methods a `--raw` server received, in order.
 pub(crate) fn methods(audit: &std::path::Path) -> Vec<String> {
     std::fs::read_to_string(audit)

@@ -91,6 +91,10 @@ pub(crate) async fn connect(
     let started = Instant::now();
     let mode = lifecycle_mode(spec.lifecycle, remembered);
     let task_support = TaskSupport::default();
+    // Long enough for a slow start, short enough to leave most of the startup timeout to the
+    // `initialize` that follows.
+    let probe_timeout =
+        (spec.startup_timeout / 3).clamp(Duration::from_secs(1), Duration::from_secs(5));
     let attempt = async {
         let (service, pid) =
             match &spec.transport {
@@ -133,7 +137,10 @@ pub(crate) async fn connect(
                         stderr.drain(pipe, log, spec.name.clone(), opts.max_log_bytes);
                     }
                     let service = handler
-                        .serve_with_lifecycle(Guarded::new(transport, tools_changing.clone()), mode)
+                        .serve_with_lifecycle(
+                            Guarded::new(transport, probe_timeout, tools_changing.clone()),
+                            mode,
+                        )
                         .await
                         .map_err(|e| StartError::Handshake(describe_init_error(&e)))?;
                     (service, pid)
@@ -162,7 +169,10 @@ pub(crate) async fn connect(
                     config.retry_config = Arc::new(sse_retry_policy());
                     let transport = StreamableHttpClientTransport::from_config(config);
                     let service = handler
-                        .serve_with_lifecycle(Guarded::new(transport, tools_changing.clone()), mode)
+                        .serve_with_lifecycle(
+                            Guarded::new(transport, probe_timeout, tools_changing.clone()),
+                            mode,
+                        )
                         .await
                         .map_err(|e| StartError::Handshake(describe_init_error(&e)))?;
                     (service, None)

@@ -8,6 +8,8 @@
 //! - `string-id`: answers `tools/call` first with the request's id as a *string*, then with the
 //!   real (numeric) id — only the second is the reply;
 //! - `huge-reply`: answers `tools/call` with a line over 16 MiB, then keeps serving;
+//! - `silent-probe`: never answers `server/discover` (legacy servers that ignore what they do
+//!   not know before `initialize`);
 //! - `plain`: none of the above.
 //!
 //! In every mode `tools/call` of `crash` exits at once (status 7).
@@ -27,6 +29,7 @@ pub enum RawMode {
     NoTools,
     StringId,
     HugeReply,
+    SilentProbe,
 }
 
 pub fn serve(mode: RawMode, audit: Option<&std::path::Path>) {
@@ -52,6 +55,9 @@ pub fn serve(mode: RawMode, audit: Option<&std::path::Path>) {
         }
         let reply = |result: Value| json!({"jsonrpc": "2.0", "id": id, "result": result});
         let error = |code: i64, message: &str| json!({"jsonrpc": "2.0", "id": id, "error": {"code": code, "message": message}});
+        if method == "server/discover" && mode == RawMode::SilentProbe {
+            continue;
+        }
         let lines: Vec<Value> = match method.as_str() {
             "initialize" => {
                 let version = if mode == RawMode::BadVersion {

@@ -9,11 +9,20 @@
 //! legacy servers answer every unknown method with `{}`) into the "method not found" a legacy
 //! server should have sent, so the probe falls back to `initialize` on the same connection.
 //!
+//! A server that never answers the probe at all (some legacy servers ignore what they do not
+//! know until initialized) gets the same "method not found" after a probe timeout shorter than
+//! the startup timeout — rmcp waits 10 s, as long as tern's default startup timeout, so such a
+//! server could never start.
+//!
 //! And it sees `notifications/tools/list_changed` in wire order: the server's tools are marked
 //! as changing before any reply that follows the notification reaches its caller, so a call
 //! that returns after a server dropped a tool can never race the re-list.
 
-use std::{collections::HashSet, sync::Arc};
+use std::{
+    collections::HashSet,
+    sync::Arc,
+    time::{Duration, Instant},
+};
 
 use rmcp::{
     RoleClient,
@@ -29,19 +38,34 @@ use rmcp::{
 pub(crate) struct Guarded<T> {
     inner: T,
     pending: HashSet<RequestId>,
-    discover: Option<RequestId>,
+    /// The `server/discover` probe in flight, and when to give up on it.
+    discover: Option<(RequestId, Instant)>,
+    probe_timeout: Duration,
     tools_changing: Arc<dyn Fn() + Send + Sync>,
 }
 
 impl<T> Guarded<T> {
-    /// Wraps `inner`; `tools_changing` runs when the server announces a tool list change.
-    pub(crate) fn new(inner: T, tools_changing: Arc<dyn Fn() + Send + Sync>) -> Self {
+    /// Wraps `inner`; `tools_changing` runs when the server announces a tool list change; a
+    /// `server/discover` unanswered after `probe_timeout` counts as "not supported".
+    pub(crate) fn new(
+        inner: T,
+        probe_timeout: Duration,
+        tools_changing: Arc<dyn Fn() + Send + Sync>,
+    ) -> Self {
         Self {
             inner,
             pending: HashSet::new(),
             discover: None,
+            probe_timeout,
             tools_changing,
         }
+    }
+
+    fn not_a_modern_server(id: RequestId, why: &'static str) -> RxJsonRpcMessage<RoleClient> {
+        JsonRpcMessage::error(
+            ErrorData::new(ErrorCode::METHOD_NOT_FOUND, why, None),
+            Some(id),
+        )
     }
 
     /// Whether `id` answers a request in flight (and retires it).
@@ -56,7 +80,7 @@ impl<T> Guarded<T> {
                     tracing::debug!(id = %r.id, "ignoring a reply that answers no request in flight");
                     return None;
                 }
-                if self.discover.as_ref() == Some(&r.id) {
+                if self.discover.as_ref().is_some_and(|(id, _)| *id == r.id) {
                     self.discover = None;
                     let legacy = match &r.result {
                         // A discover result naming only revisions that open with `initialize`
@@ -67,13 +91,9 @@ impl<T> Guarded<T> {
                         _ => true,
                     };
                     if legacy {
-                        return Some(JsonRpcMessage::error(
-                            ErrorData::new(
-                                ErrorCode::METHOD_NOT_FOUND,
-                                "server/discover did not offer a revision without initialize",
-                                None,
-                            ),
-                            Some(r.id),
+                        return Some(Self::not_a_modern_server(
+                            r.id,
+                            "server/discover did not offer a revision without initialize",
                         ));
                     }
                 }
@@ -85,7 +105,7 @@ impl<T> Guarded<T> {
                     None
                 }
                 Some(id) => {
-                    if self.discover.as_ref() == Some(id) {
+                    if self.discover.as_ref().is_some_and(|(d, _)| d == id) {
                         self.discover = None;
                     }
                     Some(JsonRpcMessage::Error(e))
@@ -121,7 +141,7 @@ impl<T: Transport<RoleClient>> Transport<RoleClient> for Guarded<T> {
             JsonRpcMessage::Request(r) => {
                 self.pending.insert(r.id.clone());
                 if matches!(r.request, ClientRequest::DiscoverRequest(_)) {
-                    self.discover = Some(r.id.clone());
+                    self.discover = Some((r.id.clone(), Instant::now() + self.probe_timeout));
                 }
             }
             JsonRpcMessage::Notification(n) => {
@@ -138,7 +158,24 @@ impl<T: Transport<RoleClient>> Transport<RoleClient> for Guarded<T> {
 
     async fn receive(&mut self) -> Option<RxJsonRpcMessage<RoleClient>> {
         loop {
-            let msg = self.inner.receive().await?;
+            let msg = match self.discover.clone() {
+                // Both transports' `receive` are cancel-safe: a message cut short by the
+                // timeout is resumed by the next call.
+                Some((id, deadline)) => {
+                    match tokio::time::timeout_at(deadline.into(), self.inner.receive()).await {
+                        Ok(msg) => msg?,
+                        Err(_) => {
+                            self.discover = None;
+                            self.pending.remove(&id);
+                            return Some(Self::not_a_modern_server(
+                                id,
+                                "no answer to server/discover",
+                            ));
+                        }
+                    }
+                }
+                None => self.inner.receive().await?,
+            };
             if let Some(msg) = self.check(msg) {
                 return Some(msg);
             }
