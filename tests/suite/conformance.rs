@@ -39,6 +39,8 @@ fn run_suite(revision: &str) -> Verdicts {
     let out = Command::new(&suite)
         .args(["client", "--command"])
         .arg(bin("tern-conformance-client"))
+        // Per scenario; generous, since the whole suite runs at once next to other tests.
+        .args(["--timeout", "90000"])
         .args(["--requirements", revision, "-o"])
         .arg(out_dir.path())
         .env("PATH", path)
