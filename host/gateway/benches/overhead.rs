@@ -74,7 +74,7 @@ async fn main() {
         home: None,
         tern_home: dir.path().join("tern-home"),
     });
-    settings.permissions.mode = tern_config::PermissionMode::Yolo;
+    settings.mode = tern_config::PermissionMode::Yolo;
     let gateway = Gateway::new(
         pool.clone(),
         settings,
