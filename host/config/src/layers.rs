@@ -15,7 +15,7 @@ use toml::Spanned;
 
 use crate::error::{ConfigError, Location, Result};
 use crate::locate::SourceText;
-use crate::raw::{RawConfig, RawServer, RawToolSettings};
+use crate::raw::{RawConfig, RawRoots, RawServer, RawToolSettings};
 use crate::rules::{RuleList, RuleSource, check_rule_shape};
 use crate::sandbox::SandboxLayer;
 use crate::sections::ModelConfig;
@@ -54,6 +54,8 @@ pub(crate) struct ServerLayer {
     pub(crate) max_output_chars: Option<usize>,
     pub(crate) trust_annotations: Option<bool>,
     pub(crate) defer: Option<crate::server::Defer>,
+    pub(crate) roots: Option<RawRoots>,
+    pub(crate) max_tool_bytes: Option<usize>,
     pub(crate) enabled_tools: Option<Vec<String>>,
     pub(crate) disabled_tools: Option<Vec<String>>,
     pub(crate) tools: BTreeMap<String, ToolLayer>,
@@ -132,6 +134,8 @@ impl ServerLayer {
         over(&mut self.max_output_chars, later.max_output_chars);
         over(&mut self.trust_annotations, later.trust_annotations);
         over(&mut self.defer, later.defer);
+        over(&mut self.roots, later.roots);
+        over(&mut self.max_tool_bytes, later.max_tool_bytes);
         over(&mut self.enabled_tools, later.enabled_tools);
         over(&mut self.disabled_tools, later.disabled_tools);
         for (name, tool) in later.tools {
@@ -320,6 +324,8 @@ fn server_layer(
         max_output_chars: raw.max_output_chars,
         trust_annotations: raw.trust_annotations,
         defer: raw.defer,
+        roots: raw.roots,
+        max_tool_bytes: raw.max_tool_bytes,
         command: raw.command,
         builtin: raw.builtin,
         args: raw.args,

@@ -250,6 +250,7 @@ fn resolve(
         permissions,
         agent: AgentSection {
             max_steps: merged.max_steps.unwrap_or(DEFAULT_MAX_STEPS),
+            accept_elicitation_defaults: false,
         },
         context: merged.context.resolve(),
         layers,

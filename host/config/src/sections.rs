@@ -131,12 +131,16 @@ pub const DEFAULT_MAX_STEPS: u32 = 50;
 pub struct AgentSection {
     /// `max_steps` (default 50): model turns per run before the loop stops.
     pub max_steps: u32,
+    /// Accept a server's form elicitation with the defaults its schema declares instead of
+    /// declining it (no file key: only `tern run --accept-elicitation-defaults` sets it).
+    pub accept_elicitation_defaults: bool,
 }
 
 impl Default for AgentSection {
     fn default() -> Self {
         Self {
             max_steps: DEFAULT_MAX_STEPS,
+            accept_elicitation_defaults: false,
         }
     }
 }

@@ -126,6 +126,7 @@ impl Engine {
         }
         let pool = start_pool(
             server_specs,
+            &ws.config,
             &ws.paths,
             &ws.cwd,
             ws.env.clone(),

@@ -127,6 +127,10 @@ impl GatewayTools {
 
 #[async_trait]
 impl ToolExecutor for GatewayTools {
+    async fn settle(&self) {
+        self.gateway.tools_settled().await;
+    }
+
     fn tools(&self) -> Vec<ToolSpec> {
         let table = self.gateway.refresh_table();
         let entries: Vec<ToolEntry> = table

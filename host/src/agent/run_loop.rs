@@ -107,6 +107,7 @@ impl Agent {
             out.steps += 1;
             let step = out.steps;
             self.state("build_context", step);
+            self.tools.settle().await;
             let tools = self.tools.tools();
             let mut overflowed = false;
             let (turn, request_id, usage, started) = loop {

@@ -7,9 +7,12 @@ use std::{
     sync::{Arc, Mutex},
 };
 
-use tern_config::{Builtin, Config, ConfigPaths, Launch, SandboxConfig, ServerConfig, Transport};
+use tern_config::{
+    Builtin, Config, ConfigPaths, Launch, SandboxConfig, ServerConfig, ServerRoots, Transport,
+};
 use tern_mcp::{
-    EventSink, PoolOptions, ServerPool, ServerSpec, ToolFilter, TransportSpec, pins::PinStore,
+    DEFAULT_MAX_TOOL_BYTES, ElicitationPolicy, EventSink, PoolOptions, RootsSetting, ServerPool,
+    ServerSpec, ToolFilter, TransportSpec, pins::PinStore,
 };
 use tern_protocol::Event;
 
@@ -47,20 +50,20 @@ pub fn specs(
         .enabled_servers()
         .filter(|s| only.is_none_or(|o| o == s.name))
         .map(|s| match spec(s, tern_exe, env, &config.sandbox) {
-            Err(e @ SpecError::MissingEnv { .. }) => Ok(ServerSpec {
-                name: s.name.clone(),
-                transport: TransportSpec::Unavailable {
+            Err(e @ SpecError::MissingEnv { .. }) => {
+                let transport = TransportSpec::Unavailable {
                     kind: match s.transport {
                         Transport::Stdio { .. } => "stdio",
                         Transport::Http { .. } => "http",
                     },
                     reason: e.to_string(),
-                },
-                required: s.required,
-                startup_timeout: s.startup_timeout,
-                request_timeout: s.tool_timeout,
-                tool_filter: ToolFilter::all(),
-            }),
+                };
+                let mut spec = ServerSpec::new(s.name.clone(), transport);
+                spec.required = s.required;
+                spec.startup_timeout = s.startup_timeout;
+                spec.request_timeout = s.tool_timeout;
+                Ok(spec)
+            }
             other => other,
         })
         .collect()
@@ -130,14 +133,18 @@ fn spec(
         }
     };
     let config = server.clone();
-    Ok(ServerSpec {
-        name: server.name.clone(),
-        transport,
-        required: server.required,
-        startup_timeout: server.startup_timeout,
-        request_timeout: server.tool_timeout,
-        tool_filter: ToolFilter::new(move |tool| config.tool_enabled(tool)),
-    })
+    let mut spec = ServerSpec::new(server.name.clone(), transport);
+    spec.required = server.required;
+    spec.startup_timeout = server.startup_timeout;
+    spec.request_timeout = server.tool_timeout;
+    spec.tool_filter = ToolFilter::new(move |tool| config.tool_enabled(tool));
+    spec.roots = match &server.roots {
+        ServerRoots::WorkingDirectory => RootsSetting::Pool,
+        ServerRoots::Off => RootsSetting::Off,
+        ServerRoots::Paths(paths) => RootsSetting::Paths(paths.clone()),
+    };
+    spec.max_tool_bytes = server.max_tool_bytes.unwrap_or(DEFAULT_MAX_TOOL_BYTES);
+    Ok(spec)
 }
 
 /// The built-in shell's sandbox flags from `[sandbox]`: `--sandbox`, `--network`, a `--writable`
@@ -182,9 +189,11 @@ pub struct StartedPool {
     pub events: Arc<Mutex<Vec<Event>>>,
 }
 
-/// Starts `specs` with tern's standard options (roots = `cwd`, logs and pins under `$TERN_HOME`).
+/// Starts `specs` with tern's standard options (roots = `cwd`, logs and pins under `$TERN_HOME`,
+/// elicitation as `[agent]` says).
 pub fn start_pool(
     specs: Vec<ServerSpec>,
+    config: &Config,
     paths: &ConfigPaths,
     cwd: &Path,
     env: BTreeMap<String, String>,
@@ -205,6 +214,11 @@ pub fn start_pool(
         roots: vec![cwd.to_path_buf()],
         log_dir: Some(paths.logs_dir()),
         host_env: env,
+        elicitation: if config.agent.accept_elicitation_defaults {
+            ElicitationPolicy::AcceptDefaults
+        } else {
+            ElicitationPolicy::Decline
+        },
         ..PoolOptions::default()
     };
     Ok(StartedPool {

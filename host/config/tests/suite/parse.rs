@@ -6,7 +6,7 @@ use std::time::Duration;
 
 use tern_config::{
     AgentSection, Builtin, ConfigError, Launch, Location, ModelConfig, PermissionMode, Permissions,
-    Provider, RuleSource, ServerConfig, ToolSettings, Transport,
+    Provider, RuleSource, ServerConfig, ServerRoots, ToolSettings, Transport,
 };
 
 use super::Fixture;
@@ -42,6 +42,8 @@ startup_timeout_sec = 2.5
 tool_timeout_sec = 30
 enabled_tools = ["git_log", "git_status"]
 disabled_tools = ["git_reset"]
+roots = ["/srv/repo", "/srv/shared"]
+max_tool_bytes = 100000
 
 [mcp_servers.git.tools.git_log]
 timeout_sec = 5
@@ -85,7 +87,13 @@ fn a_full_file_parses_into_the_expected_config() {
             ..Default::default()
         }
     );
-    assert_eq!(config.agent, AgentSection { max_steps: 12 });
+    assert_eq!(
+        config.agent,
+        AgentSection {
+            max_steps: 12,
+            accept_elicitation_defaults: false
+        }
+    );
     let rule = |rule: &str, line| RuleSource {
         rule: rule.into(),
         file: file.clone(),
@@ -123,6 +131,8 @@ fn a_full_file_parses_into_the_expected_config() {
         max_output_chars: None,
         trust_annotations: false,
         defer: tern_config::Defer::Auto,
+        roots: ServerRoots::Paths(vec!["/srv/repo".into(), "/srv/shared".into()]),
+        max_tool_bytes: Some(100_000),
         enabled_tools: Some(vec!["git_log".into(), "git_status".into()]),
         disabled_tools: vec!["git_reset".into()],
         tools: BTreeMap::from([(
@@ -154,6 +164,8 @@ fn a_full_file_parses_into_the_expected_config() {
         max_output_chars: None,
         trust_annotations: false,
         defer: tern_config::Defer::Auto,
+        roots: ServerRoots::WorkingDirectory,
+        max_tool_bytes: None,
         enabled_tools: None,
         disabled_tools: vec![],
         tools: BTreeMap::new(),
@@ -187,6 +199,14 @@ fn a_full_file_parses_into_the_expected_config() {
         git.limits("git_status").max_output_chars,
         tern_config::DEFAULT_MAX_OUTPUT_CHARS
     );
+}
+
+#[test]
+fn roots_can_be_turned_off() {
+    let fx = Fixture::new();
+    fx.user_config("[mcp_servers.files]\ncommand = \"x\"\nroots = false\n");
+    let config = fx.load(&Default::default()).unwrap();
+    assert_eq!(config.mcp_servers["files"].roots, ServerRoots::Off);
 }
 
 /// The 1-based line of the first line of `text` containing `needle`.
@@ -318,6 +338,10 @@ fn semantic_mistakes_name_file_line_and_key() {
         (
             "[mcp_servers.s]\ncommand = \"\"\n",
             ":1:14: mcp_servers.s.command: is empty",
+        ),
+        (
+            "[mcp_servers.s]\ncommand = \"x\"\nroots = [\"data\"]\n",
+            ":1:14: mcp_servers.s.roots: data is not an absolute path",
         ),
         (
             "[permissions]\ndeny = [\n  \"ok\",\n  \"shell__run(rm -rf *\",\n]\n",
