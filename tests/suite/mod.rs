@@ -15,5 +15,6 @@ mod run;
 mod security;
 mod serve;
 mod snapshots;
+mod startup;
 mod tasks;
 mod wire;

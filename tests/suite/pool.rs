@@ -395,21 +395,48 @@ async fn a_slow_server_joins_the_table_when_ready() {
         PinStore::load(&dir.path().join("pins.json")).unwrap(),
         sink,
     );
-    // Asked before it is ready: not in the table yet, and a call says why.
+    // Asked before it is ready: not in the table yet (nothing remembered), and a call waits
+    // for it (within the call's timeout) instead of failing.
     assert!(pool.table().0.is_empty());
-    let err = pool
+    assert_eq!(pool.starting(), ["slow"]);
+    let asked = std::time::Instant::now();
+    pool.call(
+        "slow",
+        "noop",
+        serde_json::Map::new(),
+        CallOptions::new(Duration::from_secs(60)),
+    )
+    .await
+    .unwrap();
+    assert!(
+        asked.elapsed() >= Duration::from_millis(500),
+        "{:?}",
+        asked.elapsed()
+    );
+    assert!(pool.table().0.get("slow__noop").is_some());
+    assert!(pool.starting().is_empty());
+    // A call that cannot wait long enough says why.
+    let pool2 = ServerPool::start(
+        vec![test_server_spec("slower", &["--slow-start-ms", "3000"])],
+        PoolOptions {
+            host_env: host_env(),
+            ..PoolOptions::default()
+        },
+        PinStore::load(&dir.path().join("pins2.json")).unwrap(),
+        Arc::new(|_| {}),
+    );
+    let err = pool2
         .call(
-            "slow",
+            "slower",
             "noop",
             serde_json::Map::new(),
-            CallOptions::new(Duration::from_secs(60)),
+            CallOptions::new(Duration::from_millis(200)),
         )
         .await
         .unwrap_err();
     assert!(matches!(err, CallError::NotReady { .. }), "{err:?}");
-    pool.wait_settled().await;
-    assert!(pool.table().0.get("slow__noop").is_some());
     pool.shutdown().await;
+    pool2.shutdown().await;
 }
 
 #[tokio::test]

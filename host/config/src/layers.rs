@@ -30,6 +30,7 @@ pub(crate) struct Layer {
     pub(crate) mode: Option<PermissionMode>,
     pub(crate) rules: Vec<(RuleList, RuleSource)>,
     pub(crate) max_steps: Option<u32>,
+    pub(crate) startup_grace: Option<Duration>,
     pub(crate) sandbox: SandboxLayer,
     pub(crate) servers: Vec<(String, ServerLayer)>,
 }
@@ -158,6 +159,7 @@ pub(crate) struct Merged {
     pub(crate) mode: Option<PermissionMode>,
     pub(crate) rules: Vec<(RuleList, RuleSource)>,
     pub(crate) max_steps: Option<u32>,
+    pub(crate) startup_grace: Option<Duration>,
     pub(crate) sandbox: SandboxLayer,
     pub(crate) servers: BTreeMap<String, ServerLayer>,
 }
@@ -173,6 +175,9 @@ impl Merged {
         self.rules.extend(layer.rules);
         if layer.max_steps.is_some() {
             self.max_steps = layer.max_steps;
+        }
+        if layer.startup_grace.is_some() {
+            self.startup_grace = layer.startup_grace;
         }
         self.sandbox.merge(layer.sandbox);
         for (name, server) in layer.servers {
@@ -219,7 +224,22 @@ impl Layer {
         if let Some(context) = raw.context {
             layer.context = crate::context::ContextLayer::from_raw(context, source)?;
         }
-        if let Some(max_steps) = raw.agent.and_then(|agent| agent.max_steps) {
+        let (max_steps, startup_grace) = raw
+            .agent
+            .map(|a| (a.max_steps, a.startup_grace_sec))
+            .unwrap_or_default();
+        if let Some(grace) = startup_grace {
+            let secs = *grace.get_ref();
+            if !(0.0..=600.0).contains(&secs) {
+                return Err(invalid(
+                    source.locate(grace.span().start),
+                    "agent.startup_grace_sec",
+                    "must be a number of seconds from 0 to 600",
+                ));
+            }
+            layer.startup_grace = Some(Duration::from_secs_f64(secs));
+        }
+        if let Some(max_steps) = max_steps {
             if *max_steps.get_ref() == 0 {
                 return Err(invalid(
                     source.locate(max_steps.span().start),

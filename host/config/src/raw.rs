@@ -42,6 +42,7 @@ pub(crate) struct RawPermissions {
 #[serde(deny_unknown_fields)]
 pub(crate) struct RawAgent {
     pub(crate) max_steps: Option<Spanned<u32>>,
+    pub(crate) startup_grace_sec: Option<Spanned<f64>>,
 }
 
 /// `[mcp_servers.NAME]`: stdio and HTTP keys side by side (a flattened enum cannot deny unknown keys);

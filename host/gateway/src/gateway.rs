@@ -136,6 +136,11 @@ impl Gateway {
         self.pool.tools_settled().await;
     }
 
+    /// The servers still starting (their tools join the table when they are up).
+    pub fn starting_servers(&self) -> Vec<String> {
+        self.pool.starting()
+    }
+
     /// The table calls are resolved against: the tools to offer the model.
     pub fn table(&self) -> Arc<ToolTable> {
         self.table

@@ -22,7 +22,7 @@ use crate::{
     error::{CallError, describe_service_error},
     event::Progress,
     output::ToolOutput,
-    pool::{CallOptions, REPORT_TAIL, ServerPool, Slot},
+    pool::{CallOptions, REPORT_TAIL, ServerPool, ServerState, Slot},
     transport::LocalFailure,
 };
 
@@ -43,6 +43,16 @@ impl ServerPool {
             .slots
             .get(server)
             .ok_or_else(|| CallError::UnknownServer(server.to_string()))?;
+        // A server still starting (its tools offered from the cache) is waited for, within the
+        // call's own timeout.
+        if matches!(slot.live.borrow().state, ServerState::Starting) {
+            let mut rx = slot.live.subscribe();
+            let _ = tokio::time::timeout(
+                opts.timeout,
+                rx.wait_for(|l| !matches!(l.state, ServerState::Starting)),
+            )
+            .await;
+        }
         // A server that just said its tools changed decides, once re-listed, whether this
         // tool still exists: a removed tool must not be callable (issue 15, F14).
         if slot.live.borrow().changing {

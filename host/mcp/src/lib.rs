@@ -15,6 +15,7 @@
 //! through an [`EventSink`].
 #![deny(clippy::print_stdout, clippy::print_stderr)]
 
+mod cache;
 mod call;
 mod client;
 mod connect;

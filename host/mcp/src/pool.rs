@@ -13,6 +13,7 @@ use tokio::{sync::watch, task::JoinHandle};
 use tokio_util::sync::CancellationToken;
 
 use crate::{
+    cache::ToolCache,
     client::{Answers, ProgressRoutes},
     connect::Era,
     error::CallError,
@@ -131,6 +132,9 @@ pub(crate) struct Live {
     pub(crate) changing: bool,
     /// The connection's era (`None` until connected).
     pub(crate) era: Option<Era>,
+    /// `tools` are the remembered list of an earlier run: offered while the server starts,
+    /// replaced by the real list when it is up.
+    pub(crate) provisional: bool,
     /// Which of its tools must be called as tasks.
     pub(crate) task_support: TaskSupport,
     pub(crate) restarts: usize,
@@ -147,6 +151,9 @@ pub(crate) struct Slot {
     pub(crate) answers: Arc<Answers>,
     /// The era the server spoke last time it connected (restarts skip the probe).
     era: Mutex<Option<Era>>,
+    /// The server's key in the tool cache, and the cache.
+    pub(crate) cache_key: Option<String>,
+    pub(crate) cache: Arc<ToolCache>,
 }
 
 impl Slot {
@@ -215,10 +222,23 @@ impl ServerPool {
     ) -> Arc<Self> {
         let shutdown = CancellationToken::new();
         let pins = Arc::new(Mutex::new(pins));
+        let cache = Arc::new(ToolCache::load(opts.tool_cache.as_deref()));
         let opts = Arc::new(opts);
         let mut slots = BTreeMap::new();
         let mut tasks = Vec::new();
         for spec in specs {
+            let cache_key = ToolCache::key(&spec);
+            let remembered: Vec<ToolDef> = cache_key
+                .as_deref()
+                .and_then(|k| cache.get(k))
+                .map(|entry| {
+                    entry
+                        .tools
+                        .into_iter()
+                        .filter(|t| spec.tool_filter.allows(&t.name))
+                        .collect()
+                })
+                .unwrap_or_default();
             let answers = Arc::new(Answers {
                 server: spec.name.clone(),
                 roots: spec.roots.resolve(&opts.roots).map(<[_]>::to_vec),
@@ -229,7 +249,8 @@ impl ServerPool {
                 live: watch::Sender::new(Live {
                     state: ServerState::Starting,
                     peer: None,
-                    tools: Arc::default(),
+                    provisional: !remembered.is_empty(),
+                    tools: Arc::new(remembered),
                     listed: Arc::default(),
                     held: Vec::new(),
                     dropped: Vec::new(),
@@ -243,6 +264,8 @@ impl ServerPool {
                 progress: Arc::new(Mutex::new(HashMap::new())),
                 answers,
                 era: Mutex::new(None),
+                cache_key,
+                cache: cache.clone(),
                 spec,
             });
             tasks.push(tokio::spawn(supervise(
@@ -269,6 +292,38 @@ impl ServerPool {
                 .wait_for(|l| !matches!(l.state, ServerState::Starting))
                 .await;
         }
+    }
+
+    /// Waits until every `required` server is ready or failed (each is bounded by its startup
+    /// timeout): a run must not start without them.
+    pub async fn wait_required(&self) {
+        for slot in self.slots.values().filter(|s| s.spec.required) {
+            let mut rx = slot.live.subscribe();
+            let _ = rx
+                .wait_for(|l| !matches!(l.state, ServerState::Starting))
+                .await;
+        }
+    }
+
+    /// Waits until every server has tools to offer — remembered from an earlier run, or its
+    /// own — or has settled (ready or failed). A server whose tools were remembered is not
+    /// waited for: its tools are in the table already.
+    pub async fn wait_for_tools(&self) {
+        for slot in self.slots.values() {
+            let mut rx = slot.live.subscribe();
+            let _ = rx
+                .wait_for(|l| l.provisional || !matches!(l.state, ServerState::Starting))
+                .await;
+        }
+    }
+
+    /// The servers still starting, by name.
+    pub fn starting(&self) -> Vec<String> {
+        self.slots
+            .iter()
+            .filter(|(_, s)| matches!(s.live.borrow().state, ServerState::Starting))
+            .map(|(name, _)| name.clone())
+            .collect()
     }
 
     /// The first required server that failed, with its reason and stderr tail.
@@ -321,9 +376,10 @@ impl ServerPool {
             .filter_map(|(name, slot)| {
                 let live = slot.live.borrow();
                 too_large.extend(live.dropped.iter().cloned());
-                live.peer
-                    .as_ref()
-                    .map(|_| (name.clone(), live.tools.as_ref().clone()))
+                // A server still starting offers the tools it had last time.
+                let offered = live.peer.is_some()
+                    || (live.provisional && matches!(live.state, ServerState::Starting));
+                offered.then(|| (name.clone(), live.tools.as_ref().clone()))
             })
             .collect();
         let (table, mut dropped) = ToolTable::build(&servers);

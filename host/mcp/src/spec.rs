@@ -184,6 +184,9 @@ pub struct PoolOptions {
     pub host_env: BTreeMap<String, String>,
     /// What to answer a server's form elicitation with.
     pub elicitation: ElicitationPolicy,
+    /// Where each server's last tool list is remembered across runs, so a server still
+    /// starting can be offered at once (none: nothing is remembered).
+    pub tool_cache: Option<PathBuf>,
 }
 
 /// How tern answers `elicitation/create` (and 2026-07-28 elicitation input requests) when no
@@ -208,6 +211,7 @@ impl Default for PoolOptions {
             restart_base_delay: Duration::from_millis(250),
             host_env: std::env::vars().collect(),
             elicitation: ElicitationPolicy::Decline,
+            tool_cache: None,
         }
     }
 }

@@ -90,6 +90,18 @@ pub(crate) async fn supervise(
 
         let admitted = admit(&slot.spec, &conn.tools, &pins, &events);
         let tool_count = admitted.allowed.len();
+        // What was offered from the cache while the server started, and whether it was right.
+        let remembered = {
+            let live = slot.live.borrow();
+            live.provisional.then(|| live.tools.clone())
+        };
+        let confirmed = remembered
+            .as_ref()
+            .is_none_or(|tools| tools.as_slice() == admitted.allowed.as_slice());
+        if let Some(key) = &slot.cache_key {
+            slot.cache
+                .put(key.clone(), &conn.server_version, &admitted.allowed);
+        }
         let state = ServerState::Ready {
             pid: conn.pid,
             startup_ms: conn.startup.as_millis() as u64,
@@ -102,6 +114,7 @@ pub(crate) async fn supervise(
             l.peer = Some(conn.peer.clone());
             l.era = Some(conn.era);
             l.task_support = conn.task_support.clone();
+            l.provisional = false;
             admitted.publish(l);
         });
         events(Event::ServerReady {
@@ -114,6 +127,14 @@ pub(crate) async fn supervise(
             server_name: conn.server_name.clone(),
             server_version: conn.server_version.clone(),
         });
+        if !confirmed {
+            // The tools offered from the cache were not the server's: the table now has the
+            // real ones.
+            events(Event::ToolsChanged {
+                server: name.clone(),
+                tools: tool_count,
+            });
+        }
 
         let peer = conn.peer.clone();
         let mut stop = Some(conn.service.cancellation_token());
@@ -126,6 +147,13 @@ pub(crate) async fn supervise(
                         Ok(Ok(tools)) => {
                             let admitted = admit(&slot.spec, &tools, &pins, &events);
                             let n = admitted.allowed.len();
+                            if let Some(key) = &slot.cache_key {
+                                let version = match &slot.live.borrow().state {
+                                    ServerState::Ready { server_version, .. } => server_version.clone(),
+                                    _ => String::new(),
+                                };
+                                slot.cache.put(key.clone(), &version, &admitted.allowed);
+                            }
                             slot.update(|l| {
                                 admitted.publish(l);
                                 l.changing = false;
@@ -243,6 +271,7 @@ fn fail(slot: &Slot, events: &EventSink, reason: String) {
             reason: reason.clone(),
         };
         l.peer = None;
+        l.provisional = false;
         l.last_error = Some(reason.clone());
     });
     events(Event::ServerFailed {

@@ -8,7 +8,7 @@
 
 use std::collections::{BTreeMap, HashMap};
 
-use serde::Serialize;
+use serde::{Deserialize, Serialize};
 use sha2::{Digest, Sha256};
 
 /// Longest name any provider accepts.
@@ -17,7 +17,7 @@ const HASH_LEN: usize = 8;
 
 /// Behaviour hints a server declares for a tool. Hints, not guarantees: the
 /// gateway treats them as defaults a rule can override.
-#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize)]
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
 pub struct ToolAnnotations {
     #[serde(skip_serializing_if = "Option::is_none")]
     pub read_only: Option<bool>,
@@ -30,7 +30,7 @@ pub struct ToolAnnotations {
 }
 
 /// A tool as its server defines it (no rmcp types).
-#[derive(Debug, Clone, PartialEq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct ToolDef {
     pub name: String,
     #[serde(skip_serializing_if = "Option::is_none")]
@@ -47,7 +47,7 @@ pub struct ToolDef {
     pub command_arg: Option<String>,
     /// The tool writes files at its path arguments ([`META_EDITS_FILES`]): what the
     /// `accept-edits` mode allows inside the roots.
-    #[serde(skip_serializing_if = "std::ops::Not::not")]
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
     pub edits_files: bool,
 }
 

@@ -131,6 +131,10 @@ impl ToolExecutor for GatewayTools {
         self.gateway.tools_settled().await;
     }
 
+    fn starting(&self) -> Vec<String> {
+        self.gateway.starting_servers()
+    }
+
     fn tools(&self) -> Vec<ToolSpec> {
         let table = self.gateway.refresh_table();
         let entries: Vec<ToolEntry> = table

@@ -213,6 +213,7 @@ pub fn start_pool(
     let opts = PoolOptions {
         roots: vec![cwd.to_path_buf()],
         log_dir: Some(paths.logs_dir()),
+        tool_cache: Some(paths.tern_home.join("tool-cache.json")),
         host_env: env,
         elicitation: if config.agent.accept_elicitation_defaults {
             ElicitationPolicy::AcceptDefaults

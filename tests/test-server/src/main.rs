@@ -60,8 +60,9 @@ struct Args {
     /// After this many ms, change `echo`'s description and send list_changed.
     #[arg(long)]
     list_changed_after_ms: Option<u64>,
-    /// Sleep this long before serving.
-    #[arg(long)]
+    /// Sleep this long before serving (also from the environment, so that the command line —
+    /// what a client may key its caches by — stays the same).
+    #[arg(long, env = "TEST_SERVER_SLOW_START_MS")]
     slow_start_ms: Option<u64>,
     /// Serve tools/list in pages of this size.
     #[arg(long)]

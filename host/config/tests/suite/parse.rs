@@ -91,7 +91,8 @@ fn a_full_file_parses_into_the_expected_config() {
         config.agent,
         AgentSection {
             max_steps: 12,
-            accept_elicitation_defaults: false
+            accept_elicitation_defaults: false,
+            startup_grace: tern_config::DEFAULT_STARTUP_GRACE,
         }
     );
     let rule = |rule: &str, line| RuleSource {
@@ -413,6 +414,15 @@ fn the_context_section_is_strict_and_says_where_a_share_is_wrong() {
     let (message, _, _) = user_error("[context]\ncompact_when = 0.5\n");
     assert!(
         message.contains("unknown key \"compact_when\" in [context]"),
+        "{message}"
+    );
+}
+
+#[test]
+fn the_startup_grace_is_a_bounded_number_of_seconds() {
+    let (message, _, _) = user_error("[agent]\nstartup_grace_sec = -1\n");
+    assert!(
+        message.contains(":2:21: agent.startup_grace_sec: must be a number of seconds"),
         "{message}"
     );
 }
