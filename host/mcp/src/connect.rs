@@ -250,12 +250,15 @@ fn resolve_program(
             Some(dir) if Path::new(program).is_relative() => dir.join(program),
             _ => PathBuf::from(program),
         };
-        if p.exists() {
-            return Ok(p);
-        }
-        return Err(StartError::CommandNotFound {
+        let reason = match std::fs::metadata(&p) {
+            Err(_) => format!("{} does not exist", p.display()),
+            Ok(m) if m.is_dir() => format!("{} is a directory", p.display()),
+            Ok(m) if !is_executable(&m) => format!("{} is not executable", p.display()),
+            Ok(_) => return Ok(p),
+        };
+        return Err(StartError::NotRunnable {
             command: program.to_string(),
-            path: format!("{} does not exist", p.display()),
+            reason,
         });
     }
     let base = cwd
@@ -272,9 +275,38 @@ fn resolve_program(
     })
 }
 
+#[cfg(unix)]
+fn is_executable(meta: &std::fs::Metadata) -> bool {
+    use std::os::unix::fs::PermissionsExt;
+    meta.permissions().mode() & 0o111 != 0
+}
+
+#[cfg(not(unix))]
+fn is_executable(_: &std::fs::Metadata) -> bool {
+    true
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_missing_or_unrunnable_path_is_not_called_a_path_lookup() {
+        let msg = resolve_program("/nonexistent/bin/mcp-x", None, None)
+            .unwrap_err()
+            .to_string();
+        assert_eq!(
+            msg,
+            "command `/nonexistent/bin/mcp-x` cannot be run: /nonexistent/bin/mcp-x does not exist"
+        );
+        let dir = tempfile::tempdir().unwrap();
+        let file = dir.path().join("server.sh");
+        std::fs::write(&file, "#!/bin/sh\n").unwrap();
+        let msg = resolve_program(&file.display().to_string(), None, None)
+            .unwrap_err()
+            .to_string();
+        assert!(msg.ends_with("is not executable"), "{msg}");
+    }
 
     #[test]
     fn missing_command_is_named() {

@@ -21,6 +21,9 @@ pub enum StartError {
     /// The command is not on the child's PATH (or the path does not exist).
     #[error("command `{command}` not found: it is not on PATH ({path})")]
     CommandNotFound { command: String, path: String },
+    /// The command names a file (it has a `/`) that is missing or cannot be run.
+    #[error("command `{command}` cannot be run: {reason}")]
+    NotRunnable { command: String, reason: String },
     /// The OS refused to spawn it.
     #[error("cannot spawn `{command}`: {reason}")]
     Spawn { command: String, reason: String },
