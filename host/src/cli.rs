@@ -204,6 +204,30 @@ pub enum Command {
         /// The run id (a unique prefix is enough), from `tern runs`.
         run_id: String,
     },
+    /// Re-drive a recorded run: model turns from the recording, tool calls for real.
+    ///
+    /// Works in a scratch copy of the recorded run's directory as it is now (or of
+    /// `--workspace DIR`), reports per call whether the result matches the recording and ends
+    /// with a divergence summary. Permission rules of the current config apply; what they leave
+    /// to a question is answered with the recorded decision (nothing is asked). Exit codes:
+    /// 0 identical (times, ids and durations ignored), 1 diverged, 2 usage error.
+    Replay {
+        /// A run id (a unique prefix is enough) or an events.jsonl file.
+        #[arg(value_name = "RUN_ID|FILE")]
+        source: String,
+        /// Run in the directory itself instead of a scratch copy (its files change).
+        #[arg(long)]
+        in_place: bool,
+        /// Start from this directory instead of the recorded run's.
+        #[arg(long, value_name = "DIR")]
+        workspace: Option<PathBuf>,
+        /// Keep the scratch copy and print where it is.
+        #[arg(long, conflicts_with = "in_place")]
+        keep: bool,
+        /// `text` for people, `jsonl` for scripts (stdout is then only events).
+        #[arg(long, value_enum, default_value = "text")]
+        output_format: OutputFormat,
+    },
     /// Run one command under the shell's OS sandbox, to see what it allows.
     ///
     /// The policy is `[sandbox]` from the config (default: write only in this directory and

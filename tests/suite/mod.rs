@@ -6,6 +6,7 @@ mod interop_clients;
 mod interop_servers;
 mod pool;
 mod repl;
+mod replay;
 mod run;
 mod security;
 mod serve;

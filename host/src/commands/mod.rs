@@ -3,6 +3,7 @@
 
 pub mod mcp;
 pub mod repl;
+pub mod replay;
 pub mod run;
 pub mod runs;
 pub mod sandbox;

@@ -212,6 +212,7 @@ pub fn render_trace(events: &[Envelope]) -> String {
                 after_tokens,
                 elided_results,
                 summarized_messages,
+                ..
             } => Some(format!(
                 "  context {reason} · {stage} · {} → {} tokens · {} elided, {} summarized",
                 format_tokens(*before_tokens),
@@ -279,8 +280,8 @@ pub fn render_trace(events: &[Envelope]) -> String {
     out
 }
 
-/// `tern trace RUN_ID` (a unique prefix is enough).
-pub fn trace(ws: &Workspace, run_id: &str, out: &mut dyn Write) -> anyhow::Result<i32> {
+/// The events file of the run `run_id` names (a unique prefix is enough).
+pub fn find_run(ws: &Workspace, run_id: &str) -> anyhow::Result<std::path::PathBuf> {
     let dir = ws.paths.runs_dir();
     let mut matches: Vec<String> = std::fs::read_dir(&dir)
         .with_context(|| format!("no runs in {}", dir.display()))?
@@ -294,7 +295,12 @@ pub fn trace(ws: &Workspace, run_id: &str, out: &mut dyn Write) -> anyhow::Resul
         [] => anyhow::bail!("no run {run_id} in {} (see `tern runs`)", dir.display()),
         many => anyhow::bail!("{run_id} matches {} runs: {}", many.len(), many.join(", ")),
     };
-    let events = load_events(&dir.join(&id).join("events.jsonl"))?;
+    Ok(dir.join(&id).join("events.jsonl"))
+}
+
+/// `tern trace RUN_ID` (a unique prefix is enough).
+pub fn trace(ws: &Workspace, run_id: &str, out: &mut dyn Write) -> anyhow::Result<i32> {
+    let events = load_events(&find_run(ws, run_id)?)?;
     write!(out, "{}", render_trace(&events))?;
     Ok(0)
 }
