@@ -204,6 +204,15 @@ pub enum Command {
         /// The run id (a unique prefix is enough), from `tern runs`.
         run_id: String,
     },
+    /// Watch tern fix a bug: a recorded session, replayed offline (no API key needed).
+    ///
+    /// The tool calls run for real in a fresh copy of a small project, which is left in a temp
+    /// directory (its path is printed at the end).
+    Demo {
+        /// Playback speed: 2 plays twice as fast.
+        #[arg(long, default_value_t = 1.0)]
+        speed: f64,
+    },
     /// Re-drive a recorded run: model turns from the recording, tool calls for real.
     ///
     /// Works in a scratch copy of the recorded run's directory as it is now (or of

@@ -81,6 +81,7 @@ fn main() -> ExitCode {
             } => commands::sandbox::run(&ws, sandbox, network, &command, &mut err),
             Command::Runs { limit } => commands::runs::list(&ws, limit, &mut out),
             Command::Trace { run_id } => commands::runs::trace(&ws, &run_id, &mut out),
+            Command::Demo { speed } => commands::demo::run(&ws, speed, &mut out).await,
             Command::Replay {
                 source,
                 in_place,

@@ -1,6 +1,7 @@
 mod cli_mcp;
 mod context;
 mod deferred;
+mod demo;
 mod examples;
 mod interop_clients;
 mod interop_servers;

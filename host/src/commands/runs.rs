@@ -15,6 +15,11 @@ use crate::{
 pub fn load_events(path: &Path) -> anyhow::Result<Vec<Envelope>> {
     let text =
         std::fs::read_to_string(path).with_context(|| format!("cannot read {}", path.display()))?;
+    parse_events(&text, path)
+}
+
+/// Parses the text of an events file (`path` names it in errors); every line must be an event.
+pub fn parse_events(text: &str, path: &Path) -> anyhow::Result<Vec<Envelope>> {
     text.lines()
         .enumerate()
         .filter(|(_, l)| !l.trim().is_empty())

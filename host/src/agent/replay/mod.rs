@@ -215,8 +215,10 @@ impl Pacing {
     }
 }
 
-/// Longest "thinking" pause of a live-paced turn, whatever the recording's latency.
-const MAX_THINK: Duration = Duration::from_millis(1_200);
+/// Shortest and longest "thinking" pause of a live-paced turn, whatever the recording's latency
+/// (a recording made against a scripted model has almost none).
+const MIN_THINK: Duration = Duration::from_millis(700);
+const MAX_THINK: Duration = Duration::from_millis(1_600);
 /// Pause between streamed pieces of text in a live-paced turn.
 const PIECE_DELAY: Duration = Duration::from_millis(18);
 
@@ -258,7 +260,7 @@ impl ReplayModel {
         let mut out = Vec::new();
         let think = self
             .pacing
-            .scaled(Duration::from_millis(turn.latency_ms).min(MAX_THINK));
+            .scaled(Duration::from_millis(turn.latency_ms).clamp(MIN_THINK, MAX_THINK));
         let mut first = Some(think);
         let mut delay = || first.take().unwrap_or(self.pacing.scaled(PIECE_DELAY));
         for piece in pieces(&turn.text) {
