@@ -213,6 +213,36 @@ pub enum Command {
         #[arg(long, default_value_t = 1.0)]
         speed: f64,
     },
+    /// Run a suite of tasks and measure the agent: pass/fail, steps, tool calls, tokens, cost.
+    ///
+    /// DIR holds task directories (or is one): `task.toml` (goal, check command, limits,
+    /// permission rules), the fixture project, and optionally a recording. Each task runs in a
+    /// fresh copy with the configured model, or with `--replay` from its recording (offline).
+    /// Exit codes: 0 all passed (with `--baseline`: no regression), 1 otherwise, 2 usage error.
+    Eval {
+        /// The suite directory, or one task directory.
+        dir: PathBuf,
+        /// Re-drive each task's shipped recording instead of calling the model.
+        #[arg(long)]
+        replay: bool,
+        /// Tasks to run at once.
+        #[arg(short = 'j', long = "jobs", default_value_t = 1, value_name = "N")]
+        jobs: usize,
+        /// Write the JSON report to FILE.
+        #[arg(long, value_name = "FILE")]
+        report: Option<PathBuf>,
+        /// Compare with an earlier report; exit 1 on a regression.
+        #[arg(long, value_name = "FILE")]
+        baseline: Option<PathBuf>,
+        /// Tokens may grow this many percent over the baseline before it is a regression.
+        #[arg(long, default_value_t = 10.0, value_name = "PCT")]
+        token_tolerance: f64,
+        /// Steps may grow this many percent over the baseline before it is a regression.
+        #[arg(long, default_value_t = 10.0, value_name = "PCT")]
+        step_tolerance: f64,
+        #[command(flatten)]
+        flags: RunFlags,
+    },
     /// Re-drive a recorded run: model turns from the recording, tool calls for real.
     ///
     /// Works in a scratch copy of the recorded run's directory as it is now (or of

@@ -81,6 +81,30 @@ fn main() -> ExitCode {
             } => commands::sandbox::run(&ws, sandbox, network, &command, &mut err),
             Command::Runs { limit } => commands::runs::list(&ws, limit, &mut out),
             Command::Trace { run_id } => commands::runs::trace(&ws, &run_id, &mut out),
+            Command::Eval {
+                dir,
+                replay,
+                jobs,
+                report,
+                baseline,
+                token_tolerance,
+                step_tolerance,
+                flags,
+            } => {
+                let args = commands::eval::EvalArgs {
+                    dir,
+                    replay,
+                    jobs,
+                    report,
+                    baseline,
+                    tolerance: commands::eval::Tolerance {
+                        tokens_pct: token_tolerance,
+                        steps_pct: step_tolerance,
+                    },
+                    flags,
+                };
+                commands::eval::run(&ws, &load, args, &mut out).await
+            }
             Command::Demo { speed } => commands::demo::run(&ws, speed, &mut out).await,
             Command::Replay {
                 source,

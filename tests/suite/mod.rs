@@ -2,6 +2,7 @@ mod cli_mcp;
 mod context;
 mod deferred;
 mod demo;
+mod eval;
 mod examples;
 mod interop_clients;
 mod interop_servers;

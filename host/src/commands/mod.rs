@@ -2,6 +2,7 @@
 //! writer it is given (stdout at the binary's edge) and returns the process exit code.
 
 pub mod demo;
+pub mod eval;
 pub mod mcp;
 pub mod repl;
 pub mod replay;
