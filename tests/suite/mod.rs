@@ -13,3 +13,4 @@ mod run;
 mod security;
 mod serve;
 mod snapshots;
+mod telemetry;

@@ -31,6 +31,7 @@ pub(crate) struct Layer {
     pub(crate) rules: Vec<(RuleList, RuleSource)>,
     pub(crate) max_steps: Option<u32>,
     pub(crate) sandbox: SandboxLayer,
+    pub(crate) telemetry: crate::telemetry::TelemetryLayer,
     pub(crate) servers: Vec<(String, ServerLayer)>,
 }
 
@@ -155,6 +156,7 @@ pub(crate) struct Merged {
     pub(crate) rules: Vec<(RuleList, RuleSource)>,
     pub(crate) max_steps: Option<u32>,
     pub(crate) sandbox: SandboxLayer,
+    pub(crate) telemetry: crate::telemetry::TelemetryLayer,
     pub(crate) servers: BTreeMap<String, ServerLayer>,
 }
 
@@ -171,6 +173,7 @@ impl Merged {
             self.max_steps = layer.max_steps;
         }
         self.sandbox.merge(layer.sandbox);
+        self.telemetry.merge(layer.telemetry);
         for (name, server) in layer.servers {
             match self.servers.get_mut(&name) {
                 Some(existing) => existing.merge(server),
@@ -227,6 +230,9 @@ impl Layer {
         }
         if let Some(sandbox) = raw.sandbox {
             layer.sandbox = SandboxLayer::from_raw(sandbox, source)?;
+        }
+        if let Some(telemetry) = raw.telemetry {
+            layer.telemetry = crate::telemetry::TelemetryLayer::from_raw(telemetry, source)?;
         }
         for (name, server) in raw.mcp_servers.unwrap_or_default() {
             let at = source.locate(name.span().start);

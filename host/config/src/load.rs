@@ -124,6 +124,8 @@ pub struct Config {
     pub context: crate::context::ContextSection,
     /// `[sandbox]`: what the built-in shell server's commands may do.
     pub sandbox: SandboxConfig,
+    /// `[telemetry]`: OpenTelemetry export (the host lays the `OTEL_*` variables under it).
+    pub telemetry: crate::telemetry::TelemetrySection,
     /// The sources that were applied, lowest first.
     pub layers: Vec<LoadedLayer>,
     /// Things to tell the user, e.g. an untrusted project config.
@@ -252,6 +254,7 @@ fn resolve(
             max_steps: merged.max_steps.unwrap_or(DEFAULT_MAX_STEPS),
         },
         context: merged.context.resolve(),
+        telemetry: merged.telemetry.resolve(),
         layers,
         notices,
     })

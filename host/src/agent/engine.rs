@@ -138,6 +138,14 @@ impl Engine {
         )?;
         bus.subscribe(Box::new(writer));
         bus.subscribe(printer);
+        let telemetry = crate::telemetry::Settings::resolve(&ws.config.telemetry, &ws.env)
+            .map_err(|e| UsageError(format!("telemetry: {e}")))?;
+        if let Some(settings) = &telemetry {
+            bus.subscribe(Box::new(crate::telemetry::OtelSubscriber::start(
+                settings.clone(),
+                redactor.clone(),
+            )));
+        }
 
         let catalog = ws.paths.run_dir(&run_id).join("catalog.json");
         let config = with_tool_search(&ws.config, &catalog).map_err(UsageError)?;
@@ -221,6 +229,7 @@ impl Engine {
                     written: Default::default(),
                 },
                 allow: opts.tool_allow.clone().map(ToolAllow::new).transpose()?,
+                trace_context: telemetry.is_some(),
             }),
             bus: bus.clone(),
             settings: AgentSettings {
