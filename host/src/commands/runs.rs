@@ -249,6 +249,27 @@ pub fn render_trace(events: &[Envelope]) -> String {
                     format!("\n            {}", one_line(summary, 120))
                 }
             )),
+            Event::ReplayCompared {
+                tool,
+                call_id,
+                verdict,
+                differences,
+                ..
+            } if *verdict != tern_protocol::ReplayVerdict::Identical => Some(format!(
+                "  ↺ {tool} ({call_id}) {verdict:?} from the recording: {}",
+                one_line(&differences.join("; "), 160)
+            )),
+            Event::ReplaySummary {
+                recorded_run_id,
+                calls,
+                identical,
+                diverged,
+                missing,
+                ..
+            } => Some(format!(
+                "replay of {recorded_run_id}: {calls} call(s), {identical} identical, {diverged} \
+                 diverged, {missing} missing"
+            )),
             Event::Error { message } => Some(format!("ERROR {}", one_line(message, 200))),
             Event::RunFinished {
                 status,
