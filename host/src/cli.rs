@@ -211,6 +211,69 @@ pub enum Command {
         /// The run id (a unique prefix is enough), from `tern runs`.
         run_id: String,
     },
+    /// Watch tern fix a bug: a recorded session, replayed offline (no API key needed).
+    ///
+    /// The tool calls run for real in a fresh copy of a small project, which is left in a temp
+    /// directory (its path is printed at the end).
+    Demo {
+        /// Playback speed: 2 plays twice as fast.
+        #[arg(long, default_value_t = 1.0)]
+        speed: f64,
+    },
+    /// Run a suite of tasks and measure the agent: pass/fail, steps, tool calls, tokens, cost.
+    ///
+    /// DIR holds task directories (or is one): `task.toml` (goal, check command, limits,
+    /// permission rules), the fixture project, and optionally a recording. Each task runs in a
+    /// fresh copy with the configured model, or with `--replay` from its recording (offline).
+    /// Exit codes: 0 all passed (with `--baseline`: no regression), 1 otherwise, 2 usage error.
+    Eval {
+        /// The suite directory, or one task directory.
+        dir: PathBuf,
+        /// Re-drive each task's shipped recording instead of calling the model.
+        #[arg(long)]
+        replay: bool,
+        /// Tasks to run at once.
+        #[arg(short = 'j', long = "jobs", default_value_t = 1, value_name = "N")]
+        jobs: usize,
+        /// Write the JSON report to FILE.
+        #[arg(long, value_name = "FILE")]
+        report: Option<PathBuf>,
+        /// Compare with an earlier report; exit 1 on a regression.
+        #[arg(long, value_name = "FILE")]
+        baseline: Option<PathBuf>,
+        /// Tokens may grow this many percent over the baseline before it is a regression.
+        #[arg(long, default_value_t = 10.0, value_name = "PCT")]
+        token_tolerance: f64,
+        /// Steps may grow this many percent over the baseline before it is a regression.
+        #[arg(long, default_value_t = 10.0, value_name = "PCT")]
+        step_tolerance: f64,
+        #[command(flatten)]
+        flags: RunFlags,
+    },
+    /// Re-drive a recorded run: model turns from the recording, tool calls for real.
+    ///
+    /// Works in a scratch copy of the recorded run's directory as it is now (or of
+    /// `--workspace DIR`), reports per call whether the result matches the recording and ends
+    /// with a divergence summary. Permission rules of the current config apply; what they leave
+    /// to a question is answered with the recorded decision (nothing is asked). Exit codes:
+    /// 0 identical (times, ids and durations ignored), 1 diverged, 2 usage error.
+    Replay {
+        /// A run id (a unique prefix is enough) or an events.jsonl file.
+        #[arg(value_name = "RUN_ID|FILE")]
+        source: String,
+        /// Run in the directory itself instead of a scratch copy (its files change).
+        #[arg(long)]
+        in_place: bool,
+        /// Start from this directory instead of the recorded run's.
+        #[arg(long, value_name = "DIR")]
+        workspace: Option<PathBuf>,
+        /// Keep the scratch copy and print where it is.
+        #[arg(long, conflicts_with = "in_place")]
+        keep: bool,
+        /// `text` for people, `jsonl` for scripts (stdout is then only events).
+        #[arg(long, value_enum, default_value = "text")]
+        output_format: OutputFormat,
+    },
     /// Run one command under the shell's OS sandbox, to see what it allows.
     ///
     /// The policy is `[sandbox]` from the config (default: write only in this directory and

@@ -31,8 +31,9 @@ fn main() -> ExitCode {
         Ok(rt) => rt,
         Err(e) => return report(&e.into()),
     };
+    let load = cli.global.load_options();
     let result = runtime.block_on(async {
-        let mut ws = Workspace::load(cli.global.cd.as_deref(), &cli.global.load_options())?;
+        let mut ws = Workspace::load(cli.global.cd.as_deref(), &load)?;
         let mut err = std::io::stderr();
         for notice in ws.notices() {
             let _ = writeln!(err, "notice: {notice}");
@@ -80,6 +81,47 @@ fn main() -> ExitCode {
             } => commands::sandbox::run(&ws, sandbox, network, &command, &mut err),
             Command::Runs { limit } => commands::runs::list(&ws, limit, &mut out),
             Command::Trace { run_id } => commands::runs::trace(&ws, &run_id, &mut out),
+            Command::Eval {
+                dir,
+                replay,
+                jobs,
+                report,
+                baseline,
+                token_tolerance,
+                step_tolerance,
+                flags,
+            } => {
+                let args = commands::eval::EvalArgs {
+                    dir,
+                    replay,
+                    jobs,
+                    report,
+                    baseline,
+                    tolerance: commands::eval::Tolerance {
+                        tokens_pct: token_tolerance,
+                        steps_pct: step_tolerance,
+                    },
+                    flags,
+                };
+                commands::eval::run(&ws, &load, args, &mut out).await
+            }
+            Command::Demo { speed } => commands::demo::run(&ws, speed, &mut out).await,
+            Command::Replay {
+                source,
+                in_place,
+                workspace,
+                keep,
+                output_format,
+            } => {
+                let args = commands::replay::ReplayArgs {
+                    source,
+                    in_place,
+                    workspace,
+                    keep,
+                    output: output_format,
+                };
+                commands::replay::run(&ws, &load, args).await
+            }
             Command::Mcp { command } => match command {
                 McpCommand::List { json } => commands::mcp::list(&ws, json, &mut out).await,
                 McpCommand::Doctor { name, json } => {

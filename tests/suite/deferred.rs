@@ -12,7 +12,7 @@ use tern_model::mock::{
 
 fn many_tools(env: &RunEnv) {
     env.add_servers(&format!(
-        "[mcp_servers.big]\ncommand = {:?}\nargs = [{:?}, \"300\"]\nstartup_timeout_sec = 60\n",
+        "[mcp_servers.big]\ncommand = {:?}\nargs = [{:?}, \"300\"]\nstartup_timeout_sec = 60\nrequired = true\n",
         tern_e2e::dep("venv/bin/python").to_string_lossy(),
         tern_e2e::workspace_root()
             .join("tests/interop/many_tools.py")

@@ -9,7 +9,7 @@ async fn the_python_example_server_is_a_tern_tool_server() {
     let env = RunEnv::new().await;
     let notes = env.dir.path().join("notes.txt");
     env.add_servers(&format!(
-        "[mcp_servers.notes]\ncommand = {:?}\nargs = [{:?}, \"--file\", {:?}]\nstartup_timeout_sec = 60\n",
+        "[mcp_servers.notes]\ncommand = {:?}\nargs = [{:?}, \"--file\", {:?}]\nstartup_timeout_sec = 60\nrequired = true\n",
         tern_e2e::dep("venv/bin/python").to_string_lossy(),
         tern_e2e::workspace_root().join("examples/python-server/server.py").to_string_lossy(),
         notes.to_string_lossy(),

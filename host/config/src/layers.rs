@@ -32,6 +32,7 @@ pub(crate) struct Layer {
     pub(crate) max_steps: Option<u32>,
     pub(crate) startup_grace: Option<Duration>,
     pub(crate) sandbox: SandboxLayer,
+    pub(crate) telemetry: crate::telemetry::TelemetryLayer,
     pub(crate) servers: Vec<(String, ServerLayer)>,
 }
 
@@ -161,6 +162,7 @@ pub(crate) struct Merged {
     pub(crate) max_steps: Option<u32>,
     pub(crate) startup_grace: Option<Duration>,
     pub(crate) sandbox: SandboxLayer,
+    pub(crate) telemetry: crate::telemetry::TelemetryLayer,
     pub(crate) servers: BTreeMap<String, ServerLayer>,
 }
 
@@ -180,6 +182,7 @@ impl Merged {
             self.startup_grace = layer.startup_grace;
         }
         self.sandbox.merge(layer.sandbox);
+        self.telemetry.merge(layer.telemetry);
         for (name, server) in layer.servers {
             match self.servers.get_mut(&name) {
                 Some(existing) => existing.merge(server),
@@ -251,6 +254,9 @@ impl Layer {
         }
         if let Some(sandbox) = raw.sandbox {
             layer.sandbox = SandboxLayer::from_raw(sandbox, source)?;
+        }
+        if let Some(telemetry) = raw.telemetry {
+            layer.telemetry = crate::telemetry::TelemetryLayer::from_raw(telemetry, source)?;
         }
         for (name, server) in raw.mcp_servers.unwrap_or_default() {
             let at = source.locate(name.span().start);

@@ -38,6 +38,7 @@ mod rules;
 mod sandbox;
 mod sections;
 mod server;
+mod telemetry;
 mod trust;
 
 pub use context::ContextSection;
@@ -59,5 +60,6 @@ pub use server::{
     Builtin, DEFAULT_MAX_OUTPUT_CHARS, DEFAULT_STARTUP_TIMEOUT, DEFAULT_TOOL_TIMEOUT, Defer,
     Launch, ServerConfig, ServerRoots, ToolLimits, ToolSettings, Transport,
 };
+pub use telemetry::{OtlpProtocol, TelemetrySection};
 pub use tern_sandbox::{Mode as SandboxMode, Network as SandboxNetwork};
 pub use trust::{TrustStatus, TrustStore, config_hash};

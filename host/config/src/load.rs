@@ -127,6 +127,8 @@ pub struct Config {
     pub context: crate::context::ContextSection,
     /// `[sandbox]`: what the built-in shell server's commands may do.
     pub sandbox: SandboxConfig,
+    /// `[telemetry]`: OpenTelemetry export (the host lays the `OTEL_*` variables under it).
+    pub telemetry: crate::telemetry::TelemetrySection,
     /// The sources that were applied, lowest first.
     pub layers: Vec<LoadedLayer>,
     /// Things to tell the user, e.g. an untrusted project config.
@@ -257,6 +259,7 @@ fn resolve(
             startup_grace: merged.startup_grace.unwrap_or(DEFAULT_STARTUP_GRACE),
         },
         context: merged.context.resolve(),
+        telemetry: merged.telemetry.resolve(),
         layers,
         notices,
     })

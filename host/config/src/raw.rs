@@ -24,6 +24,7 @@ pub(crate) struct RawConfig {
     pub(crate) agent: Option<RawAgent>,
     pub(crate) context: Option<crate::context::RawContext>,
     pub(crate) sandbox: Option<RawSandbox>,
+    pub(crate) telemetry: Option<crate::telemetry::RawTelemetry>,
     pub(crate) mcp_servers: Option<BTreeMap<Spanned<String>, RawServer>>,
 }
 

@@ -19,6 +19,9 @@ pub struct CallContext {
     pub cancel: CancellationToken,
     /// Receives the server's progress notifications while the call runs.
     pub progress: Option<UnboundedSender<Progress>>,
+    /// Extra entries for the request's `_meta` (the W3C `traceparent` of the call's span when
+    /// telemetry is on). tern's own `tern/…` keys are set after these and cannot be overridden.
+    pub meta: serde_json::Map<String, serde_json::Value>,
 }
 
 /// Facts about a finished call for the trace and the audit (the model sees only the result).

@@ -46,7 +46,7 @@ pub async fn dispatch(
     if ctx.cancel.is_cancelled() {
         return Err((ErrorKind::Cancelled, "cancelled before the tool ran".into()));
     }
-    let mut meta = Map::new();
+    let mut meta = ctx.meta.clone();
     meta.insert(
         LIMITS_META.into(),
         json!({

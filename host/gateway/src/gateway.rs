@@ -186,6 +186,18 @@ impl Gateway {
         if table.get(&call.name).is_none() {
             table = self.refresh_table();
         }
+        // A tool of a server still starting (named from the line telling the model which
+        // servers are coming, or from an earlier session) waits for its server, as a
+        // remembered tool does; Ctrl-C ends the wait.
+        if table.get(&call.name).is_none()
+            && let Some((server, _)) = call.name.split_once("__")
+            && self.pool.starting().iter().any(|s| s == server)
+        {
+            tokio::select! {
+                _ = self.pool.wait_started(server) => table = self.refresh_table(),
+                () = ctx.cancel.cancelled() => {}
+            }
+        }
         if table.get(&call.name).is_none()
             && let Some(unavailable) = self.unavailable_server(&call.id, &call.name)
         {

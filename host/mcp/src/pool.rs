@@ -330,6 +330,18 @@ impl ServerPool {
         }
     }
 
+    /// Waits until `server` is no longer starting (ready or failed: the supervisor bounds that
+    /// by its startup timeout). `false` for a server that is not configured.
+    pub async fn wait_started(&self, server: &str) -> bool {
+        let Some(slot) = self.slots.get(server) else {
+            return false;
+        };
+        let mut rx = slot.live.subscribe();
+        rx.wait_for(|l| !matches!(l.state, ServerState::Starting))
+            .await
+            .is_ok()
+    }
+
     /// The servers still starting, by name.
     pub fn starting(&self) -> Vec<String> {
         self.slots

@@ -178,9 +178,37 @@ pub enum Event {
         elided_results: usize,
         /// Messages replaced by the summary.
         summarized_messages: usize,
+        /// The summary the model wrote (stage `summarize`), so a replay can serve it again.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        summary: Option<String>,
     },
     /// A notice from the engine (an ignored project config, a rule that could not be saved, …).
     Notice { message: String },
+    /// `tern replay`: how one re-executed tool call compares with the recording.
+    ReplayCompared {
+        /// The recorded model turn that made the call.
+        step: u32,
+        call_id: String,
+        tool: String,
+        verdict: ReplayVerdict,
+        /// What differs, one line each (`output: …`, `is_error: …`), times and ids ignored.
+        #[serde(default)]
+        differences: Vec<String>,
+    },
+    /// `tern replay`: the divergence summary, just before `run_finished`.
+    ReplaySummary {
+        /// The run that was replayed.
+        recorded_run_id: String,
+        /// Tool calls in the recording.
+        calls: usize,
+        identical: usize,
+        diverged: usize,
+        /// Recorded calls the replay did not run, and calls it ran that the recording lacks.
+        missing: usize,
+        /// Differences of the run as a whole (its outcome, its steps), one line each.
+        #[serde(default)]
+        differences: Vec<String>,
+    },
     /// Something went wrong that the run reports (it may still continue).
     Error { message: String },
     /// The assistant turn ended (after its tools ran, if any).
@@ -224,6 +252,20 @@ pub struct IncompleteCall {
     pub id: String,
     pub name: String,
     pub reason: String,
+}
+
+/// How a replayed tool call compares with the recorded one.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum ReplayVerdict {
+    /// Same result (times, ids, durations and the workspace path ignored).
+    Identical,
+    /// The result differs.
+    Diverged,
+    /// Recorded, but the replay never ran it (the run went another way or stopped early).
+    NotRun,
+    /// Ran in the replay, but the recording has no such call.
+    Unrecorded,
 }
 
 /// How a run ended.

@@ -12,7 +12,8 @@ mod tool;
 mod usage;
 
 pub use event::{
-    AuditRecord, Envelope, Event, EventSink, IncompleteCall, RunStatus, ignore_events,
+    AuditRecord, Envelope, Event, EventSink, IncompleteCall, ReplayVerdict, RunStatus,
+    ignore_events,
 };
 pub use time::{civil, now_rfc3339, rfc3339};
 pub use tool::{Decision, ErrorKind, Image, ToolCall, ToolResult};

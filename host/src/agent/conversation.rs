@@ -125,6 +125,7 @@ impl Agent {
                 after_tokens: after,
                 elided_results: elided,
                 summarized_messages: 0,
+                summary: None,
             });
         }
         let summarize = conv.summarize && (after > target || reason == Reason::Manual);
@@ -149,6 +150,7 @@ impl Agent {
                     after_tokens: after,
                     elided_results: 0,
                     summarized_messages: replaced,
+                    summary: Some(summary),
                 });
             }
             None => self.bus.emit(Event::Notice {

@@ -66,6 +66,33 @@ impl std::fmt::Debug for EngineOptions {
     }
 }
 
+/// The settings of a model the caller gave: its name and provider, the `[model]` output budget,
+/// and no endpoint or key (the engine never sends anything itself). The context window is the
+/// model's to report ([`ModelAdapter::context_window`]): a replay reports the recorded one, so
+/// the conversation is compacted where the recorded run compacted it.
+fn given_model_settings(
+    ws: &Workspace,
+    given: &dyn ModelAdapter,
+) -> tern_model::ResolvedModelConfig {
+    tern_model::ResolvedModelConfig {
+        provider: match given.provider() {
+            "openai" => tern_config::Provider::Openai,
+            _ => tern_config::Provider::Anthropic,
+        },
+        model: given.name().to_string(),
+        base_url: String::new(),
+        api_key: None,
+        max_tokens: ws
+            .config
+            .model
+            .max_tokens
+            .unwrap_or(tern_model::config::DEFAULT_MAX_TOKENS),
+        context_window: None,
+        retry: tern_model::RetryPolicy::default(),
+        idle_timeout: std::time::Duration::from_secs(300),
+    }
+}
+
 /// One run's engine, ready for turns.
 pub struct Engine {
     bus: EventBus,
@@ -93,8 +120,11 @@ impl Engine {
         printer: Box<dyn Subscriber>,
         approver: Arc<dyn Approver>,
     ) -> anyhow::Result<Engine> {
-        let (built, resolved) = model::adapter(ws)?;
-        let model = opts.model.clone().unwrap_or(built);
+        // A model given by the caller (a replay) needs no provider, key or endpoint.
+        let (model, resolved) = match &opts.model {
+            Some(given) => (given.clone(), given_model_settings(ws, given.as_ref())),
+            None => model::adapter(ws)?,
+        };
         let sessions_dir = ws.paths.sessions_dir();
         let (session_id, transcript) = match &opts.session {
             Some(id) => (id.clone(), session::load(&sessions_dir, id)?),
@@ -109,6 +139,14 @@ impl Engine {
         )?;
         bus.subscribe(Box::new(writer));
         bus.subscribe(printer);
+        let telemetry = crate::telemetry::Settings::resolve(&ws.config.telemetry, &ws.env)
+            .map_err(|e| UsageError(format!("telemetry: {e}")))?;
+        if let Some(settings) = &telemetry {
+            bus.subscribe(Box::new(crate::telemetry::OtelSubscriber::start(
+                settings.clone(),
+                redactor.clone(),
+            )));
+        }
 
         let catalog = ws.paths.run_dir(&run_id).join("catalog.json");
         let config = with_tool_search(&ws.config, &catalog).map_err(UsageError)?;
@@ -196,6 +234,7 @@ impl Engine {
                     written: Default::default(),
                 },
                 allow: opts.tool_allow.clone().map(ToolAllow::new).transpose()?,
+                trace_context: telemetry.is_some(),
             }),
             bus: bus.clone(),
             settings: AgentSettings {
@@ -227,6 +266,16 @@ impl Engine {
     /// Adds a subscriber to the run's events.
     pub fn subscribe(&self, subscriber: Box<dyn Subscriber>) {
         self.bus.subscribe(subscriber);
+    }
+
+    /// This run's id (`runs/<run_id>/`).
+    pub fn run_id(&self) -> &str {
+        self.bus.run_id()
+    }
+
+    /// Where events from outside the engine go (a replay's comparisons with its recording).
+    pub fn sink(&self) -> tern_protocol::EventSink {
+        self.bus.sink()
     }
 
     /// Reports an error the run itself did not produce (e.g. a required server that failed).

@@ -117,6 +117,8 @@ pub struct GatewayTools {
     pub deferral: Deferral,
     /// When set, only these tools exist for this run.
     pub allow: Option<ToolAllow>,
+    /// Send each call's W3C `traceparent` in the request's `_meta` (telemetry is on).
+    pub trace_context: bool,
 }
 
 impl GatewayTools {
@@ -176,11 +178,17 @@ impl ToolExecutor for GatewayTools {
                 });
             }
         });
+        let mut meta = serde_json::Map::new();
+        if self.trace_context {
+            let parent = crate::telemetry::ids::traceparent(self.bus.run_id(), &call.id);
+            meta.insert("traceparent".into(), parent.into());
+        }
         let ctx = CallContext {
             run_id: self.bus.run_id().to_string(),
             session_id: self.bus.session_id().to_string(),
             cancel,
             progress: Some(tx),
+            meta,
         };
         let outcome = self.gateway.call(call.clone(), ctx).await;
         let _ = forward.await;

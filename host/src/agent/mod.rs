@@ -9,6 +9,7 @@ mod engine;
 mod executor;
 mod gateway_tools;
 mod model;
+pub mod replay;
 mod run_loop;
 mod secrets;
 pub mod servers;

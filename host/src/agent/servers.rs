@@ -190,9 +190,11 @@ pub struct StartedPool {
 }
 
 /// Starts `specs` with tern's standard options (roots = `cwd`, logs and pins under `$TERN_HOME`,
-/// elicitation as `[agent]` says).
+/// elicitation as `[agent]` says). A stdio server with no `cwd` of its own starts in `cwd` — the
+/// workspace, which is not the process's directory under `-C DIR`, in a replay's scratch copy,
+/// or in an eval task.
 pub fn start_pool(
-    specs: Vec<ServerSpec>,
+    mut specs: Vec<ServerSpec>,
     config: &Config,
     paths: &ConfigPaths,
     cwd: &Path,
@@ -209,6 +211,14 @@ pub fn start_pool(
             v.push(e);
         }
     });
+    for spec in &mut specs {
+        if let TransportSpec::Stdio {
+            cwd: dir @ None, ..
+        } = &mut spec.transport
+        {
+            *dir = Some(cwd.to_path_buf());
+        }
+    }
     let pins = PinStore::load(&paths.pins_file())?;
     let opts = PoolOptions {
         roots: vec![cwd.to_path_buf()],

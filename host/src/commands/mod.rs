@@ -1,8 +1,11 @@
 //! The subcommands. Each takes the [`Workspace`](crate::workspace::Workspace), writes to the
 //! writer it is given (stdout at the binary's edge) and returns the process exit code.
 
+pub mod demo;
+pub mod eval;
 pub mod mcp;
 pub mod repl;
+pub mod replay;
 pub mod run;
 pub mod runs;
 pub mod sandbox;

@@ -15,6 +15,11 @@ use crate::{
 pub fn load_events(path: &Path) -> anyhow::Result<Vec<Envelope>> {
     let text =
         std::fs::read_to_string(path).with_context(|| format!("cannot read {}", path.display()))?;
+    parse_events(&text, path)
+}
+
+/// Parses the text of an events file (`path` names it in errors); every line must be an event.
+pub fn parse_events(text: &str, path: &Path) -> anyhow::Result<Vec<Envelope>> {
     text.lines()
         .enumerate()
         .filter(|(_, l)| !l.trim().is_empty())
@@ -212,6 +217,7 @@ pub fn render_trace(events: &[Envelope]) -> String {
                 after_tokens,
                 elided_results,
                 summarized_messages,
+                ..
             } => Some(format!(
                 "  context {reason} · {stage} · {} → {} tokens · {} elided, {} summarized",
                 format_tokens(*before_tokens),
@@ -242,6 +248,27 @@ pub fn render_trace(events: &[Envelope]) -> String {
                 } else {
                     format!("\n            {}", one_line(summary, 120))
                 }
+            )),
+            Event::ReplayCompared {
+                tool,
+                call_id,
+                verdict,
+                differences,
+                ..
+            } if *verdict != tern_protocol::ReplayVerdict::Identical => Some(format!(
+                "  ↺ {tool} ({call_id}) {verdict:?} from the recording: {}",
+                one_line(&differences.join("; "), 160)
+            )),
+            Event::ReplaySummary {
+                recorded_run_id,
+                calls,
+                identical,
+                diverged,
+                missing,
+                ..
+            } => Some(format!(
+                "replay of {recorded_run_id}: {calls} call(s), {identical} identical, {diverged} \
+                 diverged, {missing} missing"
             )),
             Event::Error { message } => Some(format!("ERROR {}", one_line(message, 200))),
             Event::RunFinished {
@@ -279,8 +306,8 @@ pub fn render_trace(events: &[Envelope]) -> String {
     out
 }
 
-/// `tern trace RUN_ID` (a unique prefix is enough).
-pub fn trace(ws: &Workspace, run_id: &str, out: &mut dyn Write) -> anyhow::Result<i32> {
+/// The events file of the run `run_id` names (a unique prefix is enough).
+pub fn find_run(ws: &Workspace, run_id: &str) -> anyhow::Result<std::path::PathBuf> {
     let dir = ws.paths.runs_dir();
     let mut matches: Vec<String> = std::fs::read_dir(&dir)
         .with_context(|| format!("no runs in {}", dir.display()))?
@@ -294,7 +321,12 @@ pub fn trace(ws: &Workspace, run_id: &str, out: &mut dyn Write) -> anyhow::Resul
         [] => anyhow::bail!("no run {run_id} in {} (see `tern runs`)", dir.display()),
         many => anyhow::bail!("{run_id} matches {} runs: {}", many.len(), many.join(", ")),
     };
-    let events = load_events(&dir.join(&id).join("events.jsonl"))?;
+    Ok(dir.join(&id).join("events.jsonl"))
+}
+
+/// `tern trace RUN_ID` (a unique prefix is enough).
+pub fn trace(ws: &Workspace, run_id: &str, out: &mut dyn Write) -> anyhow::Result<i32> {
+    let events = load_events(&find_run(ws, run_id)?)?;
     write!(out, "{}", render_trace(&events))?;
     Ok(0)
 }

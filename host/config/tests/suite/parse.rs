@@ -242,7 +242,7 @@ fn an_unknown_key_names_file_line_table_and_the_expected_keys() {
     let (message, _, file) = user_error("[model]\nname = \"x\"\n\n[modle]\nname = \"y\"\n");
     assert!(
         message.starts_with(&format!(
-            "{}:4:2: unknown key \"modle\" in the top level; expected one of model, permissions, agent, context, sandbox, mcp_servers",
+            "{}:4:2: unknown key \"modle\" in the top level; expected one of model, permissions, agent, context, sandbox, telemetry, mcp_servers",
             file.display()
         )),
         "{message}"

@@ -340,6 +340,7 @@ impl Subscriber for TerminalPrinter {
                 after_tokens,
                 elided_results,
                 summarized_messages,
+                ..
             } => {
                 let what = match stage.as_str() {
                     "elide" => format!("elided the output of {elided_results} older tool call(s)"),

@@ -1,0 +1,3 @@
+#!/bin/sh
+. ./lib.sh
+greet_user "${1:-world}"
