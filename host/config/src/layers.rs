@@ -32,6 +32,7 @@ pub(crate) struct Layer {
     pub(crate) max_steps: Option<u32>,
     pub(crate) sandbox: SandboxLayer,
     pub(crate) servers: Vec<(String, ServerLayer)>,
+    pub(crate) agents: crate::agents::AgentsLayer,
 }
 
 /// A server's keys from one or more layers.
@@ -156,6 +157,7 @@ pub(crate) struct Merged {
     pub(crate) max_steps: Option<u32>,
     pub(crate) sandbox: SandboxLayer,
     pub(crate) servers: BTreeMap<String, ServerLayer>,
+    pub(crate) agents: crate::agents::AgentsLayer,
 }
 
 impl Merged {
@@ -171,6 +173,7 @@ impl Merged {
             self.max_steps = layer.max_steps;
         }
         self.sandbox.merge(layer.sandbox);
+        self.agents.merge(layer.agents);
         for (name, server) in layer.servers {
             match self.servers.get_mut(&name) {
                 Some(existing) => existing.merge(server),
@@ -228,6 +231,7 @@ impl Layer {
         if let Some(sandbox) = raw.sandbox {
             layer.sandbox = SandboxLayer::from_raw(sandbox, source)?;
         }
+        layer.agents = crate::agents::AgentsLayer::from_raw(raw.agents, source)?;
         for (name, server) in raw.mcp_servers.unwrap_or_default() {
             let at = source.locate(name.span().start);
             let name = name.into_inner();

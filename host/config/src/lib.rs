@@ -23,6 +23,7 @@
 //! ```
 #![deny(clippy::print_stdout, clippy::print_stderr)]
 
+mod agents;
 mod context;
 mod edit;
 mod error;
@@ -40,6 +41,7 @@ mod sections;
 mod server;
 mod trust;
 
+pub use agents::AgentProfile;
 pub use context::ContextSection;
 pub use edit::append_rule;
 pub use error::{ConfigError, Location, Result};

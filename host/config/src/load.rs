@@ -124,6 +124,8 @@ pub struct Config {
     pub context: crate::context::ContextSection,
     /// `[sandbox]`: what the built-in shell server's commands may do.
     pub sandbox: SandboxConfig,
+    /// `[agents.NAME]`: the enabled agent profiles, by name.
+    pub agents: BTreeMap<String, crate::agents::AgentProfile>,
     /// The sources that were applied, lowest first.
     pub layers: Vec<LoadedLayer>,
     /// Things to tell the user, e.g. an untrusted project config.
@@ -246,6 +248,7 @@ fn resolve(
     Ok(Config {
         mcp_servers,
         sandbox,
+        agents: merged.agents.resolve()?,
         model: merged.model,
         permissions,
         agent: AgentSection {

@@ -25,6 +25,7 @@ pub(crate) struct RawConfig {
     pub(crate) context: Option<crate::context::RawContext>,
     pub(crate) sandbox: Option<RawSandbox>,
     pub(crate) mcp_servers: Option<BTreeMap<Spanned<String>, RawServer>>,
+    pub(crate) agents: Option<BTreeMap<Spanned<String>, crate::agents::RawProfile>>,
 }
 
 /// `[permissions]`.
