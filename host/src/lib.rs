@@ -10,4 +10,5 @@ pub mod cli;
 pub mod commands;
 pub mod error;
 pub mod render;
+pub mod serve_agent;
 pub mod workspace;

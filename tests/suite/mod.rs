@@ -10,3 +10,4 @@ mod run;
 mod security;
 mod serve;
 mod snapshots;
+mod subagents;

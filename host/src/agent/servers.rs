@@ -91,11 +91,17 @@ fn spec(
                     (tern_exe.to_string_lossy().into_owned(), full)
                 }
             };
+            // The agent server is tern itself: it needs what tern has (the model's key, its
+            // base URL, `$TERN_HOME`), and clears its own servers' environments the same way.
+            let pass_env = match launch {
+                Launch::Builtin(Builtin::Agent) => env.keys().cloned().collect(),
+                _ => env_vars.clone(),
+            };
             TransportSpec::Stdio {
                 program,
                 args,
                 env: explicit.clone(),
-                pass_env: env_vars.clone(),
+                pass_env,
                 cwd: cwd.clone(),
             }
         }
@@ -138,6 +144,26 @@ fn spec(
         request_timeout: server.tool_timeout,
         tool_filter: ToolFilter::new(move |tool| config.tool_enabled(tool)),
     })
+}
+
+/// Tells every built-in agent server which run it serves (`--parent-run-id`), so the runs it
+/// starts record their parent and the trace can link them.
+pub fn link_agent_servers(specs: &mut [ServerSpec], config: &Config, run_id: &str) {
+    for spec in specs {
+        let is_agent = config.mcp_servers.get(&spec.name).is_some_and(|s| {
+            matches!(
+                s.transport,
+                Transport::Stdio {
+                    launch: Launch::Builtin(Builtin::Agent),
+                    ..
+                }
+            )
+        });
+        if let (true, TransportSpec::Stdio { args, .. }) = (is_agent, &mut spec.transport) {
+            args.push("--parent-run-id".into());
+            args.push(run_id.into());
+        }
+    }
 }
 
 /// The built-in shell's sandbox flags from `[sandbox]`: `--sandbox`, `--network`, a `--writable`
