@@ -253,11 +253,6 @@ fn render(events: &[Envelope], nested: &dyn Fn(&str) -> Option<String>) -> Strin
             ready.push(format!("{server} ({tools} tools, {startup_ms} ms)"));
             continue;
         }
-        if !ready.is_empty() {
-            ready.sort();
-            out.push_str(&format!("{ready_at} servers ready: {}\n", ready.join(", ")));
-            ready.clear();
-        }
         let line = match &e.event {
             Event::RunStarted {
                 goal,
@@ -376,6 +371,13 @@ fn render(events: &[Envelope], nested: &dyn Fn(&str) -> Option<String>) -> Strin
             _ => None,
         };
         if let Some(line) = line {
+            // Events nobody reads (state, logs) may come between two `server_ready`s: the
+            // servers are shown as one line up to the next line that is shown.
+            if !ready.is_empty() {
+                ready.sort();
+                out.push_str(&format!("{ready_at} servers ready: {}\n", ready.join(", ")));
+                ready.clear();
+            }
             out.push_str(&format!("{} {line}\n", at(e)));
         }
         if let Event::ToolCallFinished { output, .. } = &e.event
@@ -383,6 +385,10 @@ fn render(events: &[Envelope], nested: &dyn Fn(&str) -> Option<String>) -> Strin
         {
             out.push_str(&block);
         }
+    }
+    if !ready.is_empty() {
+        ready.sort();
+        out.push_str(&format!("{ready_at} servers ready: {}\n", ready.join(", ")));
     }
     out
 }

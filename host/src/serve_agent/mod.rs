@@ -160,3 +160,37 @@ pub async fn serve(args: Args, options: LoadOptions, cd: Option<&Path>) -> Resul
     }
     served
 }
+
+#[cfg(test)]
+mod tests {
+    use clap::Parser;
+
+    use super::Args;
+
+    #[derive(Parser)]
+    struct Cli {
+        #[command(flatten)]
+        args: Args,
+    }
+
+    #[test]
+    fn flags_tern_appends_win_over_the_same_flags_in_the_config_args() {
+        let cli = Cli::parse_from([
+            "agent",
+            "--root",
+            "a",
+            "--depth",
+            "0",
+            "--max-depth",
+            "5",
+            "--root",
+            "b",
+            "--depth",
+            "2",
+            "--max-depth",
+            "1",
+        ]);
+        assert_eq!(cli.args.roots, ["a", "b"].map(std::path::PathBuf::from));
+        assert_eq!((cli.args.depth, cli.args.max_depth), (2, 1));
+    }
+}

@@ -280,7 +280,78 @@ impl Subscriber for Watch {
 
 #[cfg(test)]
 mod tests {
+    use tern_config::{LoadOptions, PermissionMode};
+
     use super::*;
+
+    fn config(user: &str) -> Config {
+        let dir = tempfile::tempdir().unwrap();
+        std::fs::write(dir.path().join("config.toml"), user).unwrap();
+        let paths = ConfigPaths::with_home(dir.path().to_path_buf(), dir.path());
+        Config::load(&paths, &LoadOptions::default(), &|_| None).unwrap()
+    }
+
+    fn settings() -> Settings {
+        Settings {
+            roots: Vec::new(),
+            here: PathBuf::from("/"),
+            depth: 1,
+            max_depth: 3,
+            parent_run_id: None,
+            token_budget: None,
+            options: LoadOptions::default(),
+            mode: PermissionMode::ReadOnly,
+            env: Default::default(),
+            tern_exe: PathBuf::from("/bin/tern"),
+            active: tokio::sync::watch::channel(0).0,
+        }
+    }
+
+    #[test]
+    fn a_profile_sets_the_model_caps_the_steps_and_keeps_only_the_servers_it_needs() {
+        let mut c = config(
+            "[agent]\nmax_steps = 40\n[mcp_servers.agent]\nenabled = true\n\
+             [mcp_servers.agent2]\nbuiltin = \"agent\"\nargs = [\"--depth\", \"0\"]\n\
+             [agents.explore]\nmodel = \"small\"\n",
+        );
+        let explore = c.agents["explore"].clone();
+        shape(&mut c, Some(&explore), Some(100), &settings());
+        assert_eq!(c.model.name.as_deref(), Some("small"));
+        assert_eq!(
+            c.agent.max_steps, 25,
+            "the profile's cap wins over the call"
+        );
+        let enabled: Vec<&str> = c.enabled_servers().map(|s| s.name.as_str()).collect();
+        assert_eq!(enabled, ["fs"]);
+
+        // No profile: every server; the config's steps cap the call; the agent servers of the
+        // sub-run are one level deeper, whatever their args said.
+        let mut c = config(
+            "[agent]\nmax_steps = 40\n[mcp_servers.agent]\nenabled = true\n\
+             [mcp_servers.agent2]\nbuiltin = \"agent\"\nargs = [\"--depth\", \"0\"]\n",
+        );
+        shape(&mut c, None, Some(7), &settings());
+        assert_eq!(c.agent.max_steps, 7);
+        assert_eq!(c.model.name, None);
+        for name in ["agent", "agent2"] {
+            let Transport::Stdio { args, .. } = &c.mcp_servers[name].transport else {
+                panic!()
+            };
+            assert!(
+                args.ends_with(&[
+                    "--depth".into(),
+                    "2".into(),
+                    "--max-depth".into(),
+                    "3".into()
+                ]),
+                "{args:?}"
+            );
+        }
+        assert!(c.mcp_servers["shell"].enabled);
+        let mut c = config("[agent]\nmax_steps = 40\n");
+        shape(&mut c, None, Some(0), &settings());
+        assert_eq!(c.agent.max_steps, 1, "at least one step");
+    }
 
     #[test]
     fn only_servers_named_by_every_pattern_are_needed() {

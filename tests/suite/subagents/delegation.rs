@@ -299,3 +299,87 @@ async fn a_sub_agent_cannot_delegate_beyond_the_depth_limit() {
         "the refused goal never reached a model"
     );
 }
+
+#[tokio::test]
+async fn ctrl_c_in_the_parent_cancels_its_sub_agent() {
+    let env = RunEnv::new().await;
+    with_agent_server(&env);
+    at_step(&env, "Delegate and wait.", 1, || {
+        calls(&[("p_wait", "agent__run", r#"{"goal":"Think forever."}"#)])
+    });
+    // The child's model call never ends by itself.
+    let never = Gate::new();
+    at_step(&env, "Think forever.", 1, move || {
+        MockResponse::sse_chunks(AnthropicTurn::new().text(&["…"]).finish_events("end_turn"))
+            .pause_after(1, &never)
+    });
+    let child = env
+        .command(&["run", "Delegate and wait.", "--output-format", "jsonl"])
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    let deadline = Instant::now() + Duration::from_secs(60);
+    while !env
+        .server
+        .model_requests()
+        .iter()
+        .any(|r| goal_of(r) == "Think forever.")
+    {
+        assert!(
+            Instant::now() < deadline,
+            "the sub-agent never asked its model"
+        );
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+    let status = std::process::Command::new("kill")
+        .args(["-INT", &child.id().unwrap().to_string()])
+        .status()
+        .unwrap();
+    assert!(status.success());
+    let out = tokio::time::timeout(Duration::from_secs(30), child.wait_with_output())
+        .await
+        .expect("tern did not exit after Ctrl-C")
+        .unwrap();
+    assert_eq!(
+        out.status.code(),
+        Some(130),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert!(
+        env.server
+            .wait_for_disconnect(Duration::from_secs(10))
+            .await,
+        "the sub-agent's model request was dropped"
+    );
+    let all = runs(env.home.path());
+    assert_eq!(all.len(), 2);
+    let (parent_id, parent_events) = parent(&all);
+    assert_eq!(only(parent_events, "run_finished")["status"], "cancelled");
+    let kids = children(&all, parent_id);
+    assert_eq!(kids.len(), 1);
+    let (child_id, child_events) = kids[0];
+    let last = child_events.last().unwrap();
+    assert_eq!(last["type"], "run_finished", "{last}");
+    assert_eq!(last["status"], "cancelled", "{last}");
+    // No result named the child (the call was cancelled): the trace still shows it.
+    let trace = env.run(&["trace", parent_id]).await;
+    let trace = String::from_utf8_lossy(&trace.stdout);
+    let orphans = trace
+        .find("sub-agent runs no call result names")
+        .unwrap_or_else(|| panic!("{trace}"));
+    assert!(
+        trace[orphans..].contains(&format!("↳ run {child_id}")),
+        "{trace}"
+    );
+    // The agent server (its command line names the parent run) and everything under it ended.
+    let deadline = Instant::now() + Duration::from_secs(10);
+    while !tern_e2e::run_env::pids_with(parent_id).is_empty() {
+        assert!(
+            Instant::now() < deadline,
+            "the agent server is still running"
+        );
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+}

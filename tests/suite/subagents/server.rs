@@ -266,3 +266,67 @@ async fn cancelling_the_call_stops_the_sub_agent_its_servers_and_its_commands() 
     assert_eq!(last["type"], "run_finished", "{last}");
     assert_eq!(last["status"], "cancelled", "{last}");
 }
+
+#[tokio::test]
+async fn a_sub_run_stops_at_its_token_budget_and_at_the_steps_the_call_allows() {
+    let env = RunEnv::new().await;
+    let project = env.dir.path().canonicalize().unwrap();
+    // Each scripted model turn reports 10 prompt and 42 output tokens.
+    for id in ["t1", "t2", "t3"] {
+        env.server.enqueue(
+            AnthropicTurn::new()
+                .tool_use(id, "fs__list_dir", &["{}"])
+                .finish("tool_use"),
+        );
+    }
+    let root = project.to_string_lossy().into_owned();
+    let report = agent_client(
+        &env,
+        json!({"roots": null, "calls": [
+            {"arguments": {"goal": "Keep looking."}},
+            {"arguments": {"goal": "Look once.", "max_steps": 1}},
+        ]}),
+        &["serve", "agent", "--root", &root, "--token-budget", "60"],
+        &project,
+    )
+    .await;
+    let budget = &report["calls"][0]["result"];
+    assert_eq!(budget["isError"], true, "{budget}");
+    let structured = &budget["structuredContent"];
+    assert_eq!(structured["status"], "token_budget", "{budget}");
+    assert_eq!(structured["steps"], 2);
+    assert_eq!(
+        structured["error"],
+        "stopped after using 104 tokens of its token budget of 60"
+    );
+    assert!(
+        text(budget).starts_with("The sub-agent stopped without an answer (token_budget)"),
+        "{budget}"
+    );
+    let steps = &report["calls"][1]["result"];
+    assert_eq!(steps["isError"], true, "{steps}");
+    assert_eq!(steps["structuredContent"]["status"], "max_steps", "{steps}");
+    assert_eq!(steps["structuredContent"]["steps"], 1);
+    assert_eq!(env.server.model_requests().len(), 3);
+    // Both runs wrote their end, with the reason.
+    let all = runs(env.home.path());
+    assert_eq!(all.len(), 2);
+    let ends: Vec<(String, String)> = all
+        .iter()
+        .map(|(_, e)| {
+            let f = only(e, "run_finished");
+            (
+                f["status"].as_str().unwrap().to_string(),
+                f["error"].as_str().unwrap_or_default().to_string(),
+            )
+        })
+        .collect();
+    assert!(
+        ends.contains(&(
+            "error".into(),
+            "stopped after using 104 tokens of its token budget of 60".into()
+        )),
+        "{ends:?}"
+    );
+    assert!(ends.iter().any(|(s, _)| s == "max_steps"), "{ends:?}");
+}
