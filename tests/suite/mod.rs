@@ -11,3 +11,4 @@ mod security;
 mod serve;
 mod snapshots;
 mod subagents;
+mod workspace_dir;

@@ -209,8 +209,10 @@ pub struct StartedPool {
 }
 
 /// Starts `specs` with tern's standard options (roots = `cwd`, logs and pins under `$TERN_HOME`).
+/// Stdio servers run in `cwd` (a configured `cwd` is relative to it): the workspace, which is
+/// not this process's directory under `-C DIR` or in a sub-agent, and `--root .` must mean it.
 pub fn start_pool(
-    specs: Vec<ServerSpec>,
+    mut specs: Vec<ServerSpec>,
     paths: &ConfigPaths,
     cwd: &Path,
     env: BTreeMap<String, String>,
@@ -226,6 +228,14 @@ pub fn start_pool(
             v.push(e);
         }
     });
+    for spec in &mut specs {
+        if let TransportSpec::Stdio { cwd: dir, .. } = &mut spec.transport {
+            *dir = Some(
+                dir.take()
+                    .map_or_else(|| cwd.to_path_buf(), |d| cwd.join(d)),
+            );
+        }
+    }
     let pins = PinStore::load(&paths.pins_file())?;
     let opts = PoolOptions {
         roots: vec![cwd.to_path_buf()],

@@ -166,6 +166,19 @@ async fn the_python_sdk_hands_tern_a_goal_and_gets_the_answer_the_report_and_pro
     assert!(started.get("parent_run_id").is_none(), "{started}");
     let finished = only(events, "run_finished");
     assert_eq!(finished["status"], "success");
+    // Its tools worked in the client's root, not where the server was started.
+    let results: Vec<&Value> = events
+        .iter()
+        .filter(|e| e["type"] == "tool_call_finished")
+        .collect();
+    assert_eq!(results.len(), 2);
+    for (r, found) in results.iter().zip([
+        format!("{}/notes.txt", project.display()),
+        "the needle".to_string(),
+    ]) {
+        assert_eq!(r["is_error"], false, "{r}");
+        assert!(r["output"].as_str().unwrap().contains(&found), "{r}");
+    }
     let own: u64 = events
         .iter()
         .filter(|e| e["type"] == "model_response")
