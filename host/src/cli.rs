@@ -100,6 +100,10 @@ pub struct RunFlags {
     /// (no sandbox).
     #[arg(long, value_enum, value_name = "MODE")]
     pub sandbox: Option<tern_sandbox::Mode>,
+    /// Accept a server's form elicitation with the defaults it declares, instead of declining
+    /// (nobody is asked in a headless run; a request without defaults is still declined).
+    #[arg(long)]
+    pub accept_elicitation_defaults: bool,
 }
 
 impl RunFlags {
@@ -119,6 +123,9 @@ impl RunFlags {
         }
         if let Some(mode) = self.sandbox {
             config.sandbox.mode = mode;
+        }
+        if self.accept_elicitation_defaults {
+            config.agent.accept_elicitation_defaults = true;
         }
     }
 }

@@ -103,14 +103,19 @@ fn runtime() -> std::io::Result<tokio::runtime::Runtime> {
         .build()
 }
 
-/// Logs go to stderr, `error` by default: what a person needs to see (retries, server
-/// failures) is already an event the printer shows. `TERN_LOG=debug` for more.
+/// Logs go to stderr, tern's own errors only by default: what a person needs to see (retries,
+/// server failures) is already an event the printer shows, in one clean line. Libraries' log
+/// lines (rmcp's `worker quit with fatal …`) appear only when asked for with `TERN_LOG` (or
+/// `RUST_LOG`), e.g. `TERN_LOG=debug`. Colours only on a terminal.
 fn init_tracing() {
+    use std::io::IsTerminal;
     let filter = tracing_subscriber::EnvFilter::try_from_env("TERN_LOG")
-        .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new("error"));
+        .or_else(|_| tracing_subscriber::EnvFilter::try_from_default_env())
+        .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new("off,tern=error"));
     let _ = tracing_subscriber::fmt()
         .with_env_filter(filter)
         .with_writer(std::io::stderr)
+        .with_ansi(std::io::stderr().is_terminal())
         .try_init();
 }
 

@@ -45,20 +45,19 @@ fn rss_kib(pid: u32) -> u64 {
 }
 
 fn spec(name: &str, program: &Path, args: &[&str]) -> ServerSpec {
-    ServerSpec {
-        name: name.into(),
-        transport: TransportSpec::Stdio {
+    let mut spec = ServerSpec::new(
+        name,
+        TransportSpec::Stdio {
             program: program.to_string_lossy().into_owned(),
             args: args.iter().map(|s| s.to_string()).collect(),
             env: BTreeMap::new(),
             pass_env: vec![],
             cwd: None,
         },
-        required: false,
-        startup_timeout: Duration::from_secs(30),
-        request_timeout: Duration::from_secs(30),
-        tool_filter: tern_mcp::ToolFilter::all(),
-    }
+    );
+    spec.startup_timeout = Duration::from_secs(30);
+    spec.request_timeout = Duration::from_secs(30);
+    spec
 }
 
 fn opts() -> PoolOptions {

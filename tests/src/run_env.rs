@@ -67,12 +67,25 @@ impl RunEnv {
     /// The only run's events, parsed (every line must be JSON).
     pub fn events(&self) -> Vec<Value> {
         let runs = self.home.path().join("runs");
+        // The newest run: run ids sort by the second they started, so two runs within one
+        // second are told apart by their first event's timestamp (milliseconds).
+        let started = |dir: &std::path::Path| -> String {
+            let text = std::fs::read_to_string(dir.join("events.jsonl")).unwrap_or_default();
+            let first: Value = text
+                .lines()
+                .next()
+                .and_then(|l| serde_json::from_str(l).ok())
+                .unwrap_or(Value::Null);
+            first["ts"].as_str().unwrap_or("").to_string()
+        };
         let mut dirs: Vec<_> = std::fs::read_dir(&runs)
             .unwrap()
             .map(|e| e.unwrap().path())
+            .filter(|d| d.join("events.jsonl").is_file())
+            .map(|d| (started(&d), d))
             .collect();
         dirs.sort();
-        let text = std::fs::read_to_string(dirs.last().unwrap().join("events.jsonl")).unwrap();
+        let text = std::fs::read_to_string(dirs.last().unwrap().1.join("events.jsonl")).unwrap();
         text.lines()
             .map(|l| serde_json::from_str(l).unwrap_or_else(|e| panic!("not JSON ({e}): {l}")))
             .collect()

@@ -173,7 +173,8 @@ fn mcp_list_reports_a_missing_command_and_a_crash_with_its_stderr() {
     let servers: Vec<Value> = serde_json::from_slice(&out.stdout).unwrap();
     let by = |n: &str| servers.iter().find(|s| s["name"] == n).unwrap().clone();
     assert_eq!(by("good")["status"], "ready");
-    assert_eq!(by("good")["tools"], 10);
+    assert_eq!(by("good")["tools"], 11);
+    assert_eq!(by("good")["protocol_version"], "2026-07-28");
     assert!(by("good")["pid"].as_u64().is_some());
     let ghost = by("ghost");
     assert_eq!(ghost["status"], "failed");
@@ -195,6 +196,13 @@ fn mcp_list_reports_a_missing_command_and_a_crash_with_its_stderr() {
         "{human}"
     );
     assert!(human.contains("crashing at start"), "{human}");
+    assert!(human.contains("PROTOCOL"), "{human}");
+    assert!(
+        human
+            .lines()
+            .any(|l| l.starts_with("good ") && l.contains("2026-07-28")),
+        "{human}"
+    );
 }
 
 #[test]
@@ -343,6 +351,110 @@ fn a_changed_tool_is_held_until_approved() {
     let out = p.run(&["mcp", "approve", "drift"]);
     assert!(out.status.success(), "{}", stderr(&out));
     assert!(has_echo(&p).0, "approved definitions are allowed again");
+}
+
+#[test]
+fn a_tool_new_on_an_approved_server_waits_for_approval() {
+    let p = Project::new();
+    let has = |p: &Project, tool: &str| {
+        let out = p.run(&["tools", "--json"]);
+        let rows: Vec<Value> = serde_json::from_slice(&out.stdout).unwrap();
+        (rows.iter().any(|r| r["name"] == tool), stderr(&out))
+    };
+    p.user_config(&format!("{NO_BUILTINS}{}", test_server_entry("grow", &[])));
+    assert!(has(&p, "grow__echo").0, "first use pins and allows");
+    p.user_config(&format!(
+        "{NO_BUILTINS}{}",
+        test_server_entry("grow", &["--extra-tool", "exfiltrate"])
+    ));
+    let (present, err) = has(&p, "grow__exfiltrate");
+    assert!(!present, "a tool new on an approved server must wait");
+    assert!(
+        err.contains("tool `exfiltrate` is new since the server's tools were approved"),
+        "{err}"
+    );
+    assert!(has(&p, "grow__echo").0, "the approved tools stay");
+    let doctor = stdout(&p.run(&["mcp", "doctor", "grow"]));
+    assert!(
+        doctor.contains("exfiltrate: new since the server's tools were approved; held out (`tern mcp approve grow`)"),
+        "{doctor}"
+    );
+    let out = p.run(&["mcp", "approve", "grow"]);
+    assert!(out.status.success(), "{}", stderr(&out));
+    assert!(has(&p, "grow__exfiltrate").0, "approved, it is offered");
+}
+
+#[test]
+fn an_oversized_tool_definition_is_held_out_with_a_doctor_line() {
+    let p = Project::new();
+    p.user_config(&format!(
+        "{NO_BUILTINS}{}",
+        test_server_entry("big", &["--huge-schema", "5000"])
+    ));
+    let out = p.run(&["tools", "--json"]);
+    let rows: Vec<Value> = serde_json::from_slice(&out.stdout).unwrap();
+    assert!(rows.iter().all(|r| r["name"] != "big__huge"), "held out");
+    assert!(
+        rows.iter().any(|r| r["name"] == "big__echo"),
+        "the rest stays"
+    );
+    let doctor = stdout(&p.run(&["mcp", "doctor", "big"]));
+    assert!(
+        doctor.contains("huge: left out of the table: its definition is"),
+        "{doctor}"
+    );
+    assert!(
+        doctor.contains("over the 64 KiB limit (max_tool_bytes)"),
+        "{doctor}"
+    );
+    // A user who wants it raises the limit for that server; being new to an approved
+    // server, it then waits for approval like any other new tool.
+    p.user_config(&format!(
+        "{NO_BUILTINS}{}max_tool_bytes = 10000000\n",
+        test_server_entry("big", &["--huge-schema", "5000"])
+    ));
+    let out = p.run(&["tools", "--json"]);
+    assert!(
+        stderr(&out).contains("tool `huge` is new"),
+        "{}",
+        stderr(&out)
+    );
+    assert!(p.run(&["mcp", "approve", "big"]).status.success());
+    let out = p.run(&["tools", "--json"]);
+    let rows: Vec<Value> = serde_json::from_slice(&out.stdout).unwrap();
+    assert!(
+        rows.iter().any(|r| r["name"] == "big__huge"),
+        "{}",
+        stderr(&out)
+    );
+}
+
+#[test]
+fn doctor_says_when_roots_narrow_the_directories_a_server_was_given() {
+    let p = Project::new();
+    let data = tempfile::tempdir().unwrap();
+    let data_s = data.path().canonicalize().unwrap();
+    let filesystem = dep("npm/node_modules/.bin/mcp-server-filesystem");
+    let entry = |extra: &str| {
+        format!(
+            "{NO_BUILTINS}[mcp_servers.files]\ncommand = {:?}\nargs = [{:?}]\nstartup_timeout_sec = 90\n{extra}",
+            filesystem.to_string_lossy(),
+            data_s.to_string_lossy()
+        )
+    };
+    p.user_config(&entry(""));
+    let doctor = stdout(&p.run(&["mcp", "doctor", "files"]));
+    assert!(
+        doctor.contains(&format!(
+            "its arguments name {}, which the roots it is offered",
+            data_s.display()
+        )),
+        "{doctor}"
+    );
+    assert!(doctor.contains("roots = false"), "{doctor}");
+    p.user_config(&entry("roots = false\n"));
+    let doctor = stdout(&p.run(&["mcp", "doctor", "files"]));
+    assert!(!doctor.contains("its arguments name"), "{doctor}");
 }
 
 #[test]

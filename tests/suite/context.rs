@@ -192,8 +192,8 @@ async fn a_request_refused_as_too_long_is_compacted_and_retried_once() {
     assert_eq!(env.server.pending(), 0);
 }
 
-#[tokio::test]
-async fn the_cached_prefix_still_hits_after_a_compaction() {
+/// A finished run that read 12 chapters (~60k tokens) through a 30k window.
+async fn twelve_chapters_in_a_30k_window() -> RunEnv {
     let env = RunEnv::new().await;
     env.server.simulate(Api::Anthropic, 30_000);
     answer_summaries(&env, Api::Anthropic);
@@ -223,6 +223,12 @@ async fn the_cached_prefix_still_hits_after_a_compaction() {
         "{}",
         String::from_utf8_lossy(&out.stderr)
     );
+    env
+}
+
+#[tokio::test]
+async fn the_cached_prefix_still_hits_after_a_compaction() {
+    let env = twelve_chapters_in_a_30k_window().await;
     let events = env.events();
     let first_compaction = events
         .iter()
@@ -240,33 +246,7 @@ async fn the_cached_prefix_still_hits_after_a_compaction() {
 
 #[tokio::test]
 async fn continuing_a_compacted_session_starts_from_the_compacted_state() {
-    let env = RunEnv::new().await;
-    env.server.simulate(Api::Anthropic, 30_000);
-    answer_summaries(&env, Api::Anthropic);
-    chapters(&env, 12);
-    for i in 0..12 {
-        env.server.enqueue(read_turn(Api::Anthropic, i));
-    }
-    env.server.enqueue(final_turn(Api::Anthropic));
-    let out = run(
-        &env,
-        Api::Anthropic,
-        &[
-            "run",
-            GOAL,
-            "-c",
-            "model.context_window=30000",
-            "-c",
-            "model.max_tokens=2048",
-        ],
-    )
-    .await;
-    assert_eq!(
-        out.status.code(),
-        Some(0),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
+    let env = twelve_chapters_in_a_30k_window().await;
     assert!(!of_type(&env.events(), "compaction").is_empty());
 
     env.server.enqueue(
@@ -304,4 +284,88 @@ async fn continuing_a_compacted_session_starts_from_the_compacted_state() {
         "the raw history came back on resume"
     );
     assert!(sent.contains("output elided") || sent.contains("Summary of the work so far"));
+}
+
+#[tokio::test]
+async fn a_local_servers_reported_window_is_the_budget() {
+    let env = RunEnv::new().await;
+    // vLLM answers GET /models with the window it was started with.
+    env.server.respond_when(
+        |r| r.method == "GET" && r.path.ends_with("/models"),
+        |_| {
+            MockResponse::json(
+                200,
+                &serde_json::json!({"object": "list", "data": [
+                    {"id": "local-model", "object": "model", "max_model_len": 8192}]}),
+            )
+        },
+    );
+    env.server
+        .enqueue(OpenAiTurn::new().text(&["hello"]).finish("stop"));
+    let out = env
+        .command(&[
+            "run",
+            "hi",
+            "--provider",
+            "openai",
+            "--model",
+            "local-model",
+        ])
+        .env_remove("ANTHROPIC_API_KEY")
+        .env("OPENAI_BASE_URL", env.server.url())
+        .output()
+        .await
+        .unwrap();
+    assert_eq!(
+        out.status.code(),
+        Some(0),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let finished = env
+        .events()
+        .into_iter()
+        .find(|e| e["type"] == "turn_finished")
+        .unwrap();
+    assert_eq!(finished["context_window"], 8192);
+    // ollama: the model's num_ctx setting wins over its native context length.
+    let env = RunEnv::new().await;
+    env.server.respond_when(
+        |r| r.path.ends_with("/api/show"),
+        |_| {
+            MockResponse::json(
+                200,
+                &serde_json::json!({"parameters": "num_ctx 16384\nstop \"<|im_end|>\"",
+                    "model_info": {"qwen2.context_length": 32768}}),
+            )
+        },
+    );
+    env.server
+        .enqueue(OpenAiTurn::new().text(&["hello"]).finish("stop"));
+    let out = env
+        .command(&[
+            "run",
+            "hi",
+            "--provider",
+            "openai",
+            "--model",
+            "qwen2.5-coder:7b",
+        ])
+        .env_remove("ANTHROPIC_API_KEY")
+        .env("OPENAI_BASE_URL", format!("{}/v1", env.server.url()))
+        .output()
+        .await
+        .unwrap();
+    assert_eq!(
+        out.status.code(),
+        Some(0),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let finished = env
+        .events()
+        .into_iter()
+        .find(|e| e["type"] == "turn_finished")
+        .unwrap();
+    assert_eq!(finished["context_window"], 16384);
 }

@@ -1,6 +1,7 @@
 //! Other MCP clients run tern's built-in servers as they are: the official
 //! Python SDK (`mcp` on PyPI) lists and calls tools on tern-fs, tern-shell and
-//! tern-web, launched both standalone and as `tern serve NAME`.
+//! tern-web, launched both standalone and as `tern serve NAME` — in both of MCP's eras:
+//! with the `initialize` handshake (2025-11-25) and with `server/discover` (2026-07-28).
 
 use std::{
     io::{Read, Write},
@@ -12,13 +13,35 @@ use std::{
 use serde_json::{Value, json};
 use tern_e2e::{bin, dep, workspace_root};
 
-/// Runs `tests/interop/py_client.py` against `server` and returns its JSON report.
-fn python_client(calls: Value, server: &[String]) -> Value {
+/// MCP's two eras, as the Python client opens them, with the revision each must agree on.
+const ERAS: [(&str, &str); 2] = [("legacy", "2025-11-25"), ("modern", "2026-07-28")];
+
+/// Runs `tests/interop/py_client.py` against `server` in both eras; checks each agreed on its
+/// revision and that both saw the same tools, and returns the two reports.
+fn python_client(calls: Value, server: &[String]) -> Vec<Value> {
+    let reports: Vec<Value> = ERAS
+        .iter()
+        .map(|(era, revision)| {
+            let report = python_client_in(era, calls.clone(), server);
+            assert_eq!(report["protocol_version"], *revision, "{era}: {report}");
+            report
+        })
+        .collect();
+    assert_eq!(
+        reports[0]["tools"], reports[1]["tools"],
+        "both eras list the same tools"
+    );
+    reports
+}
+
+/// Runs `tests/interop/py_client.py` in `era` (`legacy` or `modern`) against `server`.
+fn python_client_in(era: &str, calls: Value, server: &[String]) -> Value {
     let python = dep("venv/bin/python");
     let script = workspace_root().join("tests/interop/py_client.py");
     let out = Command::new(python)
         .arg(script)
         .arg(calls.to_string())
+        .arg(era)
         .arg("--")
         .args(server)
         .output()
@@ -64,7 +87,15 @@ fn python_sdk_drives_tern_fs_standalone_and_via_tern_serve() {
             s(dir.path()),
         ],
     ] {
-        let report = python_client(calls.clone(), &server);
+        for report in python_client(calls.clone(), &server) {
+            check_fs_report(&report, dir.path());
+        }
+        std::fs::remove_dir_all(dir.path().join("sub")).unwrap();
+    }
+}
+
+fn check_fs_report(report: &Value, dir: &Path) {
+    {
         assert_eq!(report["server_info"]["name"], "tern-fs", "{report}");
         let names: Vec<&str> = report["tools"]
             .as_array()
@@ -89,36 +120,36 @@ fn python_sdk_drives_tern_fs_standalone_and_via_tern_serve() {
             .find(|t| t["name"] == "read_file")
             .unwrap();
         assert_eq!(read["annotations"]["readOnlyHint"], true);
-        assert!(call_text(&report, 0).contains("second line"), "{report}");
+        assert!(call_text(report, 0).contains("second line"), "{report}");
         assert_eq!(
             report["calls"][1]["isError"], true,
             "escape must be refused: {report}"
         );
         assert_eq!(
-            std::fs::read_to_string(dir.path().join("sub/new.txt")).unwrap(),
+            std::fs::read_to_string(dir.join("sub/new.txt")).unwrap(),
             "made by python"
         );
-        std::fs::remove_dir_all(dir.path().join("sub")).unwrap();
     }
 }
 
 #[test]
 fn python_sdk_drives_tern_shell() {
     let dir = tempfile::tempdir().unwrap();
-    let report = python_client(
+    for report in python_client(
         json!([{"name": "run", "arguments": {"command": "echo hello-from-shell; exit 3"}}]),
         &[s(&bin("tern-shell")), "--root".into(), s(dir.path())],
-    );
-    assert_eq!(report["server_info"]["name"], "tern-shell", "{report}");
-    assert_eq!(report["tools"][0]["name"], "run");
-    assert!(
-        call_text(&report, 0).contains("hello-from-shell"),
-        "{report}"
-    );
-    assert_eq!(
-        report["calls"][0]["structuredContent"]["exit_code"], 3,
-        "{report}"
-    );
+    ) {
+        assert_eq!(report["server_info"]["name"], "tern-shell", "{report}");
+        assert_eq!(report["tools"][0]["name"], "run");
+        assert!(
+            call_text(&report, 0).contains("hello-from-shell"),
+            "{report}"
+        );
+        assert_eq!(
+            report["calls"][0]["structuredContent"]["exit_code"], 3,
+            "{report}"
+        );
+    }
 }
 
 #[test]
@@ -126,7 +157,7 @@ fn python_sdk_drives_tern_web_against_a_loopback_page() {
     let listener = TcpListener::bind("127.0.0.1:0").unwrap();
     let port = listener.local_addr().unwrap().port();
     std::thread::spawn(move || {
-        for stream in listener.incoming().take(4) {
+        for stream in listener.incoming().take(8) {
             let Ok(mut stream) = stream else { continue };
             let mut buf = [0u8; 4096];
             let _ = stream.read(&mut buf);
@@ -140,14 +171,16 @@ fn python_sdk_drives_tern_web_against_a_loopback_page() {
     });
     let url = format!("http://127.0.0.1:{port}/");
     let calls = json!([{"name": "fetch", "arguments": {"url": url}}]);
-    let report = python_client(
+    for report in python_client(
         calls.clone(),
         &[s(&bin("tern-web")), "--allow-private".into()],
-    );
-    assert_eq!(report["server_info"]["name"], "tern-web", "{report}");
-    let text = call_text(&report, 0);
-    assert!(text.contains("# Interop page"), "{report}");
+    ) {
+        assert_eq!(report["server_info"]["name"], "tern-web", "{report}");
+        let text = call_text(&report, 0);
+        assert!(text.contains("# Interop page"), "{report}");
+    }
     // Without --allow-private the same loopback URL is refused (SSRF guard).
-    let report = python_client(calls, &[s(&bin("tern")), "serve".into(), "web".into()]);
-    assert_eq!(report["calls"][0]["isError"], true, "{report}");
+    for report in python_client(calls, &[s(&bin("tern")), "serve".into(), "web".into()]) {
+        assert_eq!(report["calls"][0]["isError"], true, "{report}");
+    }
 }

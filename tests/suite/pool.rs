@@ -17,7 +17,7 @@ use tern_protocol::Event;
 pub(crate) struct Harness {
     pub pool: Arc<ServerPool>,
     pub events: Arc<Mutex<Vec<Event>>>,
-    _dir: tempfile::TempDir,
+    pub dir: tempfile::TempDir,
 }
 
 pub(crate) fn test_server_spec(name: &str, args: &[&str]) -> ServerSpec {
@@ -29,20 +29,19 @@ pub(crate) fn test_server_spec(name: &str, args: &[&str]) -> ServerSpec {
 }
 
 pub(crate) fn stdio_spec(name: &str, program: &str, args: &[&str]) -> ServerSpec {
-    ServerSpec {
-        name: name.to_string(),
-        transport: TransportSpec::Stdio {
+    let mut spec = ServerSpec::new(
+        name,
+        TransportSpec::Stdio {
             program: program.to_string(),
             args: args.iter().map(|s| s.to_string()).collect(),
             env: BTreeMap::new(),
             pass_env: Vec::new(),
             cwd: None,
         },
-        required: false,
-        startup_timeout: Duration::from_secs(20),
-        request_timeout: Duration::from_secs(20),
-        tool_filter: tern_mcp::ToolFilter::all(),
-    }
+    );
+    spec.startup_timeout = Duration::from_secs(20);
+    spec.request_timeout = Duration::from_secs(20);
+    spec
 }
 
 fn host_env() -> BTreeMap<String, String> {
@@ -64,23 +63,32 @@ impl Harness {
 
     /// Starts `specs` with `dir` as the root offered to servers (`roots/list`).
     pub async fn start_in(dir: tempfile::TempDir, specs: Vec<ServerSpec>) -> Harness {
+        Self::start_with(dir, specs, PinStore::in_memory(), |_| {}).await
+    }
+
+    /// Starts `specs` with `dir` as the root, logs under `dir/logs`, `pins`, and the options
+    /// `tweak` changes.
+    pub async fn start_with(
+        dir: tempfile::TempDir,
+        specs: Vec<ServerSpec>,
+        pins: PinStore,
+        tweak: impl FnOnce(&mut PoolOptions),
+    ) -> Harness {
         let events: Arc<Mutex<Vec<Event>>> = Arc::default();
         let sink_events = events.clone();
         let sink: EventSink = Arc::new(move |e| sink_events.lock().unwrap().push(e));
-        let opts = PoolOptions {
+        let mut opts = PoolOptions {
             roots: vec![dir.path().to_path_buf()],
             log_dir: Some(dir.path().join("logs")),
             max_restarts_per_minute: 5,
             restart_base_delay: Duration::from_millis(20),
             host_env: host_env(),
+            ..PoolOptions::default()
         };
-        let pool = ServerPool::start(specs, opts, PinStore::in_memory(), sink);
+        tweak(&mut opts);
+        let pool = ServerPool::start(specs, opts, pins, sink);
         pool.wait_settled().await;
-        Harness {
-            pool,
-            events,
-            _dir: dir,
-        }
+        Harness { pool, events, dir }
     }
 
     pub async fn wait_event(&self, what: &str, pred: impl Fn(&Event) -> bool) -> Event {
@@ -387,31 +395,58 @@ async fn a_slow_server_joins_the_table_when_ready() {
         PinStore::load(&dir.path().join("pins.json")).unwrap(),
         sink,
     );
-    // Asked before it is ready: not in the table yet, and a call says why.
+    // Asked before it is ready: not in the table yet (nothing remembered), and a call waits
+    // for it (within the call's timeout) instead of failing.
     assert!(pool.table().0.is_empty());
-    let err = pool
+    assert_eq!(pool.starting(), ["slow"]);
+    let asked = std::time::Instant::now();
+    pool.call(
+        "slow",
+        "noop",
+        serde_json::Map::new(),
+        CallOptions::new(Duration::from_secs(60)),
+    )
+    .await
+    .unwrap();
+    assert!(
+        asked.elapsed() >= Duration::from_millis(500),
+        "{:?}",
+        asked.elapsed()
+    );
+    assert!(pool.table().0.get("slow__noop").is_some());
+    assert!(pool.starting().is_empty());
+    // A call that cannot wait long enough says why.
+    let pool2 = ServerPool::start(
+        vec![test_server_spec("slower", &["--slow-start-ms", "3000"])],
+        PoolOptions {
+            host_env: host_env(),
+            ..PoolOptions::default()
+        },
+        PinStore::load(&dir.path().join("pins2.json")).unwrap(),
+        Arc::new(|_| {}),
+    );
+    let err = pool2
         .call(
-            "slow",
+            "slower",
             "noop",
             serde_json::Map::new(),
-            CallOptions::new(Duration::from_secs(60)),
+            CallOptions::new(Duration::from_millis(200)),
         )
         .await
         .unwrap_err();
     assert!(matches!(err, CallError::NotReady { .. }), "{err:?}");
-    pool.wait_settled().await;
-    assert!(pool.table().0.get("slow__noop").is_some());
     pool.shutdown().await;
+    pool2.shutdown().await;
 }
 
 #[tokio::test]
 async fn paginated_tools_list_is_followed_to_the_end() {
     let h = Harness::start(vec![test_server_spec("paged", &["--page-size", "2"])]).await;
     let (table, _) = h.pool.table();
-    // 10 tools in pages of 2: five pages.
+    // 11 tools in pages of 2: six pages, the last one short.
     assert_eq!(
         table.len(),
-        10,
+        11,
         "{:?}",
         table.entries().iter().map(|e| &e.name).collect::<Vec<_>>()
     );
@@ -494,7 +529,7 @@ async fn timeouts_and_cancellation_end_calls_and_reach_the_server() {
         .unwrap_err();
     assert!(matches!(err, CallError::Cancelled), "{err:?}");
     // The server saw both notifications/cancelled (it logs each to stderr).
-    let log = h._dir.path().join("logs/slowpoke.log");
+    let log = h.dir.path().join("logs/slowpoke.log");
     let deadline = Instant::now() + Duration::from_secs(10);
     loop {
         let text = std::fs::read_to_string(&log).unwrap_or_default();
@@ -544,7 +579,7 @@ async fn progress_notifications_reach_the_caller_and_roots_are_offered() {
         .await
         .unwrap()
         .text;
-    let dir = h._dir.path().to_string_lossy().to_string();
+    let dir = h.dir.path().to_string_lossy().to_string();
     assert!(roots.contains(&format!("file://{dir}")), "{roots}");
     h.pool.shutdown().await;
 }

@@ -177,3 +177,85 @@ async fn ctrl_c_cancels_the_running_turn_and_twice_at_the_prompt_exits() {
     // Only one model request: the cancelled turn did not go on.
     assert_eq!(env.server.requests().len(), 1);
 }
+
+#[tokio::test]
+async fn context_shows_where_the_window_goes_and_compact_summarizes_with_a_focus() {
+    let env = RunEnv::new().await;
+    let big: String = (0..3_000).map(|i| format!("word{i} ")).collect();
+    std::fs::write(env.dir.path().join("big.txt"), big).unwrap();
+    env.server.enqueue(
+        AnthropicTurn::new()
+            .tool_use("toolu_r", "fs__read_file", &[r#"{"path":"big.txt"}"#])
+            .finish("tool_use"),
+    );
+    env.answer("Read it.");
+    env.server.enqueue(
+        AnthropicTurn::new()
+            .tool_use("toolu_r2", "fs__list_dir", &["{}"])
+            .finish("tool_use"),
+    );
+    env.answer("Listed it.");
+    env.server.respond_when(
+        |r| r.body.windows(12).any(|w| w == b"tern:compact"),
+        |_| {
+            AnthropicTurn::new()
+                .text(&["Goal: read big.txt. Files read: big.txt."])
+                .finish("end_turn")
+        },
+    );
+    let script = json!([
+        {"expect": "tern> "},
+        {"send": "read big.txt\r"},
+        {"expect": "Read it."},
+        {"expect": "tern> "},
+        {"send": "now list the directory\r"},
+        {"expect": "Listed it."},
+        {"expect": "tern> "},
+        {"send": "/context\r"},
+        {"expect": "reserved for the answer"},
+        {"expect": "window: 200.0k tokens"},
+        {"expect": "tern> "},
+        {"send": "/compact the word list\r"},
+        {"expect": "[context manual"},
+        {"expect": "free"},
+        {"expect": "tern> "},
+        {"send": "/exit\r"},
+    ]);
+    let report = drive(&env, &script).await;
+    let output = report["output"].as_str().unwrap();
+    assert!(output.contains("tool output"), "{output}");
+    let summary = env
+        .server
+        .requests()
+        .into_iter()
+        .find(|r| r.body.windows(12).any(|w| w == b"tern:compact"))
+        .expect("no summary was asked for");
+    let asked = String::from_utf8_lossy(&summary.body).into_owned();
+    assert!(
+        asked.contains("Pay particular attention to: the word list"),
+        "{asked}"
+    );
+    let events = env.events();
+    let compactions: Vec<&Value> = events
+        .iter()
+        .filter(|e| e["type"] == "compaction")
+        .collect();
+    assert!(compactions.iter().all(|c| c["reason"] == "manual"));
+    assert!(
+        compactions.iter().any(|c| c["stage"] == "summarize"),
+        "{compactions:?}"
+    );
+    // The session holds the compacted state.
+    let sessions = env.home.path().join("sessions");
+    let file = std::fs::read_dir(&sessions)
+        .unwrap()
+        .next()
+        .unwrap()
+        .unwrap()
+        .path();
+    let text = std::fs::read_to_string(file).unwrap();
+    assert!(
+        text.lines().last().unwrap().starts_with("{\"compacted\":"),
+        "{text}"
+    );
+}

@@ -15,7 +15,7 @@ use toml::Spanned;
 
 use crate::error::{ConfigError, Location, Result};
 use crate::locate::SourceText;
-use crate::raw::{RawConfig, RawServer, RawToolSettings};
+use crate::raw::{RawConfig, RawRoots, RawServer, RawToolSettings};
 use crate::rules::{RuleList, RuleSource, check_rule_shape};
 use crate::sandbox::SandboxLayer;
 use crate::sections::ModelConfig;
@@ -30,6 +30,7 @@ pub(crate) struct Layer {
     pub(crate) mode: Option<PermissionMode>,
     pub(crate) rules: Vec<(RuleList, RuleSource)>,
     pub(crate) max_steps: Option<u32>,
+    pub(crate) startup_grace: Option<Duration>,
     pub(crate) sandbox: SandboxLayer,
     pub(crate) servers: Vec<(String, ServerLayer)>,
     pub(crate) agents: crate::agents::AgentsLayer,
@@ -55,6 +56,8 @@ pub(crate) struct ServerLayer {
     pub(crate) max_output_chars: Option<usize>,
     pub(crate) trust_annotations: Option<bool>,
     pub(crate) defer: Option<crate::server::Defer>,
+    pub(crate) roots: Option<RawRoots>,
+    pub(crate) max_tool_bytes: Option<usize>,
     pub(crate) enabled_tools: Option<Vec<String>>,
     pub(crate) disabled_tools: Option<Vec<String>>,
     pub(crate) tools: BTreeMap<String, ToolLayer>,
@@ -133,6 +136,8 @@ impl ServerLayer {
         over(&mut self.max_output_chars, later.max_output_chars);
         over(&mut self.trust_annotations, later.trust_annotations);
         over(&mut self.defer, later.defer);
+        over(&mut self.roots, later.roots);
+        over(&mut self.max_tool_bytes, later.max_tool_bytes);
         over(&mut self.enabled_tools, later.enabled_tools);
         over(&mut self.disabled_tools, later.disabled_tools);
         for (name, tool) in later.tools {
@@ -155,6 +160,7 @@ pub(crate) struct Merged {
     pub(crate) mode: Option<PermissionMode>,
     pub(crate) rules: Vec<(RuleList, RuleSource)>,
     pub(crate) max_steps: Option<u32>,
+    pub(crate) startup_grace: Option<Duration>,
     pub(crate) sandbox: SandboxLayer,
     pub(crate) servers: BTreeMap<String, ServerLayer>,
     pub(crate) agents: crate::agents::AgentsLayer,
@@ -171,6 +177,9 @@ impl Merged {
         self.rules.extend(layer.rules);
         if layer.max_steps.is_some() {
             self.max_steps = layer.max_steps;
+        }
+        if layer.startup_grace.is_some() {
+            self.startup_grace = layer.startup_grace;
         }
         self.sandbox.merge(layer.sandbox);
         self.agents.merge(layer.agents);
@@ -218,7 +227,22 @@ impl Layer {
         if let Some(context) = raw.context {
             layer.context = crate::context::ContextLayer::from_raw(context, source)?;
         }
-        if let Some(max_steps) = raw.agent.and_then(|agent| agent.max_steps) {
+        let (max_steps, startup_grace) = raw
+            .agent
+            .map(|a| (a.max_steps, a.startup_grace_sec))
+            .unwrap_or_default();
+        if let Some(grace) = startup_grace {
+            let secs = *grace.get_ref();
+            if !(0.0..=600.0).contains(&secs) {
+                return Err(invalid(
+                    source.locate(grace.span().start),
+                    "agent.startup_grace_sec",
+                    "must be a number of seconds from 0 to 600",
+                ));
+            }
+            layer.startup_grace = Some(Duration::from_secs_f64(secs));
+        }
+        if let Some(max_steps) = max_steps {
             if *max_steps.get_ref() == 0 {
                 return Err(invalid(
                     source.locate(max_steps.span().start),
@@ -324,6 +348,8 @@ fn server_layer(
         max_output_chars: raw.max_output_chars,
         trust_annotations: raw.trust_annotations,
         defer: raw.defer,
+        roots: raw.roots,
+        max_tool_bytes: raw.max_tool_bytes,
         command: raw.command,
         builtin: raw.builtin,
         args: raw.args,

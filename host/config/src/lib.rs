@@ -54,11 +54,12 @@ pub use paths::{ConfigPaths, PROJECT_CONFIG};
 pub use rules::{RuleList, RuleSource, check_rule_shape};
 pub use sandbox::SandboxConfig;
 pub use sections::{
-    AgentSection, DEFAULT_MAX_STEPS, ModelConfig, PermissionMode, Permissions, Provider,
+    AgentSection, DEFAULT_MAX_STEPS, DEFAULT_STARTUP_GRACE, ModelConfig, PermissionMode,
+    Permissions, Provider,
 };
 pub use server::{
     Builtin, DEFAULT_MAX_OUTPUT_CHARS, DEFAULT_STARTUP_TIMEOUT, DEFAULT_TOOL_TIMEOUT, Defer,
-    Launch, ServerConfig, ToolLimits, ToolSettings, Transport,
+    Launch, ServerConfig, ServerRoots, ToolLimits, ToolSettings, Transport,
 };
 pub use tern_sandbox::{Mode as SandboxMode, Network as SandboxNetwork};
 pub use trust::{TrustStatus, TrustStore, config_hash};

@@ -14,7 +14,10 @@ use crate::raw;
 use crate::resolve::expand_server;
 use crate::rules::RuleList;
 use crate::sandbox::SandboxConfig;
-use crate::sections::{AgentSection, DEFAULT_MAX_STEPS, ModelConfig, PermissionMode, Permissions};
+use crate::sections::{
+    AgentSection, DEFAULT_MAX_STEPS, DEFAULT_STARTUP_GRACE, ModelConfig, PermissionMode,
+    Permissions,
+};
 use crate::server::ServerConfig;
 use crate::trust::{TrustStatus, TrustStore};
 
@@ -253,6 +256,8 @@ fn resolve(
         permissions,
         agent: AgentSection {
             max_steps: merged.max_steps.unwrap_or(DEFAULT_MAX_STEPS),
+            accept_elicitation_defaults: false,
+            startup_grace: merged.startup_grace.unwrap_or(DEFAULT_STARTUP_GRACE),
         },
         context: merged.context.resolve(),
         layers,

@@ -43,6 +43,7 @@ pub(crate) struct RawPermissions {
 #[serde(deny_unknown_fields)]
 pub(crate) struct RawAgent {
     pub(crate) max_steps: Option<Spanned<u32>>,
+    pub(crate) startup_grace_sec: Option<Spanned<f64>>,
 }
 
 /// `[mcp_servers.NAME]`: stdio and HTTP keys side by side (a flattened enum cannot deny unknown keys);
@@ -70,9 +71,19 @@ pub(crate) struct RawServer {
     pub(crate) max_output_chars: Option<usize>,
     pub(crate) trust_annotations: Option<bool>,
     pub(crate) defer: Option<crate::server::Defer>,
+    pub(crate) roots: Option<RawRoots>,
+    pub(crate) max_tool_bytes: Option<usize>,
     pub(crate) enabled_tools: Option<Vec<String>>,
     pub(crate) disabled_tools: Option<Vec<String>>,
     pub(crate) tools: Option<BTreeMap<String, RawToolSettings>>,
+}
+
+/// `roots = false`, `roots = true`, or `roots = ["/dir", …]`.
+#[derive(Debug, Clone, Deserialize)]
+#[serde(untagged)]
+pub(crate) enum RawRoots {
+    Enabled(bool),
+    Paths(Vec<PathBuf>),
 }
 
 /// `[mcp_servers.NAME.tools.TOOL]`.

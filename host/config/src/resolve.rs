@@ -8,8 +8,10 @@ use std::collections::BTreeMap;
 use crate::error::{ConfigError, Result};
 use crate::expand::{EnvLookup, expand};
 use crate::layers::{ServerLayer, ToolLayer, invalid};
+use crate::raw::RawRoots;
 use crate::server::{
-    DEFAULT_STARTUP_TIMEOUT, DEFAULT_TOOL_TIMEOUT, Launch, ServerConfig, ToolSettings, Transport,
+    DEFAULT_STARTUP_TIMEOUT, DEFAULT_TOOL_TIMEOUT, Launch, ServerConfig, ServerRoots, ToolSettings,
+    Transport,
 };
 
 impl From<ToolLayer> for ToolSettings {
@@ -98,8 +100,23 @@ impl TryFrom<(String, ServerLayer)> for ServerConfig {
                 ..
             }
         );
+        let roots = match raw.roots {
+            None | Some(RawRoots::Enabled(true)) => ServerRoots::WorkingDirectory,
+            Some(RawRoots::Enabled(false)) => ServerRoots::Off,
+            Some(RawRoots::Paths(paths)) => {
+                if let Some(p) = paths.iter().find(|p| !p.is_absolute()) {
+                    return Err(fail(
+                        "roots",
+                        &format!("{} is not an absolute path", p.display()),
+                    ));
+                }
+                ServerRoots::Paths(paths)
+            }
+        };
         Ok(Self {
             transport,
+            roots,
+            max_tool_bytes: raw.max_tool_bytes,
             enabled: raw.enabled.unwrap_or(true),
             required: raw.required.unwrap_or(false),
             startup_timeout: raw.startup_timeout.unwrap_or(DEFAULT_STARTUP_TIMEOUT),

@@ -131,12 +131,23 @@ pub const DEFAULT_MAX_STEPS: u32 = 50;
 pub struct AgentSection {
     /// `max_steps` (default 50): model turns per run before the loop stops.
     pub max_steps: u32,
+    /// Accept a server's form elicitation with the defaults its schema declares instead of
+    /// declining it (no file key: only `tern run --accept-elicitation-defaults` sets it).
+    pub accept_elicitation_defaults: bool,
+    /// `startup_grace_sec` (default 2): how long a headless run waits for servers that are not
+    /// `required` before its first model request; later ones join the table as they come up.
+    pub startup_grace: std::time::Duration,
 }
+
+/// How long a headless run waits for servers that are not required.
+pub const DEFAULT_STARTUP_GRACE: std::time::Duration = std::time::Duration::from_secs(2);
 
 impl Default for AgentSection {
     fn default() -> Self {
         Self {
             max_steps: DEFAULT_MAX_STEPS,
+            accept_elicitation_defaults: false,
+            startup_grace: DEFAULT_STARTUP_GRACE,
         }
     }
 }

@@ -43,6 +43,11 @@ pub struct ServerConfig {
     /// `defer` (default `auto`): whether its tools may be held behind the tool search when the
     /// table is too large for the window.
     pub defer: Defer,
+    /// `roots` (default: tern's working directory): which roots the server is offered.
+    pub roots: ServerRoots,
+    /// `max_tool_bytes`: tools whose definition is longer (as JSON) are held out of the table
+    /// (default: the pool's, 64 KiB).
+    pub max_tool_bytes: Option<usize>,
     /// `enabled_tools`: when set, only these tools (original names) are offered.
     pub enabled_tools: Option<Vec<String>>,
     /// `disabled_tools`: these tools are never offered (applied after `enabled_tools`).
@@ -73,6 +78,8 @@ impl ServerConfig {
             max_output_chars: None,
             trust_annotations: true,
             defer: Defer::Never,
+            roots: ServerRoots::WorkingDirectory,
+            max_tool_bytes: None,
             enabled_tools: None,
             disabled_tools: Vec::new(),
             tools: BTreeMap::new(),
@@ -144,6 +151,18 @@ pub enum Defer {
     Always,
     /// Never deferred: always in the table.
     Never,
+}
+
+/// `roots` of a server.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub enum ServerRoots {
+    /// Not set, or `true`: tern's working directory.
+    #[default]
+    WorkingDirectory,
+    /// `false`: no roots at all, for servers that would narrow their own directories to them.
+    Off,
+    /// A list of absolute directories.
+    Paths(Vec<PathBuf>),
 }
 
 /// How the host reaches a server.

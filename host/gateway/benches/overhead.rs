@@ -48,20 +48,19 @@ fn micros(d: Duration) -> f64 {
 async fn main() {
     let dir = tempfile::tempdir().unwrap();
     let server = test_server();
-    let spec = ServerSpec {
-        name: "test".into(),
-        transport: TransportSpec::Stdio {
+    let mut spec = ServerSpec::new(
+        "test",
+        TransportSpec::Stdio {
             program: server.display().to_string(),
             args: vec![],
             env: BTreeMap::new(),
             pass_env: vec![],
             cwd: None,
         },
-        required: true,
-        startup_timeout: Duration::from_secs(30),
-        request_timeout: Duration::from_secs(30),
-        tool_filter: tern_mcp::ToolFilter::all(),
-    };
+    );
+    spec.required = true;
+    spec.startup_timeout = Duration::from_secs(30);
+    spec.request_timeout = Duration::from_secs(30);
     let opts = PoolOptions {
         roots: vec![dir.path().to_path_buf()],
         ..PoolOptions::default()
@@ -75,7 +74,7 @@ async fn main() {
         home: None,
         tern_home: dir.path().join("tern-home"),
     });
-    settings.permissions.mode = tern_config::PermissionMode::Yolo;
+    settings.mode = tern_config::PermissionMode::Yolo;
     let gateway = Gateway::new(
         pool.clone(),
         settings,

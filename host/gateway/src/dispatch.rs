@@ -71,9 +71,12 @@ pub async fn dispatch(
 /// The error kind of a pool error. Exhaustive on purpose: a new pool error must be classified.
 pub fn classify(e: &CallError) -> ErrorKind {
     match e {
-        CallError::UnknownServer(_) => ErrorKind::UnknownTool,
+        CallError::UnknownServer(_) | CallError::ToolGone { .. } => ErrorKind::UnknownTool,
         CallError::NotReady { .. } => ErrorKind::ServerUnavailable,
-        CallError::ServerCrashed { .. } => ErrorKind::ServerCrashed,
+        CallError::ServerCrashed { .. } | CallError::ConnectionLost { .. } => {
+            ErrorKind::ServerCrashed
+        }
+        CallError::BadReply(_) => ErrorKind::ServerError,
         CallError::Timeout { .. } => ErrorKind::Timeout,
         CallError::Cancelled => ErrorKind::Cancelled,
         CallError::Server { .. } => ErrorKind::ServerError,

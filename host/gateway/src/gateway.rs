@@ -130,6 +130,17 @@ impl Gateway {
         table
     }
 
+    /// Waits until no server is re-listing its tools after announcing a change (bounded), so the
+    /// next [`Self::refresh_table`] has the change.
+    pub async fn tools_settled(&self) {
+        self.pool.tools_settled().await;
+    }
+
+    /// The servers still starting (their tools join the table when they are up).
+    pub fn starting_servers(&self) -> Vec<String> {
+        self.pool.starting()
+    }
+
     /// The table calls are resolved against: the tools to offer the model.
     pub fn table(&self) -> Arc<ToolTable> {
         self.table

@@ -32,7 +32,7 @@ impl Validators {
         {
             return Ok(v.clone());
         }
-        let v = Arc::new(jsonschema::validator_for(schema).map_err(|e| e.to_string())?);
+        let v = Arc::new(tern_mcp::table::compile_schema(schema)?);
         if let Ok(mut cache) = self.cache.lock() {
             cache.insert(tool.to_owned(), (schema.clone(), v.clone()));
         }
@@ -72,6 +72,30 @@ impl Validators {
         // The common case: valid, checked without collecting errors.
         if validator.is_valid(arguments) {
             return Ok(map.clone());
+        }
+        // Models send `null` for an optional argument they mean to leave out (OpenAI's strict
+        // mode makes every optional field nullable). Where the schema does not allow null, such
+        // an argument is dropped rather than the call refused — the server then gets what the
+        // model meant: no value (and, over HTTP, no `Mcp-Param-*` header for it).
+        let required: Vec<&str> = schema
+            .get("required")
+            .and_then(Value::as_array)
+            .into_iter()
+            .flatten()
+            .filter_map(Value::as_str)
+            .collect();
+        if map
+            .iter()
+            .any(|(k, v)| v.is_null() && !required.contains(&k.as_str()))
+        {
+            let stripped: serde_json::Map<String, Value> = map
+                .iter()
+                .filter(|(k, v)| !v.is_null() || required.contains(&k.as_str()))
+                .map(|(k, v)| (k.clone(), v.clone()))
+                .collect();
+            if validator.is_valid(&Value::Object(stripped.clone())) {
+                return Ok(stripped);
+            }
         }
         let mut lines = Vec::new();
         let mut total = 0;
@@ -122,6 +146,25 @@ mod tests {
             "required": ["path"],
             "additionalProperties": false
         })
+    }
+
+    #[test]
+    fn a_null_optional_argument_is_left_out_but_a_null_required_one_is_refused() {
+        let v = Validators::default();
+        let map = v
+            .validate("c", "t", &schema(), &json!({"path": "a", "n": null}))
+            .unwrap();
+        assert!(!map.contains_key("n"), "{map:?}");
+        assert!(
+            v.validate("c", "t", &schema(), &json!({"path": null}))
+                .is_err()
+        );
+        let nullable =
+            json!({"type": "object", "properties": {"n": {"type": ["integer", "null"]}}});
+        let map = v
+            .validate("c", "u", &nullable, &json!({"n": null}))
+            .unwrap();
+        assert_eq!(map["n"], Value::Null, "a schema that allows null keeps it");
     }
 
     #[test]

@@ -1,12 +1,14 @@
 //! The client half of every MCP connection tern opens.
 //!
-//! Offers the working directory as a root and answers `roots/list`, routes
-//! `notifications/progress` to the call that asked for it, turns
-//! `notifications/tools/list_changed` into a re-list, and server log messages
-//! into events.
+//! Answers `roots/list` with the server's roots (unless its `roots` setting turns them off),
+//! answers elicitation by the pool's [`ElicitationPolicy`], routes `notifications/progress` to
+//! the call that asked for it, and turns server log messages into events.
+//! (`notifications/tools/list_changed` is caught earlier, on the wire: see
+//! `transport::guard`.)
 //!
-//! Roots and logging are deprecated only in the 2026-07-28 protocol (SEP-2577);
-//! tern negotiates 2025-11-25, where both are current, hence the `allow`.
+//! Roots and logging are deprecated by the 2026-07-28 revision (SEP-2577) but still part of it,
+//! hence the `allow`: tern offers roots in both eras (a 2026-07-28 server asks for them through
+//! an input request, see [`Answers`]), never sets a log level, and never offers sampling.
 #![allow(deprecated)]
 
 use std::{
@@ -18,29 +20,118 @@ use std::{
 use rmcp::{
     ClientHandler, RoleClient,
     model::{
-        ClientCapabilities, ClientConfig, Implementation, ListRootsResult,
-        LoggingMessageNotificationParam, ProgressNotificationParam, ProgressToken,
+        ClientCapabilities, ClientConfig, ElicitRequestParams, ElicitResult, ElicitationAction,
+        ElicitationCapability, FormElicitationCapability, Implementation, ListRootsResult,
+        LoggingMessageNotificationParam, ProgressNotificationParam, ProgressToken, ProtocolVersion,
         RootsCapabilities,
     },
     service::{NotificationContext, RequestContext},
 };
-use tokio::sync::{Notify, mpsc};
+use serde_json::Value;
+use tokio::sync::mpsc;
 
 use tern_protocol::Event;
 
-use crate::event::{EventSink, Progress};
+use crate::{
+    event::{EventSink, Progress},
+    spec::ElicitationPolicy,
+};
 
 /// Progress listeners by token, shared between the handler and the pool's calls.
 pub(crate) type ProgressRoutes =
     Arc<Mutex<HashMap<ProgressToken, mpsc::UnboundedSender<Progress>>>>;
 
+/// What tern answers a server's requests with. Shared by the handler (2025-11-25 server→client
+/// requests) and the pool's multi-round tool calls (2026-07-28 input requests), so both eras get
+/// the same answers.
+pub(crate) struct Answers {
+    pub(crate) server: String,
+    /// `None`: roots are off for this server.
+    pub(crate) roots: Option<Vec<PathBuf>>,
+    pub(crate) elicitation: ElicitationPolicy,
+    pub(crate) events: EventSink,
+}
+
+impl Answers {
+    /// `roots/list`, or `None` when this server is offered no roots.
+    pub(crate) fn roots(&self) -> Option<ListRootsResult> {
+        let roots = self.roots.as_ref()?;
+        Some(ListRootsResult::new(
+            roots
+                .iter()
+                .map(|p| {
+                    let mut root = rmcp::model::Root::new(file_uri(p));
+                    root.name = p.file_name().map(|n| n.to_string_lossy().into_owned());
+                    root
+                })
+                .collect(),
+        ))
+    }
+
+    /// `elicitation/create`: the policy's answer, reported as a notice (the user sees that a
+    /// server asked, and what tern said).
+    pub(crate) fn elicit(&self, request: &ElicitRequestParams) -> ElicitResult {
+        let (message, answer) = match request {
+            ElicitRequestParams::FormElicitationParams {
+                message,
+                requested_schema,
+                ..
+            } => {
+                let schema = serde_json::to_value(requested_schema).unwrap_or(Value::Null);
+                let answer = match self.elicitation {
+                    ElicitationPolicy::Decline => None,
+                    ElicitationPolicy::AcceptDefaults => defaults_of(&schema),
+                };
+                (message.clone(), answer)
+            }
+            ElicitRequestParams::UrlElicitationParams { message, url, .. } => {
+                (format!("{message} ({url})"), None)
+            }
+            _ => ("a kind of elicitation tern does not know".to_string(), None),
+        };
+        let (result, said) = match answer {
+            Some(content) => (
+                ElicitResult::new(ElicitationAction::Accept).with_content(content),
+                "accepted with the defaults it declares",
+            ),
+            None => (
+                ElicitResult::new(ElicitationAction::Decline),
+                "declined (no one to ask in this run)",
+            ),
+        };
+        (self.events)(Event::Notice {
+            message: format!(
+                "server `{}` asked for input: {message} — {said}",
+                self.server
+            ),
+        });
+        result
+    }
+}
+
+/// The content a form with these properties gets when every field takes its default, or
+/// `None` when a required field has none (tern never invents a value).
+fn defaults_of(schema: &Value) -> Option<Value> {
+    let properties = schema.get("properties").and_then(Value::as_object);
+    let mut content = serde_json::Map::new();
+    for (name, prop) in properties.into_iter().flatten() {
+        if let Some(default) = prop.get("default") {
+            content.insert(name.clone(), default.clone());
+        }
+    }
+    let required = schema.get("required").and_then(Value::as_array);
+    let complete = required
+        .into_iter()
+        .flatten()
+        .filter_map(Value::as_str)
+        .all(|r| content.contains_key(r));
+    complete.then_some(Value::Object(content))
+}
+
 /// tern's [`ClientHandler`]: one per connection (a restart makes a new one).
 pub(crate) struct TernClient {
-    pub(crate) server: String,
-    pub(crate) roots: Vec<PathBuf>,
+    pub(crate) answers: Arc<Answers>,
     pub(crate) progress: ProgressRoutes,
-    pub(crate) tools_changed: Arc<Notify>,
-    pub(crate) events: EventSink,
 }
 
 impl ClientHandler for TernClient {
@@ -48,16 +139,21 @@ impl ClientHandler for TernClient {
         &self,
         _context: RequestContext<RoleClient>,
     ) -> Result<ListRootsResult, rmcp::ErrorData> {
-        let roots = self
-            .roots
-            .iter()
-            .map(|p| {
-                let mut root = rmcp::model::Root::new(file_uri(p));
-                root.name = p.file_name().map(|n| n.to_string_lossy().into_owned());
-                root
-            })
-            .collect();
-        Ok(ListRootsResult::new(roots))
+        self.answers.roots().ok_or_else(|| {
+            rmcp::ErrorData::new(
+                rmcp::model::ErrorCode::METHOD_NOT_FOUND,
+                "roots are turned off for this server",
+                None,
+            )
+        })
+    }
+
+    async fn create_elicitation(
+        &self,
+        request: ElicitRequestParams,
+        _context: RequestContext<RoleClient>,
+    ) -> Result<ElicitResult, rmcp::ErrorData> {
+        Ok(self.answers.elicit(&request))
     }
 
     async fn on_progress(
@@ -79,10 +175,6 @@ impl ClientHandler for TernClient {
         }
     }
 
-    async fn on_tool_list_changed(&self, _context: NotificationContext<RoleClient>) {
-        self.tools_changed.notify_one();
-    }
-
     async fn on_logging_message(
         &self,
         params: LoggingMessageNotificationParam,
@@ -92,8 +184,8 @@ impl ClientHandler for TernClient {
             .ok()
             .and_then(|v| v.as_str().map(str::to_string))
             .unwrap_or_else(|| "info".to_string());
-        (self.events)(Event::ServerLog {
-            server: self.server.clone(),
+        (self.answers.events)(Event::ServerLog {
+            server: self.answers.server.clone(),
             level,
             logger: params.logger,
             data: params.data,
@@ -102,10 +194,19 @@ impl ClientHandler for TernClient {
 
     fn get_info(&self) -> ClientConfig {
         let mut caps = ClientCapabilities::default();
-        let mut roots = RootsCapabilities::default();
-        roots.list_changed = Some(false);
-        caps.roots = Some(roots);
-        ClientConfig::new(caps, Implementation::new("tern", env!("CARGO_PKG_VERSION")))
+        if self.answers.roots.is_some() {
+            let mut roots = RootsCapabilities::default();
+            roots.list_changed = Some(false);
+            caps.roots = Some(roots);
+        }
+        caps.elicitation =
+            Some(ElicitationCapability::new().with_form(FormElicitationCapability::new()));
+        let mut config =
+            ClientConfig::new(caps, Implementation::new("tern", env!("CARGO_PKG_VERSION")));
+        // What `initialize` offers. rmcp's default is its newest revision, 2026-07-28, which has
+        // no `initialize` at all; the newest revision that does is the one to offer.
+        config.protocol_version = ProtocolVersion::LATEST_WITH_INITIALIZE;
+        config
     }
 }
 
@@ -126,10 +227,28 @@ pub(crate) fn file_uri(path: &std::path::Path) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use serde_json::json;
 
     #[test]
     fn file_uris_are_percent_encoded() {
         assert_eq!(file_uri(std::path::Path::new("/w/a b")), "file:///w/a%20b");
         assert_eq!(file_uri(std::path::Path::new("/w/x")), "file:///w/x");
+    }
+
+    #[test]
+    fn defaults_fill_a_form_only_when_every_required_field_has_one() {
+        let schema = json!({"type": "object", "properties": {
+            "name": {"type": "string", "default": "John Doe"},
+            "age": {"type": "integer", "default": 30},
+            "note": {"type": "string"}
+        }, "required": ["name"]});
+        assert_eq!(
+            defaults_of(&schema),
+            Some(json!({"name": "John Doe", "age": 30}))
+        );
+        let needs_note = json!({"type": "object", "properties": {
+            "note": {"type": "string"}
+        }, "required": ["note"]});
+        assert_eq!(defaults_of(&needs_note), None);
     }
 }

@@ -1,29 +1,50 @@
-//! Opening one connection: spawn (or dial), initialize, list tools.
+//! Opening one connection: spawn (or dial), agree on a protocol revision, list tools.
 
 use std::{
     collections::HashMap,
     path::{Path, PathBuf},
-    process::Stdio,
+    sync::Arc,
     time::{Duration, Instant},
 };
 
 use rmcp::{
-    RoleClient, ServiceExt,
-    model::Tool,
+    ClientCacheConfig, ClientLifecycleMode, ClientServiceExt, RoleClient,
+    model::{ProtocolVersion, Tool},
     service::{Peer, RunningService},
     transport::{
-        StreamableHttpClientTransport, TokioChildProcess,
-        streamable_http_client::StreamableHttpClientTransportConfig,
+        StreamableHttpClientTransport, streamable_http_client::StreamableHttpClientTransportConfig,
     },
 };
+use serde::Serialize;
 
 use crate::{
     client::TernClient,
     env::child_env,
-    error::StartError,
-    spec::{PoolOptions, ServerSpec, TransportSpec},
+    error::{StartError, describe_init_error},
+    spec::{Lifecycle, PoolOptions, ServerSpec, TransportSpec},
     stderr::StderrTail,
+    transport::{TaskSupport, guard::Guarded, stdio::StdioTransport},
 };
+
+/// Which of MCP's two eras a connection is in.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Era {
+    /// Revisions up to 2025-11-25: an `initialize` handshake and a session.
+    Initialize,
+    /// 2026-07-28 on: no handshake; every request carries its own `_meta`.
+    Stateless,
+}
+
+impl Era {
+    fn of(version: &ProtocolVersion) -> Self {
+        if version.has_initialize() {
+            Era::Initialize
+        } else {
+            Era::Stateless
+        }
+    }
+}
 
 /// A live, initialized connection.
 pub(crate) struct Connection {
@@ -32,9 +53,30 @@ pub(crate) struct Connection {
     pub(crate) tools: Vec<Tool>,
     pub(crate) pid: Option<u32>,
     pub(crate) protocol_version: String,
+    pub(crate) era: Era,
+    /// Tools the server says must be called as tasks (stdio only: see [`TaskSupport`]).
+    pub(crate) task_support: TaskSupport,
     pub(crate) server_name: String,
     pub(crate) server_version: String,
     pub(crate) startup: Duration,
+}
+
+/// The lifecycle to open with: the configured one, or for `Auto`, what this server turned out
+/// to speak last time (so a restart does not probe again).
+fn lifecycle_mode(configured: Lifecycle, remembered: Option<Era>) -> ClientLifecycleMode {
+    let discover = || ClientLifecycleMode::Discover {
+        preferred_versions: vec![ProtocolVersion::V_2026_07_28],
+    };
+    match (configured, remembered) {
+        (Lifecycle::Initialize, _) | (Lifecycle::Auto, Some(Era::Initialize)) => {
+            ClientLifecycleMode::Initialize
+        }
+        (Lifecycle::Discover, _) | (Lifecycle::Auto, Some(Era::Stateless)) => discover(),
+        (Lifecycle::Auto, None) => ClientLifecycleMode::Auto {
+            preferred_versions: vec![ProtocolVersion::V_2026_07_28],
+            legacy_version: Some(ProtocolVersion::LATEST_WITH_INITIALIZE),
+        },
+    }
 }
 
 /// Connects to `spec` within its startup timeout.
@@ -43,113 +85,134 @@ pub(crate) async fn connect(
     opts: &PoolOptions,
     handler: TernClient,
     stderr: &StderrTail,
+    remembered: Option<Era>,
+    tools_changing: Arc<dyn Fn() + Send + Sync>,
 ) -> Result<Connection, StartError> {
     let started = Instant::now();
+    let mode = lifecycle_mode(spec.lifecycle, remembered);
+    let task_support = TaskSupport::default();
+    // Long enough for a slow start, short enough to leave most of the startup timeout to the
+    // `initialize` that follows.
+    let probe_timeout =
+        (spec.startup_timeout / 3).clamp(Duration::from_secs(1), Duration::from_secs(5));
     let attempt = async {
-        let (service, pid) = match &spec.transport {
-            TransportSpec::Stdio {
-                program,
-                args,
-                env,
-                pass_env,
-                cwd,
-            } => {
-                let env = child_env(&opts.host_env, pass_env, env);
-                let program_path = resolve_program(program, env.get("PATH"), cwd.as_deref())?;
-                if let Some(dir) = cwd
-                    && !dir.is_dir()
-                {
-                    return Err(StartError::Spawn {
-                        command: program.clone(),
-                        reason: format!("working directory {} does not exist", dir.display()),
-                    });
+        let (service, pid) =
+            match &spec.transport {
+                TransportSpec::Stdio {
+                    program,
+                    args,
+                    env,
+                    pass_env,
+                    cwd,
+                } => {
+                    let env = child_env(&opts.host_env, pass_env, env);
+                    let program_path = resolve_program(program, env.get("PATH"), cwd.as_deref())?;
+                    if let Some(dir) = cwd
+                        && !dir.is_dir()
+                    {
+                        return Err(StartError::Spawn {
+                            command: program.clone(),
+                            reason: format!("working directory {} does not exist", dir.display()),
+                        });
+                    }
+                    let mut cmd = tokio::process::Command::new(&program_path);
+                    cmd.args(args).env_clear().envs(&env);
+                    if let Some(dir) = cwd {
+                        cmd.current_dir(dir);
+                    }
+                    // Its own process group, so `npx`-style grandchildren die with it.
+                    let mut wrap = process_wrap::tokio::CommandWrap::from(cmd);
+                    wrap.wrap(process_wrap::tokio::ProcessGroup::leader());
+                    let (transport, pipe) = StdioTransport::spawn(wrap, task_support.clone())
+                        .map_err(|e| StartError::Spawn {
+                            command: program.clone(),
+                            reason: e.to_string(),
+                        })?;
+                    let pid = transport.id();
+                    if let Some(pipe) = pipe {
+                        let log = opts
+                            .log_dir
+                            .as_ref()
+                            .map(|d| d.join(format!("{}.log", spec.name)));
+                        stderr.drain(pipe, log, spec.name.clone(), opts.max_log_bytes);
+                    }
+                    let service = handler
+                        .serve_with_lifecycle(
+                            Guarded::new(transport, probe_timeout, tools_changing.clone()),
+                            mode,
+                        )
+                        .await
+                        .map_err(|e| StartError::Handshake(describe_init_error(&e)))?;
+                    (service, pid)
                 }
-                let mut cmd = tokio::process::Command::new(&program_path);
-                cmd.args(args).env_clear().envs(&env);
-                if let Some(dir) = cwd {
-                    cmd.current_dir(dir);
+                TransportSpec::Unavailable { reason, .. } => {
+                    return Err(StartError::Config(reason.clone()));
                 }
-                // Its own process group, so `npx`-style grandchildren die with it:
-                // rmcp kills the child, and the group wrapper makes that the whole group.
-                let mut wrap = process_wrap::tokio::CommandWrap::from(cmd);
-                wrap.wrap(process_wrap::tokio::ProcessGroup::leader());
-                let (transport, pipe) = TokioChildProcess::builder(wrap)
-                    .stderr(Stdio::piped())
-                    .spawn()
-                    .map_err(|e| StartError::Spawn {
-                        command: program.clone(),
-                        reason: e.to_string(),
-                    })?;
-                let pid = transport.id();
-                if let Some(pipe) = pipe {
-                    let log = opts
-                        .log_dir
-                        .as_ref()
-                        .map(|d| d.join(format!("{}.log", spec.name)));
-                    stderr.drain(pipe, log, spec.name.clone());
+                TransportSpec::Http {
+                    url,
+                    bearer_token,
+                    headers,
+                } => {
+                    let mut config = StreamableHttpClientTransportConfig::with_uri(url.as_str());
+                    if let Some(token) = bearer_token {
+                        config = config.auth_header(token.clone());
+                    }
+                    let mut map = HashMap::new();
+                    for (k, v) in headers {
+                        let name = http::HeaderName::try_from(k.as_str())
+                            .map_err(|e| StartError::Config(format!("header name `{k}`: {e}")))?;
+                        let value = http::HeaderValue::try_from(v.as_str())
+                            .map_err(|e| StartError::Config(format!("header `{k}` value: {e}")))?;
+                        map.insert(name, value);
+                    }
+                    config = config.custom_headers(map);
+                    config.retry_config = Arc::new(sse_retry_policy());
+                    let transport = StreamableHttpClientTransport::from_config(config);
+                    let service = handler
+                        .serve_with_lifecycle(
+                            Guarded::new(transport, probe_timeout, tools_changing.clone()),
+                            mode,
+                        )
+                        .await
+                        .map_err(|e| StartError::Handshake(describe_init_error(&e)))?;
+                    (service, None)
                 }
-                let service = handler
-                    .serve(transport)
-                    .await
-                    .map_err(|e| StartError::Handshake(e.to_string()))?;
-                (service, pid)
-            }
-            TransportSpec::Unavailable { reason, .. } => {
-                return Err(StartError::Config(reason.clone()));
-            }
-            TransportSpec::Http {
-                url,
-                bearer_token,
-                headers,
-            } => {
-                let mut config = StreamableHttpClientTransportConfig::with_uri(url.as_str());
-                if let Some(token) = bearer_token {
-                    config = config.auth_header(token.clone());
-                }
-                let mut map = HashMap::new();
-                for (k, v) in headers {
-                    let name = http::HeaderName::try_from(k.as_str())
-                        .map_err(|e| StartError::Config(format!("header name `{k}`: {e}")))?;
-                    let value = http::HeaderValue::try_from(v.as_str())
-                        .map_err(|e| StartError::Config(format!("header `{k}` value: {e}")))?;
-                    map.insert(name, value);
-                }
-                config = config.custom_headers(map);
-                let transport = StreamableHttpClientTransport::from_config(config);
-                let service = handler
-                    .serve(transport)
-                    .await
-                    .map_err(|e| StartError::Handshake(e.to_string()))?;
-                (service, None)
-            }
-        };
+            };
         let peer = service.peer().clone();
-        let tools = peer
-            .list_all_tools()
-            .await
-            .map_err(|e| StartError::ListTools(e.to_string()))?;
-        let (protocol_version, server_name, server_version) = match peer.peer_info() {
-            Some(info) => (
-                info.protocol_version.to_string(),
-                info.server_info
-                    .as_ref()
-                    .map(|i| i.name.clone())
-                    .unwrap_or_default(),
-                info.server_info
-                    .as_ref()
-                    .map(|i| i.version.clone())
-                    .unwrap_or_default(),
-            ),
-            None => Default::default(),
+        // tern lists tools at start and when the server says they changed; a cached list could
+        // only ever be the stale one.
+        peer.set_response_cache_config(ClientCacheConfig::disabled())
+            .await;
+        let Some(info) = peer.peer_info() else {
+            return Err(StartError::Handshake(
+                "the handshake finished without the server's details".to_string(),
+            ));
         };
+        // A revision tern does not know is one whose rules it cannot follow (issue 15, F12).
+        if !ProtocolVersion::KNOWN_VERSIONS.contains(&info.protocol_version) {
+            return Err(StartError::UnsupportedProtocol {
+                version: info.protocol_version.to_string(),
+            });
+        }
+        // `tools/list` only where the server says it has tools.
+        let tools = if info.capabilities.tools.is_some() {
+            peer.list_all_tools()
+                .await
+                .map_err(|e| StartError::ListTools(crate::error::describe_service_error(&e)))?
+        } else {
+            Vec::new()
+        };
+        let server = info.server_info.as_ref();
         Ok(Connection {
+            era: Era::of(&info.protocol_version),
+            task_support: task_support.clone(),
+            protocol_version: info.protocol_version.to_string(),
+            server_name: server.map(|i| i.name.clone()).unwrap_or_default(),
+            server_version: server.map(|i| i.version.clone()).unwrap_or_default(),
             service,
             peer,
             tools,
             pid,
-            protocol_version,
-            server_name,
-            server_version,
             startup: started.elapsed(),
         })
     };
@@ -159,6 +222,19 @@ pub(crate) async fn connect(
             secs: spec.startup_timeout.as_secs_f64(),
         }),
     }
+}
+
+/// How often a broken SSE stream is resumed before the requests waiting on it fail. rmcp's
+/// default retries forever with doubling delays, so a server that died mid-call left the call
+/// waiting for its whole timeout (issue 11, item 8); two tries ride out a proxy hiccup and
+/// still fail a dead server within seconds. A `retry:` the server sends is honoured when
+/// longer (rmcp's own servers ask for 3 s).
+fn sse_retry_policy() -> rmcp::transport::common::client_side_sse::ExponentialBackoff {
+    let mut policy = rmcp::transport::common::client_side_sse::ExponentialBackoff::default();
+    policy.max_times = Some(2);
+    policy.base_duration = Duration::from_millis(250);
+    policy.max_delay = Some(Duration::from_secs(1));
+    policy
 }
 
 /// Finds the program the way the child's `execvp` would, so a missing command is
@@ -174,12 +250,15 @@ fn resolve_program(
             Some(dir) if Path::new(program).is_relative() => dir.join(program),
             _ => PathBuf::from(program),
         };
-        if p.exists() {
-            return Ok(p);
-        }
-        return Err(StartError::CommandNotFound {
+        let reason = match std::fs::metadata(&p) {
+            Err(_) => format!("{} does not exist", p.display()),
+            Ok(m) if m.is_dir() => format!("{} is a directory", p.display()),
+            Ok(m) if !is_executable(&m) => format!("{} is not executable", p.display()),
+            Ok(_) => return Ok(p),
+        };
+        return Err(StartError::NotRunnable {
             command: program.to_string(),
-            path: format!("{} does not exist", p.display()),
+            reason,
         });
     }
     let base = cwd
@@ -196,9 +275,38 @@ fn resolve_program(
     })
 }
 
+#[cfg(unix)]
+fn is_executable(meta: &std::fs::Metadata) -> bool {
+    use std::os::unix::fs::PermissionsExt;
+    meta.permissions().mode() & 0o111 != 0
+}
+
+#[cfg(not(unix))]
+fn is_executable(_: &std::fs::Metadata) -> bool {
+    true
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_missing_or_unrunnable_path_is_not_called_a_path_lookup() {
+        let msg = resolve_program("/nonexistent/bin/mcp-x", None, None)
+            .unwrap_err()
+            .to_string();
+        assert_eq!(
+            msg,
+            "command `/nonexistent/bin/mcp-x` cannot be run: /nonexistent/bin/mcp-x does not exist"
+        );
+        let dir = tempfile::tempdir().unwrap();
+        let file = dir.path().join("server.sh");
+        std::fs::write(&file, "#!/bin/sh\n").unwrap();
+        let msg = resolve_program(&file.display().to_string(), None, None)
+            .unwrap_err()
+            .to_string();
+        assert!(msg.ends_with("is not executable"), "{msg}");
+    }
 
     #[test]
     fn missing_command_is_named() {
@@ -218,5 +326,25 @@ mod tests {
     fn commands_on_path_resolve() {
         let p = resolve_program("sh", Some(&"/bin:/usr/bin".into()), None).unwrap();
         assert!(p.ends_with("sh"));
+    }
+
+    #[test]
+    fn auto_probes_once_then_follows_what_it_found() {
+        assert!(matches!(
+            lifecycle_mode(Lifecycle::Auto, None),
+            ClientLifecycleMode::Auto { .. }
+        ));
+        assert_eq!(
+            lifecycle_mode(Lifecycle::Auto, Some(Era::Initialize)),
+            ClientLifecycleMode::Initialize
+        );
+        assert!(matches!(
+            lifecycle_mode(Lifecycle::Auto, Some(Era::Stateless)),
+            ClientLifecycleMode::Discover { .. }
+        ));
+        assert_eq!(
+            lifecycle_mode(Lifecycle::Initialize, Some(Era::Stateless)),
+            ClientLifecycleMode::Initialize
+        );
     }
 }

@@ -1,4 +1,19 @@
-//! Why a server did not start, and why a call did not complete.
+//! Why a server did not start, and why a call did not complete — each in one clean line.
+//!
+//! rmcp's own error texts name Rust types (`Transport [WorkerTransport<…>] error: …`), carry whole
+//! HTML error pages, and nest "when …" contexts; a person needs what failed and why (issue 11,
+//! item 8). [`describe_init_error`] and [`describe_service_error`] build that line from the
+//! typed errors, and [`clean`] strips what is left of the rest.
+
+use std::error::Error as StdError;
+
+use rmcp::{
+    service::{ClientInitializeError, ServiceError},
+    transport::streamable_http_client::StreamableHttpError,
+};
+
+/// The error type of rmcp's streamable HTTP transport over reqwest.
+type HttpError = StreamableHttpError<reqwest::Error>;
 
 /// A server could not be started.
 #[derive(Debug, Clone, thiserror::Error)]
@@ -6,6 +21,9 @@ pub enum StartError {
     /// The command is not on the child's PATH (or the path does not exist).
     #[error("command `{command}` not found: it is not on PATH ({path})")]
     CommandNotFound { command: String, path: String },
+    /// The command names a file (it has a `/`) that is missing or cannot be run.
+    #[error("command `{command}` cannot be run: {reason}")]
+    NotRunnable { command: String, reason: String },
     /// The OS refused to spawn it.
     #[error("cannot spawn `{command}`: {reason}")]
     Spawn { command: String, reason: String },
@@ -15,6 +33,11 @@ pub enum StartError {
     /// The MCP handshake failed: it exited, closed stdout, or spoke something else.
     #[error("MCP handshake failed: {0}")]
     Handshake(String),
+    /// The server agreed to a protocol revision tern does not know.
+    #[error(
+        "the server speaks MCP revision \"{version}\", which tern does not know (it speaks 2024-11-05 to 2026-07-28)"
+    )]
+    UnsupportedProtocol { version: String },
     /// `tools/list` failed after initialize.
     #[error("tools/list failed: {0}")]
     ListTools(String),
@@ -35,6 +58,9 @@ pub enum CallError {
     /// The server is not ready (still starting, restarting or failed).
     #[error("server `{server}` is not ready: {state}")]
     NotReady { server: String, state: String },
+    /// The server no longer offers the tool (its list changed, or it is held out of the table).
+    #[error("server `{server}` does not offer a tool `{tool}` (any more)")]
+    ToolGone { server: String, tool: String },
     /// The call exceeded its timeout; `notifications/cancelled` was sent.
     #[error("timed out after {secs:.1} s")]
     Timeout { secs: f64 },
@@ -47,6 +73,12 @@ pub enum CallError {
         server: String,
         stderr_tail: Vec<String>,
     },
+    /// The connection to an HTTP server was lost while the call was in flight.
+    #[error("lost the connection to server `{server}` during the call: {reason}")]
+    ConnectionLost { server: String, reason: String },
+    /// The server's reply could not be taken (too large, or unreadable).
+    #[error("{0}")]
+    BadReply(String),
     /// The server answered with a JSON-RPC error.
     #[error("server error {code}: {message}")]
     Server { code: i32, message: String },
@@ -66,4 +98,188 @@ fn fmt_tail(tail: &[String]) -> String {
         s.push('\n');
     }
     s
+}
+
+/// One line saying why a handshake failed.
+pub(crate) fn describe_init_error(e: &ClientInitializeError) -> String {
+    match e {
+        ClientInitializeError::TransportError { error, .. } => describe_chain(error.error.as_ref()),
+        ClientInitializeError::LegacyFallbackFailed { fallback, .. } => {
+            describe_init_error(fallback)
+        }
+        ClientInitializeError::JsonRpcError(data) => {
+            format!(
+                "the server answered with error {}: {}",
+                data.code.0,
+                clean(&data.message)
+            )
+        }
+        ClientInitializeError::ConnectionClosed(_) => {
+            "the server closed the connection before answering".to_string()
+        }
+        ClientInitializeError::ExpectedInitResponse(_)
+        | ClientInitializeError::ExpectedInitResult(_) => {
+            "the server answered the handshake with something other than its result".to_string()
+        }
+        ClientInitializeError::NoCompatibleProtocolVersion {
+            server_supported, ..
+        } => format!(
+            "no protocol revision in common: the server speaks {}",
+            server_supported
+                .iter()
+                .map(|v| v.to_string())
+                .collect::<Vec<_>>()
+                .join(", ")
+        ),
+        other => clean(&other.to_string()),
+    }
+}
+
+/// One line saying why a request failed.
+pub(crate) fn describe_service_error(e: &ServiceError) -> String {
+    match e {
+        ServiceError::McpError(data) => {
+            format!("error {}: {}", data.code.0, clean(&data.message))
+        }
+        ServiceError::TransportSend(error) => describe_chain(error.error.as_ref()),
+        ServiceError::TransportClosed => "the connection to the server closed".to_string(),
+        ServiceError::Timeout { timeout } => {
+            format!("no answer within {:.1} s", timeout.as_secs_f64())
+        }
+        other => clean(&other.to_string()),
+    }
+}
+
+/// The most specific message in an error's source chain, cleaned; for the HTTP transport, what
+/// went wrong in words (`cannot connect to …: connection refused`, `HTTP 404 …`).
+fn describe_chain(error: &(dyn StdError + 'static)) -> String {
+    if let Some(http) = error.downcast_ref::<HttpError>() {
+        return describe_http(http);
+    }
+    let mut deepest = error.to_string();
+    let mut source = error.source();
+    while let Some(e) = source {
+        let text = e.to_string();
+        if !text.trim().is_empty() {
+            deepest = text;
+        }
+        source = e.source();
+    }
+    clean(&deepest)
+}
+
+/// One line for a streamable HTTP failure.
+fn describe_http(e: &HttpError) -> String {
+    match e {
+        StreamableHttpError::Client(e) => {
+            let url = e.url().map(|u| format!(" {u}")).unwrap_or_default();
+            let what = if e.is_connect() {
+                format!("cannot connect to{url}")
+            } else if e.is_timeout() {
+                format!("no answer in time from{url}")
+            } else {
+                format!("the request to{url} failed")
+            };
+            // reqwest's own text is generic; the cause (e.g. "Connection refused") is deepest.
+            let mut cause = None;
+            let mut source = StdError::source(e);
+            while let Some(s) = source {
+                cause = Some(s.to_string());
+                source = s.source();
+            }
+            match cause {
+                Some(c) => format!("{what}: {}", clean(&c)),
+                None => what,
+            }
+        }
+        StreamableHttpError::HttpStatus(s) => format!("the server answered HTTP {}", s.status),
+        StreamableHttpError::UnexpectedServerResponse(text) => {
+            format!("unexpected answer from the server: {}", clean(text))
+        }
+        StreamableHttpError::UnexpectedContentType(t) => format!(
+            "the server answered with content type {} instead of JSON or an event stream",
+            t.as_deref().unwrap_or("(none)")
+        ),
+        StreamableHttpError::SessionExpired => {
+            "the server no longer knows this session (HTTP 404)".to_string()
+        }
+        other => clean(&other.to_string()),
+    }
+}
+
+/// Longest message kept.
+const MAX_MESSAGE_CHARS: usize = 300;
+
+/// One readable line from a library's error text: Rust type names, rmcp's
+/// `Transport [...] error:` prefixes and HTML bodies go; whitespace collapses; long text is cut.
+pub(crate) fn clean(text: &str) -> String {
+    let mut s = text.to_string();
+    // `Transport [WorkerTransport<…>] error: ` → ``
+    while let Some(start) = s.find("Transport [") {
+        let Some(close) = s[start..].find("] error: ") else {
+            break;
+        };
+        s.replace_range(start..start + close + "] error: ".len(), "");
+    }
+    // An HTML page as a message: keep its title.
+    let lower = s.to_ascii_lowercase();
+    if let Some(start) = lower.find("<!doctype").or_else(|| lower.find("<html")) {
+        let title = lower.find("<title>").and_then(|t| {
+            let from = t + "<title>".len();
+            lower[from..]
+                .find("</title>")
+                .map(|end| s[from..from + end].trim().to_string())
+        });
+        let replacement = match title {
+            Some(t) if !t.is_empty() => format!("(an HTML page: \"{t}\")"),
+            _ => "(an HTML page)".to_string(),
+        };
+        s.replace_range(start.., &replacement);
+    }
+    // Generic Rust paths with type parameters (`Foo<bar::Baz<…>>`): drop the parameters.
+    let mut out = String::with_capacity(s.len());
+    let mut depth = 0usize;
+    for c in s.chars() {
+        match c {
+            '<' if out.ends_with(|p: char| p.is_ascii_alphanumeric() || p == '_') => depth += 1,
+            '>' if depth > 0 => depth -= 1,
+            _ if depth > 0 => {}
+            c if c.is_whitespace() => {
+                if !out.ends_with(' ') {
+                    out.push(' ');
+                }
+            }
+            c => out.push(c),
+        }
+    }
+    let out = out.trim();
+    if out.chars().count() > MAX_MESSAGE_CHARS {
+        let cut: String = out.chars().take(MAX_MESSAGE_CHARS).collect();
+        format!("{cut}…")
+    } else {
+        out.to_string()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn type_names_and_html_pages_are_cleaned_away() {
+        let raw = "Transport [rmcp::transport::worker::WorkerTransport<rmcp::transport::streamable_http_client::StreamableHttpClientWorker<reqwest::Client>>] error: unexpected server response: HTTP 404: <!DOCTYPE html>\n<html><head><title>404 Not Found</title></head><body>\n<h1>Not Found</h1>\n</body></html>";
+        let s = clean(raw);
+        assert_eq!(
+            s,
+            "unexpected server response: HTTP 404: (an HTML page: \"404 Not Found\")"
+        );
+        assert!(!s.contains('\n'));
+    }
+
+    #[test]
+    fn ordinary_text_is_kept_and_comparisons_survive() {
+        assert_eq!(clean("a  b\n c"), "a b c");
+        assert_eq!(clean("x < 3 and y > 2"), "x < 3 and y > 2");
+        assert!(clean(&"y".repeat(1000)).ends_with('…'));
+    }
 }

@@ -15,6 +15,8 @@
 //! through an [`EventSink`].
 #![deny(clippy::print_stdout, clippy::print_stderr)]
 
+mod cache;
+mod call;
 mod client;
 mod connect;
 mod env;
@@ -23,16 +25,26 @@ mod event;
 mod output;
 pub mod pins;
 mod pool;
+mod roots;
 mod spec;
 mod stderr;
 mod supervise;
 pub mod table;
+mod task;
+mod transport;
 
+pub use connect::Era;
 pub use error::{CallError, StartError};
 pub use event::{EventSink, Progress};
 pub use output::{DIFF_MIME, ToolOutput};
-pub use pool::{CallOptions, PromptInfo, ServerPool, ServerState, ServerStatus};
-pub use spec::{PoolOptions, ServerSpec, ToolFilter, TransportSpec};
+pub use pool::{
+    CallOptions, HeldKind, HeldTool, PromptInfo, ServerPool, ServerState, ServerStatus,
+};
+pub use spec::{
+    DEFAULT_MAX_TOOL_BYTES, ElicitationPolicy, Lifecycle, PoolOptions, RootsSetting, ServerSpec,
+    ToolFilter, TransportSpec,
+};
+pub use stderr::MAX_LOG_BYTES;
 pub use table::{
     META_COMMAND_ARG, META_EDITS_FILES, ToolAnnotations, ToolDef, ToolEntry, ToolTable,
 };

@@ -7,28 +7,23 @@ use std::{
     time::Duration,
 };
 
-use rmcp::{
-    RoleClient,
-    model::{
-        CallToolRequestParams, CancelledNotification, CancelledNotificationParam,
-        ClientNotification, ClientRequest, MetaObject, Request, RequestMetaObject, ServerResult,
-    },
-    service::{Peer, PeerRequestOptions, ServiceError},
-};
+use rmcp::{RoleClient, service::Peer};
 use serde::Serialize;
 use tokio::{sync::watch, task::JoinHandle};
 use tokio_util::sync::CancellationToken;
 
 use crate::{
-    client::ProgressRoutes,
+    cache::ToolCache,
+    client::{Answers, ProgressRoutes},
+    connect::Era,
     error::CallError,
     event::{EventSink, Progress},
-    output::ToolOutput,
     pins::PinStore,
     spec::{PoolOptions, ServerSpec},
     stderr::StderrTail,
-    supervise::supervise,
+    supervise::{RELIST_TIMEOUT, supervise},
     table::{DroppedTool, ToolDef, ToolTable},
+    transport::TaskSupport,
 };
 
 /// Lines of stderr attached to failure reports.
@@ -57,7 +52,7 @@ pub enum ServerState {
 }
 
 impl ServerState {
-    fn label(&self) -> &'static str {
+    pub(crate) fn label(&self) -> &'static str {
         match self {
             ServerState::Starting => "starting",
             ServerState::Ready { .. } => "ready",
@@ -78,8 +73,15 @@ pub struct ServerStatus {
     pub state: ServerState,
     /// Tools in the table (after filters and pins).
     pub tools: usize,
-    /// Tools held out because their definition changed since approval, with diffs.
+    /// Tools held out until `tern mcp approve` (new or changed since approval), with diffs.
     pub held: Vec<HeldTool>,
+    /// Tools left out of the table for their size.
+    pub dropped: Vec<DroppedTool>,
+    /// The roots the server is offered (`None`: roots are off for it).
+    pub roots: Option<Vec<std::path::PathBuf>>,
+    /// Directories the server's own arguments name that its roots do not cover: a server that
+    /// narrows its directories to its roots (server-filesystem does) will not serve them.
+    pub narrowed_by_roots: Vec<std::path::PathBuf>,
     pub restarts: usize,
     pub last_error: Option<String>,
     /// The last stderr lines, when the server failed.
@@ -101,6 +103,17 @@ pub struct PromptInfo {
 pub struct HeldTool {
     pub tool: String,
     pub diff: String,
+    pub kind: HeldKind,
+}
+
+/// Why a tool waits for `tern mcp approve`.
+#[derive(Debug, Clone, Copy, Serialize, PartialEq, Eq)]
+#[serde(rename_all = "snake_case")]
+pub enum HeldKind {
+    /// The server did not have it when its tools were approved.
+    New,
+    /// Its definition differs from the approved one.
+    Changed,
 }
 
 /// Everything the supervisor publishes about a server.
@@ -113,6 +126,17 @@ pub(crate) struct Live {
     /// Every tool the server lists after filters, before pins (for approval).
     pub(crate) listed: Arc<Vec<ToolDef>>,
     pub(crate) held: Vec<HeldTool>,
+    /// Tools left out for their size.
+    pub(crate) dropped: Vec<DroppedTool>,
+    /// The server said its tools changed and the re-list has not landed yet.
+    pub(crate) changing: bool,
+    /// The connection's era (`None` until connected).
+    pub(crate) era: Option<Era>,
+    /// `tools` are the remembered list of an earlier run: offered while the server starts,
+    /// replaced by the real list when it is up.
+    pub(crate) provisional: bool,
+    /// Which of its tools must be called as tasks.
+    pub(crate) task_support: TaskSupport,
     pub(crate) restarts: usize,
     pub(crate) last_error: Option<String>,
 }
@@ -123,11 +147,34 @@ pub(crate) struct Slot {
     pub(crate) live: watch::Sender<Live>,
     pub(crate) stderr: StderrTail,
     pub(crate) progress: ProgressRoutes,
+    /// What tern answers this server's requests with (roots, elicitation).
+    pub(crate) answers: Arc<Answers>,
+    /// The era the server spoke last time it connected (restarts skip the probe).
+    era: Mutex<Option<Era>>,
+    /// The server's key in the tool cache, and the cache.
+    pub(crate) cache_key: Option<String>,
+    pub(crate) cache: Arc<ToolCache>,
 }
 
 impl Slot {
     pub(crate) fn update(&self, f: impl FnOnce(&mut Live)) {
         self.live.send_modify(f);
+    }
+
+    pub(crate) fn era(&self) -> Option<Era> {
+        self.era.lock().ok().and_then(|e| *e)
+    }
+
+    pub(crate) fn remember_era(&self, era: Era) {
+        if let Ok(mut e) = self.era.lock() {
+            *e = Some(era);
+        }
+    }
+
+    /// Waits (at most the re-list timeout) until the server's tool list is not changing.
+    pub(crate) async fn tools_settled(&self) {
+        let mut rx = self.live.subscribe();
+        let _ = tokio::time::timeout(RELIST_TIMEOUT, rx.wait_for(|l| !l.changing)).await;
     }
 }
 
@@ -159,8 +206,8 @@ impl CallOptions {
 
 /// The running servers.
 pub struct ServerPool {
-    slots: BTreeMap<String, Arc<Slot>>,
-    shutdown: CancellationToken,
+    pub(crate) slots: BTreeMap<String, Arc<Slot>>,
+    pub(crate) shutdown: CancellationToken,
     tasks: Mutex<Vec<JoinHandle<()>>>,
 }
 
@@ -175,22 +222,50 @@ impl ServerPool {
     ) -> Arc<Self> {
         let shutdown = CancellationToken::new();
         let pins = Arc::new(Mutex::new(pins));
+        let cache = Arc::new(ToolCache::load(opts.tool_cache.as_deref()));
         let opts = Arc::new(opts);
         let mut slots = BTreeMap::new();
         let mut tasks = Vec::new();
         for spec in specs {
+            let cache_key = ToolCache::key(&spec);
+            let remembered: Vec<ToolDef> = cache_key
+                .as_deref()
+                .and_then(|k| cache.get(k))
+                .map(|entry| {
+                    entry
+                        .tools
+                        .into_iter()
+                        .filter(|t| spec.tool_filter.allows(&t.name))
+                        .collect()
+                })
+                .unwrap_or_default();
+            let answers = Arc::new(Answers {
+                server: spec.name.clone(),
+                roots: spec.roots.resolve(&opts.roots).map(<[_]>::to_vec),
+                elicitation: opts.elicitation,
+                events: events.clone(),
+            });
             let slot = Arc::new(Slot {
                 live: watch::Sender::new(Live {
                     state: ServerState::Starting,
                     peer: None,
-                    tools: Arc::default(),
+                    provisional: !remembered.is_empty(),
+                    tools: Arc::new(remembered),
                     listed: Arc::default(),
                     held: Vec::new(),
+                    dropped: Vec::new(),
+                    changing: false,
+                    era: None,
+                    task_support: TaskSupport::default(),
                     restarts: 0,
                     last_error: None,
                 }),
                 stderr: StderrTail::new(),
                 progress: Arc::new(Mutex::new(HashMap::new())),
+                answers,
+                era: Mutex::new(None),
+                cache_key,
+                cache: cache.clone(),
                 spec,
             });
             tasks.push(tokio::spawn(supervise(
@@ -219,6 +294,38 @@ impl ServerPool {
         }
     }
 
+    /// Waits until every `required` server is ready or failed (each is bounded by its startup
+    /// timeout): a run must not start without them.
+    pub async fn wait_required(&self) {
+        for slot in self.slots.values().filter(|s| s.spec.required) {
+            let mut rx = slot.live.subscribe();
+            let _ = rx
+                .wait_for(|l| !matches!(l.state, ServerState::Starting))
+                .await;
+        }
+    }
+
+    /// Waits until every server has tools to offer — remembered from an earlier run, or its
+    /// own — or has settled (ready or failed). A server whose tools were remembered is not
+    /// waited for: its tools are in the table already.
+    pub async fn wait_for_tools(&self) {
+        for slot in self.slots.values() {
+            let mut rx = slot.live.subscribe();
+            let _ = rx
+                .wait_for(|l| l.provisional || !matches!(l.state, ServerState::Starting))
+                .await;
+        }
+    }
+
+    /// The servers still starting, by name.
+    pub fn starting(&self) -> Vec<String> {
+        self.slots
+            .iter()
+            .filter(|(_, s)| matches!(s.live.borrow().state, ServerState::Starting))
+            .map(|(name, _)| name.clone())
+            .collect()
+    }
+
     /// The first required server that failed, with its reason and stderr tail.
     pub fn required_failure(&self) -> Option<ServerStatus> {
         self.statuses()
@@ -233,12 +340,19 @@ impl ServerPool {
             .map(|slot| {
                 let live = slot.live.borrow().clone();
                 let failed = matches!(live.state, ServerState::Failed { .. });
+                let roots = slot.answers.roots.clone();
                 ServerStatus {
                     name: slot.spec.name.clone(),
                     transport: slot.spec.transport.kind(),
                     required: slot.spec.required,
                     tools: live.tools.len(),
                     held: live.held,
+                    dropped: live.dropped,
+                    narrowed_by_roots: crate::roots::narrowed(
+                        &slot.spec.transport,
+                        roots.as_deref(),
+                    ),
+                    roots,
                     restarts: live.restarts,
                     last_error: live.last_error,
                     stderr_tail: if failed {
@@ -252,19 +366,35 @@ impl ServerPool {
             .collect()
     }
 
-    /// The merged table of every ready server's tools, and the tools left out.
+    /// The merged table of every ready server's tools, and the tools left out (for their
+    /// schema, a name collision, or their size).
     pub fn table(&self) -> (ToolTable, Vec<DroppedTool>) {
+        let mut too_large = Vec::new();
         let servers = self
             .slots
             .iter()
             .filter_map(|(name, slot)| {
                 let live = slot.live.borrow();
-                live.peer
-                    .as_ref()
-                    .map(|_| (name.clone(), live.tools.as_ref().clone()))
+                too_large.extend(live.dropped.iter().cloned());
+                // A server still starting offers the tools it had last time.
+                let offered = live.peer.is_some()
+                    || (live.provisional && matches!(live.state, ServerState::Starting));
+                offered.then(|| (name.clone(), live.tools.as_ref().clone()))
             })
             .collect();
-        ToolTable::build(&servers)
+        let (table, mut dropped) = ToolTable::build(&servers);
+        dropped.extend(too_large);
+        (table, dropped)
+    }
+
+    /// Waits until no server is in the middle of re-listing its tools after
+    /// `notifications/tools/list_changed` (each bounded by the re-list timeout). Call it before
+    /// [`Self::table`] when the table is about to be offered to the model, so a change a server
+    /// announced takes effect before the next request.
+    pub async fn tools_settled(&self) {
+        for slot in self.slots.values() {
+            slot.tools_settled().await;
+        }
     }
 
     /// Every tool `server` lists now (after filters, before pins): what
@@ -273,92 +403,6 @@ impl ServerPool {
         self.slots
             .get(server)
             .map(|s| s.live.borrow().listed.as_ref().clone())
-    }
-
-    /// Calls `tool` on `server`. Every failure is a [`CallError`], never a panic or a hang:
-    /// the call is bounded by its timeout, by `opts.cancel`, and by the server's death.
-    pub async fn call(
-        &self,
-        server: &str,
-        tool: &str,
-        arguments: serde_json::Map<String, serde_json::Value>,
-        opts: CallOptions,
-    ) -> Result<ToolOutput, CallError> {
-        let slot = self
-            .slots
-            .get(server)
-            .ok_or_else(|| CallError::UnknownServer(server.to_string()))?;
-        let (peer, state) = {
-            let live = slot.live.borrow();
-            (live.peer.clone(), live.state.label())
-        };
-        let peer = peer.ok_or_else(|| CallError::NotReady {
-            server: server.to_string(),
-            state: state.to_string(),
-        })?;
-        let timeout = opts.timeout;
-        let mut params = CallToolRequestParams::new(tool.to_string()).with_arguments(arguments);
-        if let Some(meta) = opts.meta {
-            params.meta = Some(RequestMetaObject(MetaObject(meta)));
-        }
-        let request = ClientRequest::CallToolRequest(Request::new(params));
-        let handle = peer
-            .send_cancellable_request(request, PeerRequestOptions::with_timeout(timeout))
-            .await
-            .map_err(|e| self.map_error(slot, e))?;
-        let _route = opts
-            .progress
-            .map(|tx| RouteGuard::new(&slot.progress, handle.progress_token.clone(), tx));
-        let id = handle.id.clone();
-        let response = tokio::select! {
-            r = handle.await_response() => r,
-            _ = opts.cancel.cancelled() => {
-                let note = CancelledNotification::new(CancelledNotificationParam::new(
-                    Some(id),
-                    Some("cancelled by the user".to_string()),
-                ));
-                let _ = peer
-                    .send_notification(ClientNotification::CancelledNotification(note))
-                    .await;
-                return Err(CallError::Cancelled);
-            }
-        };
-        match response {
-            Ok(ServerResult::CallToolResult(result)) => Ok(result.into()),
-            Ok(_) => Err(CallError::Transport(
-                "the server answered tools/call with another result type".to_string(),
-            )),
-            Err(e) => Err(self.map_error_settled(slot, e).await),
-        }
-    }
-
-    fn map_error(&self, slot: &Slot, e: ServiceError) -> CallError {
-        match e {
-            ServiceError::Timeout { timeout } => CallError::Timeout {
-                secs: timeout.as_secs_f64(),
-            },
-            ServiceError::McpError(err) => CallError::Server {
-                code: err.code.0,
-                message: err.message.to_string(),
-            },
-            ServiceError::TransportClosed if !self.shutdown.is_cancelled() => {
-                CallError::ServerCrashed {
-                    server: slot.spec.name.clone(),
-                    stderr_tail: slot.stderr.last(REPORT_TAIL),
-                }
-            }
-            ServiceError::Cancelled { .. } => CallError::Cancelled,
-            other => CallError::Transport(other.to_string()),
-        }
-    }
-
-    /// Like `map_error`, but a crash report waits (briefly) for the dying
-    /// server's last stderr lines.
-    async fn map_error_settled(&self, slot: &Slot, e: ServiceError) -> CallError {
-        if matches!(e, ServiceError::TransportClosed) {
-            slot.stderr.settle(Duration::from_millis(500)).await;
-        }
-        self.map_error(slot, e)
     }
 
     /// The prompts every ready server offers: (server, name, description, argument names
@@ -446,36 +490,6 @@ impl ServerPool {
         };
         for task in tasks {
             let _ = tokio::time::timeout(Duration::from_secs(10), task).await;
-        }
-    }
-}
-
-/// Routes progress for one call while it runs; unregisters on drop.
-struct RouteGuard {
-    routes: ProgressRoutes,
-    token: rmcp::model::ProgressToken,
-}
-
-impl RouteGuard {
-    fn new(
-        routes: &ProgressRoutes,
-        token: rmcp::model::ProgressToken,
-        tx: tokio::sync::mpsc::UnboundedSender<Progress>,
-    ) -> Self {
-        if let Ok(mut r) = routes.lock() {
-            r.insert(token.clone(), tx);
-        }
-        Self {
-            routes: routes.clone(),
-            token,
-        }
-    }
-}
-
-impl Drop for RouteGuard {
-    fn drop(&mut self) {
-        if let Ok(mut r) = self.routes.lock() {
-            r.remove(&self.token);
         }
     }
 }

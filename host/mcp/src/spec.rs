@@ -21,6 +21,75 @@ pub struct ServerSpec {
     pub request_timeout: Duration,
     /// Which of its tools (original names) enter the table.
     pub tool_filter: ToolFilter,
+    /// How the connection is opened: probe for the 2026-07-28 revision or use one era.
+    pub lifecycle: Lifecycle,
+    /// The roots this server is offered (`roots` in its config).
+    pub roots: RootsSetting,
+    /// Tools whose definition (name, description, schemas, as JSON) is longer than this are
+    /// held out of the table: every byte is sent on every model request (issue 15, F15).
+    pub max_tool_bytes: usize,
+}
+
+/// Default [`ServerSpec::max_tool_bytes`]: 64 KiB of JSON, a hundred times a typical tool.
+pub const DEFAULT_MAX_TOOL_BYTES: usize = 64 * 1024;
+
+impl ServerSpec {
+    /// A server named `name` reached through `transport`, with every other setting at its
+    /// default: optional, 10 s to start, 60 s per request, every tool offered, the revision
+    /// probed, the pool's roots, [`DEFAULT_MAX_TOOL_BYTES`].
+    pub fn new(name: impl Into<String>, transport: TransportSpec) -> Self {
+        Self {
+            name: name.into(),
+            transport,
+            required: false,
+            startup_timeout: Duration::from_secs(10),
+            request_timeout: Duration::from_secs(60),
+            tool_filter: ToolFilter::all(),
+            lifecycle: Lifecycle::Auto,
+            roots: RootsSetting::Pool,
+            max_tool_bytes: DEFAULT_MAX_TOOL_BYTES,
+        }
+    }
+}
+
+/// How tern opens a connection. MCP has two eras: revisions up to 2025-11-25 open with an
+/// `initialize` handshake; 2026-07-28 has none (`server/discover`, then every request carries
+/// its own `_meta`).
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub enum Lifecycle {
+    /// Probe with `server/discover` offering 2026-07-28; a server that does not know it gets
+    /// `initialize` offering 2025-11-25 on the same connection. Whatever was found is remembered
+    /// for the server's restarts.
+    #[default]
+    Auto,
+    /// Only `initialize`, offering 2025-11-25 (for a server that mishandles the probe).
+    Initialize,
+    /// Only `server/discover`, 2026-07-28 (a server that cannot speak it fails).
+    Discover,
+}
+
+/// Which roots a server is offered (`roots/list`).
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub enum RootsSetting {
+    /// The pool's roots ([`PoolOptions::roots`]: tern's working directory).
+    #[default]
+    Pool,
+    /// No roots capability at all (`roots = false`): for servers that narrow what their own
+    /// arguments gave them to the roots they are offered.
+    Off,
+    /// Exactly these directories (`roots = ["dir", …]`).
+    Paths(Vec<PathBuf>),
+}
+
+impl RootsSetting {
+    /// The directories offered, or `None` when roots are off.
+    pub fn resolve<'a>(&'a self, pool: &'a [PathBuf]) -> Option<&'a [PathBuf]> {
+        match self {
+            RootsSetting::Pool => Some(pool),
+            RootsSetting::Off => None,
+            RootsSetting::Paths(p) => Some(p),
+        }
+    }
 }
 
 /// Which tools of a server are offered. The rule itself lives with the config that states it
@@ -105,12 +174,31 @@ pub struct PoolOptions {
     pub roots: Vec<PathBuf>,
     /// Where each server's stderr is logged as `<dir>/<name>.log`; none: ring buffer only.
     pub log_dir: Option<PathBuf>,
+    /// A server's log is rotated to `<name>.log.1` when it reaches this size.
+    pub max_log_bytes: u64,
     /// Restarts allowed per minute before a crashing server is marked failed.
     pub max_restarts_per_minute: usize,
     /// First restart delay; doubles per restart within the minute.
     pub restart_base_delay: Duration,
     /// Host environment lookup (injected so tests never mutate the process env).
     pub host_env: BTreeMap<String, String>,
+    /// What to answer a server's form elicitation with.
+    pub elicitation: ElicitationPolicy,
+    /// Where each server's last tool list is remembered across runs, so a server still
+    /// starting can be offered at once (none: nothing is remembered).
+    pub tool_cache: Option<PathBuf>,
+}
+
+/// How tern answers `elicitation/create` (and 2026-07-28 elicitation input requests) when no
+/// person is asked.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub enum ElicitationPolicy {
+    /// Decline every request: a headless run never makes up answers.
+    #[default]
+    Decline,
+    /// Accept form requests with the defaults their schema declares (SEP-1034); decline
+    /// requests that need a value without a default, and every URL request.
+    AcceptDefaults,
 }
 
 impl Default for PoolOptions {
@@ -118,9 +206,12 @@ impl Default for PoolOptions {
         Self {
             roots: Vec::new(),
             log_dir: None,
+            max_log_bytes: crate::stderr::MAX_LOG_BYTES,
             max_restarts_per_minute: 5,
             restart_base_delay: Duration::from_millis(250),
             host_env: std::env::vars().collect(),
+            elicitation: ElicitationPolicy::Decline,
+            tool_cache: None,
         }
     }
 }

@@ -1,9 +1,14 @@
 //! A server's stderr: drained continuously (a full pipe would block the server)
 //! into a bounded ring of recent lines and, optionally, a per-server log file.
+//!
+//! The log file is capped: past [`crate::PoolOptions::max_log_bytes`] (10 MiB) it is renamed to `NAME.log.1` (replacing the
+//! previous one) and a new file starts, so a server flooding stderr costs at most twice the cap
+//! on disk (issue 15, F11). Logs hold whatever a server prints, so files are 0600 in a 0700
+//! directory.
 
 use std::{
     collections::VecDeque,
-    path::PathBuf,
+    path::{Path, PathBuf},
     sync::{Arc, Mutex},
     time::Duration,
 };
@@ -18,6 +23,8 @@ pub(crate) const TAIL_LINES: usize = 200;
 /// Longest line kept; the rest of a longer line is cut (a server printing a
 /// megabyte without a newline must not grow our memory).
 const MAX_LINE_BYTES: usize = 4096;
+/// Default size at which a server's log file is rotated ([`crate::PoolOptions::max_log_bytes`]).
+pub const MAX_LOG_BYTES: u64 = 10 * 1024 * 1024;
 
 /// The recent stderr of one server, shared between the drain task and readers.
 #[derive(Debug, Clone)]
@@ -63,16 +70,17 @@ impl StderrTail {
         let _ = tokio::time::timeout(max, rx.wait_for(|closed| *closed)).await;
     }
 
-    /// Starts draining `stream` (one process's stderr) in a task.
-    pub(crate) fn drain<R>(&self, stream: R, log_file: Option<PathBuf>, server: String)
+    /// Starts draining `stream` (one process's stderr) in a task, into the ring and, when
+    /// given, `log_file` rotated at `cap` bytes.
+    pub(crate) fn drain<R>(&self, stream: R, log_file: Option<PathBuf>, server: String, cap: u64)
     where
         R: AsyncRead + Unpin + Send + 'static,
     {
         self.closed.send_replace(false);
         let tail = self.clone();
         tokio::spawn(async move {
-            let mut file = match log_file {
-                Some(path) => open_log(&path).await,
+            let mut log = match log_file {
+                Some(path) => LogFile::open(path, cap).await,
                 None => None,
             };
             let mut reader = BufReader::new(stream);
@@ -86,31 +94,96 @@ impl StderrTail {
                 let line = String::from_utf8_lossy(&buf)
                     .trim_end_matches(['\n', '\r'])
                     .to_string();
-                if let Some(f) = file.as_mut() {
-                    let _ = f.write_all(line.as_bytes()).await;
-                    let _ = f.write_all(b"\n").await;
+                if let Some(l) = log.as_mut() {
+                    l.write_line(&line).await;
                 }
                 tracing::debug!(server = %server, "stderr: {line}");
                 tail.push(line);
             }
-            if let Some(f) = file.as_mut() {
-                let _ = f.flush().await;
+            if let Some(l) = log.as_mut() {
+                l.flush().await;
             }
             tail.closed.send_replace(true);
         });
     }
 }
 
-async fn open_log(path: &std::path::Path) -> Option<tokio::fs::File> {
-    if let Some(dir) = path.parent() {
-        let _ = tokio::fs::create_dir_all(dir).await;
+/// A server's log file, rotated at its cap.
+struct LogFile {
+    path: PathBuf,
+    file: tokio::fs::File,
+    written: u64,
+    cap: u64,
+}
+
+impl LogFile {
+    /// Opens (appends to) `path`, rotating first when it is already at the cap.
+    async fn open(path: PathBuf, cap: u64) -> Option<Self> {
+        if let Some(dir) = path.parent() {
+            create_private_dir(dir).await;
+        }
+        let written = tokio::fs::metadata(&path).await.map_or(0, |m| m.len());
+        let mut log = Self {
+            file: open_private(&path).await?,
+            path,
+            written,
+            cap,
+        };
+        if log.written >= cap {
+            log.rotate().await;
+        }
+        Some(log)
     }
-    tokio::fs::OpenOptions::new()
+
+    async fn write_line(&mut self, line: &str) {
+        let len = line.len() as u64 + 1;
+        if self.written > 0 && self.written + len > self.cap {
+            self.rotate().await;
+        }
+        let _ = self.file.write_all(line.as_bytes()).await;
+        let _ = self.file.write_all(b"\n").await;
+        self.written += len;
+    }
+
+    /// `NAME.log` → `NAME.log.1` (replacing it), and a fresh `NAME.log`.
+    async fn rotate(&mut self) {
+        let _ = self.file.flush().await;
+        let mut old = self.path.clone().into_os_string();
+        old.push(".1");
+        if tokio::fs::rename(&self.path, &old).await.is_ok()
+            && let Some(file) = open_private(&self.path).await
+        {
+            self.file = file;
+            self.written = 0;
+        }
+    }
+
+    async fn flush(&mut self) {
+        let _ = self.file.flush().await;
+    }
+}
+
+/// The logs directory, 0700 (created if missing, tightened if it exists).
+async fn create_private_dir(dir: &Path) {
+    let _ = tokio::fs::create_dir_all(dir).await;
+    use std::os::unix::fs::PermissionsExt;
+    let _ = tokio::fs::set_permissions(dir, std::fs::Permissions::from_mode(0o700)).await;
+}
+
+/// Opens `path` for appending, creating it 0600 (and tightening an older, looser file).
+async fn open_private(path: &Path) -> Option<tokio::fs::File> {
+    use std::os::unix::fs::PermissionsExt;
+    let file = tokio::fs::OpenOptions::new()
         .create(true)
         .append(true)
+        .mode(0o600)
         .open(path)
         .await
-        .ok()
+        .ok()?;
+    let _ = file
+        .set_permissions(std::fs::Permissions::from_mode(0o600))
+        .await;
+    Some(file)
 }
 
 /// Reads one line, keeping at most [`MAX_LINE_BYTES`] of it and discarding the rest.
@@ -152,12 +225,54 @@ mod tests {
         }
         text.push_str(&"x".repeat(100_000));
         text.push('\n');
-        tail.drain(std::io::Cursor::new(text.into_bytes()), None, "t".into());
+        tail.drain(
+            std::io::Cursor::new(text.into_bytes()),
+            None,
+            "t".into(),
+            MAX_LOG_BYTES,
+        );
         tail.settle(Duration::from_secs(5)).await;
         let last = tail.last(TAIL_LINES);
         assert_eq!(last.len(), TAIL_LINES);
         assert_eq!(last[0], "line 101");
         assert_eq!(last[TAIL_LINES - 2], "line 299");
         assert_eq!(last[TAIL_LINES - 1].len(), MAX_LINE_BYTES);
+    }
+
+    #[tokio::test]
+    async fn the_log_file_is_capped_rotated_and_private() {
+        use std::os::unix::fs::PermissionsExt;
+        let dir = tempfile::tempdir().unwrap();
+        let logs = dir.path().join("logs");
+        let path = logs.join("flood.log");
+        // A log left at the cap by an earlier run is rotated before anything is appended.
+        std::fs::create_dir_all(&logs).unwrap();
+        std::fs::write(&path, "x".repeat(1000)).unwrap();
+        let tail = StderrTail::new();
+        let mut text = String::new();
+        for i in 0..500 {
+            text.push_str(&format!("line {i:04} of a flood\n"));
+        }
+        tail.drain(
+            std::io::Cursor::new(text.into_bytes()),
+            Some(path.clone()),
+            "flood".into(),
+            1000,
+        );
+        tail.settle(Duration::from_secs(5)).await;
+        let current = std::fs::read_to_string(&path).unwrap();
+        let old = std::fs::read_to_string(logs.join("flood.log.1")).unwrap();
+        assert!(current.len() <= 1000, "{}", current.len());
+        assert!(
+            old.len() <= 1000 && old.starts_with("line "),
+            "{}",
+            old.len()
+        );
+        assert!(current.ends_with("line 0499 of a flood\n"), "{current}");
+        assert!(!logs.join("flood.log.2").exists());
+        let mode = |p: &Path| std::fs::metadata(p).unwrap().permissions().mode() & 0o777;
+        assert_eq!(mode(&path), 0o600);
+        assert_eq!(mode(&logs.join("flood.log.1")), 0o600);
+        assert_eq!(mode(&logs), 0o700);
     }
 }

@@ -18,13 +18,14 @@ use crate::{
     error::StartError,
     event::EventSink,
     pins::PinStore,
-    pool::{HeldTool, REPORT_TAIL, ServerState, Slot},
+    pool::{HeldKind, HeldTool, REPORT_TAIL, ServerState, Slot},
     spec::{PoolOptions, ServerSpec},
-    table::{META_COMMAND_ARG, META_EDITS_FILES, ToolAnnotations, ToolDef},
+    table::{DroppedTool, META_COMMAND_ARG, META_EDITS_FILES, ToolAnnotations, ToolDef},
+    transport::human_bytes,
 };
 
 /// How long a re-list after `list_changed` may take.
-const RELIST_TIMEOUT: Duration = Duration::from_secs(10);
+pub(crate) const RELIST_TIMEOUT: Duration = Duration::from_secs(10);
 /// Longest delay between restarts.
 const MAX_BACKOFF: Duration = Duration::from_secs(30);
 
@@ -41,14 +42,24 @@ pub(crate) async fn supervise(
     loop {
         let tools_changed = Arc::new(Notify::new());
         let handler = TernClient {
-            server: name.clone(),
-            roots: opts.roots.clone(),
+            answers: slot.answers.clone(),
             progress: slot.progress.clone(),
-            tools_changed: tools_changed.clone(),
-            events: events.clone(),
         };
+        // `notifications/tools/list_changed`, seen by the transport as it arrives (before any
+        // reply behind it is delivered): marked at once, re-listed by this task. Until the
+        // re-list lands, calls to the server wait for it and `ServerPool::tools_settled` holds
+        // the next model request.
+        let tools_changing: Arc<dyn Fn() + Send + Sync> = {
+            let slot = slot.clone();
+            let notify = tools_changed.clone();
+            Arc::new(move || {
+                slot.update(|l| l.changing = true);
+                notify.notify_one();
+            })
+        };
+        let remembered = slot.era();
         let result = tokio::select! {
-            r = connect(&slot.spec, &opts, handler, &slot.stderr) => r,
+            r = connect(&slot.spec, &opts, handler, &slot.stderr, remembered, tools_changing) => r,
             _ = shutdown.cancelled() => {
                 slot.update(|l| l.state = ServerState::Stopped);
                 return;
@@ -75,10 +86,22 @@ pub(crate) async fn supervise(
                 }
             }
         };
+        slot.remember_era(conn.era);
 
-        let listed = filter(&slot.spec, &conn.tools);
-        let (allowed, held) = apply_pins(&name, listed.clone(), &pins, &events);
-        let tool_count = allowed.len();
+        let admitted = admit(&slot.spec, &conn.tools, &pins, &events);
+        let tool_count = admitted.allowed.len();
+        // What was offered from the cache while the server started, and whether it was right.
+        let remembered = {
+            let live = slot.live.borrow();
+            live.provisional.then(|| live.tools.clone())
+        };
+        let confirmed = remembered
+            .as_ref()
+            .is_none_or(|tools| tools.as_slice() == admitted.allowed.as_slice());
+        if let Some(key) = &slot.cache_key {
+            slot.cache
+                .put(key.clone(), &conn.server_version, &admitted.allowed);
+        }
         let state = ServerState::Ready {
             pid: conn.pid,
             startup_ms: conn.startup.as_millis() as u64,
@@ -89,9 +112,10 @@ pub(crate) async fn supervise(
         slot.update(|l| {
             l.state = state;
             l.peer = Some(conn.peer.clone());
-            l.tools = Arc::new(allowed);
-            l.listed = Arc::new(listed);
-            l.held = held;
+            l.era = Some(conn.era);
+            l.task_support = conn.task_support.clone();
+            l.provisional = false;
+            admitted.publish(l);
         });
         events(Event::ServerReady {
             server: name.clone(),
@@ -103,6 +127,14 @@ pub(crate) async fn supervise(
             server_name: conn.server_name.clone(),
             server_version: conn.server_version.clone(),
         });
+        if !confirmed {
+            // The tools offered from the cache were not the server's: the table now has the
+            // real ones.
+            events(Event::ToolsChanged {
+                server: name.clone(),
+                tools: tool_count,
+            });
+        }
 
         let peer = conn.peer.clone();
         let mut stop = Some(conn.service.cancellation_token());
@@ -113,18 +145,23 @@ pub(crate) async fn supervise(
                 _ = tools_changed.notified() => {
                     match tokio::time::timeout(RELIST_TIMEOUT, peer.list_all_tools()).await {
                         Ok(Ok(tools)) => {
-                            let listed = filter(&slot.spec, &tools);
-                            let (allowed, held) = apply_pins(&name, listed.clone(), &pins, &events);
-                            let n = allowed.len();
+                            let admitted = admit(&slot.spec, &tools, &pins, &events);
+                            let n = admitted.allowed.len();
+                            if let Some(key) = &slot.cache_key {
+                                let version = match &slot.live.borrow().state {
+                                    ServerState::Ready { server_version, .. } => server_version.clone(),
+                                    _ => String::new(),
+                                };
+                                slot.cache.put(key.clone(), &version, &admitted.allowed);
+                            }
                             slot.update(|l| {
-                                l.tools = Arc::new(allowed);
-                                l.listed = Arc::new(listed);
-                                l.held = held;
+                                admitted.publish(l);
+                                l.changing = false;
                             });
                             events(Event::ToolsChanged { server: name.clone(), tools: n });
                         }
-                        Ok(Err(e)) => tracing::warn!(server = %name, "re-list after list_changed failed: {e}"),
-                        Err(_) => tracing::warn!(server = %name, "re-list after list_changed timed out"),
+                        Ok(Err(e)) => relist_failed(&slot, &events, &crate::error::describe_service_error(&e)),
+                        Err(_) => relist_failed(&slot, &events, "it took longer than 10 s"),
                     }
                 }
                 _ = shutdown.cancelled() => {
@@ -135,6 +172,7 @@ pub(crate) async fn supervise(
                     slot.update(|l| {
                         l.state = ServerState::Stopped;
                         l.peer = None;
+                        l.changing = false;
                     });
                     return;
                 }
@@ -142,7 +180,10 @@ pub(crate) async fn supervise(
         }
 
         // The connection ended without us asking: the server crashed or exited.
-        slot.update(|l| l.peer = None);
+        slot.update(|l| {
+            l.peer = None;
+            l.changing = false;
+        });
         slot.stderr.settle(Duration::from_millis(500)).await;
         let reason = "the server exited unexpectedly".to_string();
         match schedule_restart(&slot, &opts, &events, &mut crashes, reason, &shutdown).await {
@@ -150,6 +191,17 @@ pub(crate) async fn supervise(
             None => return,
         }
     }
+}
+
+/// A re-list that failed keeps the tools the server had, and says so.
+fn relist_failed(slot: &Slot, events: &EventSink, why: &str) {
+    slot.update(|l| l.changing = false);
+    events(Event::Notice {
+        message: format!(
+            "server `{}` changed its tools, but listing them again failed ({why}); keeping the previous list",
+            slot.spec.name
+        ),
+    });
 }
 
 /// Records a crash; returns the next attempt number after sleeping the backoff,
@@ -219,6 +271,7 @@ fn fail(slot: &Slot, events: &EventSink, reason: String) {
             reason: reason.clone(),
         };
         l.peer = None;
+        l.provisional = false;
         l.last_error = Some(reason.clone());
     });
     events(Event::ServerFailed {
@@ -230,13 +283,67 @@ fn fail(slot: &Slot, events: &EventSink, reason: String) {
     });
 }
 
-/// The configured tool filter, then conversion to our own type.
-fn filter(spec: &ServerSpec, tools: &[Tool]) -> Vec<ToolDef> {
-    tools
+/// What a server's tool list turns into: the tools offered, the ones held for approval, and
+/// the ones left out for their size.
+pub(crate) struct Admitted {
+    pub(crate) allowed: Vec<ToolDef>,
+    pub(crate) listed: Vec<ToolDef>,
+    pub(crate) held: Vec<HeldTool>,
+    pub(crate) dropped: Vec<DroppedTool>,
+}
+
+impl Admitted {
+    fn publish(self, live: &mut crate::pool::Live) {
+        live.tools = Arc::new(self.allowed);
+        live.listed = Arc::new(self.listed);
+        live.held = self.held;
+        live.dropped = self.dropped;
+    }
+}
+
+/// The configured filter, the size limit, then the pins — with an event for every tool kept out.
+pub(crate) fn admit(
+    spec: &ServerSpec,
+    tools: &[Tool],
+    pins: &Mutex<PinStore>,
+    events: &EventSink,
+) -> Admitted {
+    let mut listed = Vec::new();
+    let mut dropped = Vec::new();
+    for tool in tools
         .iter()
         .filter(|t| spec.tool_filter.allows(t.name.as_ref()))
-        .map(to_def)
-        .collect()
+    {
+        let def = to_def(tool);
+        let bytes = serde_json::to_vec(&def).map_or(0, |v| v.len());
+        if bytes > spec.max_tool_bytes {
+            let reason = format!(
+                "its definition is {} of JSON, over the {} limit (max_tool_bytes): it would be sent \
+                 with every model request",
+                human_bytes(bytes),
+                human_bytes(spec.max_tool_bytes)
+            );
+            events(Event::ToolDropped {
+                server: spec.name.clone(),
+                tool: def.name.clone(),
+                reason: reason.clone(),
+            });
+            dropped.push(DroppedTool {
+                server: spec.name.clone(),
+                tool: def.name,
+                reason,
+            });
+            continue;
+        }
+        listed.push(def);
+    }
+    let (allowed, held) = apply_pins(&spec.name, listed.clone(), pins, events);
+    Admitted {
+        allowed,
+        listed,
+        held,
+        dropped,
+    }
 }
 
 fn to_def(t: &Tool) -> ToolDef {
@@ -274,7 +381,7 @@ fn to_def(t: &Tool) -> ToolDef {
     }
 }
 
-/// Runs the pin check, saves new pins, and reports held and new tools.
+/// Runs the pin check, saves new pins, and reports held tools.
 fn apply_pins(
     server: &str,
     tools: Vec<ToolDef>,
@@ -291,25 +398,30 @@ fn apply_pins(
         tracing::warn!("{e}");
     }
     drop(store);
-    for tool in &report.added {
-        events(Event::ToolDropped {
-            server: server.to_string(),
-            tool: tool.clone(),
-            reason: "new tool on an approved server (pinned now; review it with `tern tools`)"
-                .to_string(),
-        });
-    }
     let held: Vec<HeldTool> = report
-        .changed
+        .added
         .into_iter()
-        .map(|(tool, diff)| HeldTool { tool, diff })
+        .map(|(tool, diff)| HeldTool {
+            tool,
+            diff,
+            kind: HeldKind::New,
+        })
+        .chain(report.changed.into_iter().map(|(tool, diff)| HeldTool {
+            tool,
+            diff,
+            kind: HeldKind::Changed,
+        }))
         .collect();
     for h in &held {
+        let why = match h.kind {
+            HeldKind::New => "new on a server whose tools were approved",
+            HeldKind::Changed => "definition changed since it was approved",
+        };
         events(Event::ToolDropped {
             server: server.to_string(),
             tool: h.tool.clone(),
             reason: format!(
-                "definition changed since it was approved; held out until `tern mcp approve {server}`\n{}",
+                "{why}; held out until `tern mcp approve {server}`\n{}",
                 h.diff
             ),
         });

@@ -8,7 +8,7 @@
 
 use std::collections::{BTreeMap, HashMap};
 
-use serde::Serialize;
+use serde::{Deserialize, Serialize};
 use sha2::{Digest, Sha256};
 
 /// Longest name any provider accepts.
@@ -17,7 +17,7 @@ const HASH_LEN: usize = 8;
 
 /// Behaviour hints a server declares for a tool. Hints, not guarantees: the
 /// gateway treats them as defaults a rule can override.
-#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize)]
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
 pub struct ToolAnnotations {
     #[serde(skip_serializing_if = "Option::is_none")]
     pub read_only: Option<bool>,
@@ -30,7 +30,7 @@ pub struct ToolAnnotations {
 }
 
 /// A tool as its server defines it (no rmcp types).
-#[derive(Debug, Clone, PartialEq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct ToolDef {
     pub name: String,
     #[serde(skip_serializing_if = "Option::is_none")]
@@ -47,7 +47,7 @@ pub struct ToolDef {
     pub command_arg: Option<String>,
     /// The tool writes files at its path arguments ([`META_EDITS_FILES`]): what the
     /// `accept-edits` mode allows inside the roots.
-    #[serde(skip_serializing_if = "std::ops::Not::not")]
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
     pub edits_files: bool,
 }
 
@@ -229,9 +229,31 @@ fn check_input_schema(schema: &serde_json::Value) -> Result<(), String> {
             ));
         }
     }
-    jsonschema::validator_for(schema)
-        .map(|_| ())
+    compile_schema(schema).map(|_| ())
+}
+
+/// Compiles a tool's input schema the one way tern reads schemas (the table's check and the
+/// gateway's argument validation alike). The schema itself is never rewritten: it reaches the
+/// model exactly as the server sent it. A `$ref` into the schema resolves; a `$ref` to anywhere
+/// else is never fetched — clients must not dereference network references (SEP-2106) — and
+/// constrains nothing, so a tool using one stays usable.
+pub fn compile_schema(schema: &serde_json::Value) -> Result<jsonschema::Validator, String> {
+    jsonschema::options()
+        .with_retriever(NeverFetch)
+        .build(schema)
         .map_err(|e| e.to_string())
+}
+
+/// Answers every external reference with the empty (accept-anything) schema, offline.
+struct NeverFetch;
+
+impl jsonschema::Retrieve for NeverFetch {
+    fn retrieve(
+        &self,
+        _uri: &jsonschema::Uri<String>,
+    ) -> Result<serde_json::Value, Box<dyn std::error::Error + Send + Sync>> {
+        Ok(serde_json::json!({}))
+    }
 }
 
 pub(crate) fn hex(bytes: &[u8]) -> String {
@@ -354,6 +376,49 @@ mod tests {
                 .all(|d| d.reason.contains("invalid inputSchema"))
         );
         assert!(dropped.iter().any(|d| d.tool == "bad"));
+    }
+
+    #[test]
+    fn a_2020_12_schema_with_a_network_ref_is_kept_verbatim_and_never_fetched() {
+        // A listener that records any connection: the ref must not be fetched.
+        let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+        listener.set_nonblocking(true).unwrap();
+        let port = listener.local_addr().unwrap().port();
+        let schema = json!({
+            "$schema": "https://json-schema.org/draft/2020-12/schema",
+            "type": "object",
+            "$defs": {"userId": {"type": "string", "pattern": "^[a-z0-9-]+$"},
+                      "address": {"$anchor": "addr", "type": "object"}},
+            "properties": {
+                "id": {"$ref": "#/$defs/userId"},
+                "profile": {"$ref": format!("http://127.0.0.1:{port}/profile.json")},
+                "kind": {"anyOf": [{"const": "a"}, {"const": "b"}]}
+            },
+            "if": {"properties": {"kind": {"const": "a"}}},
+            "then": {"required": ["id"]},
+            "else": {"required": []},
+            "additionalProperties": false,
+            "required": ["id"]
+        });
+        let mut d = def("lookup");
+        d.input_schema = schema.clone();
+        let (t, dropped) = ToolTable::build(&[("s".to_string(), vec![d])].into());
+        assert!(dropped.is_empty(), "{dropped:?}");
+        assert_eq!(
+            t.entries()[0].def.input_schema,
+            schema,
+            "unchanged, byte for byte"
+        );
+        let v = compile_schema(&schema).unwrap();
+        assert!(v.is_valid(&json!({"id": "ab-1", "profile": {"anything": 1}})));
+        assert!(
+            !v.is_valid(&json!({"id": "Not Valid"})),
+            "local refs still apply"
+        );
+        assert!(
+            matches!(listener.accept(), Err(e) if e.kind() == std::io::ErrorKind::WouldBlock),
+            "the network ref was fetched"
+        );
     }
 
     #[test]

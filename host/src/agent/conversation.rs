@@ -98,8 +98,12 @@ impl Agent {
         let system = &self.settings.system;
         let before = conv.budget.estimate(system, tools, &conv.transcript);
         let target = target.or(conv.budget.target()).unwrap_or(before / 2).max(1);
-        // The newest turns stay verbatim: up to half of what the compaction aims for.
-        let keep = target / 2;
+        // The newest turns stay verbatim: up to half of what the compaction aims for — only
+        // the last turn when the user asks (they want it smaller now) or the provider refused.
+        let keep = match reason {
+            Reason::Threshold => target / 2,
+            Reason::Overflow | Reason::Manual => 0,
+        };
 
         // Stage 1: elide old tool output.
         let counts: Vec<u64> = conv

@@ -31,10 +31,6 @@ use super::{
 };
 use crate::{error::UsageError, workspace::Workspace};
 
-/// How long the first model request waits for servers still starting; later ones join the
-/// table at the next request.
-const SERVER_WAIT: std::time::Duration = std::time::Duration::from_secs(5);
-
 /// What a run is asked to do besides what the workspace's config says.
 #[derive(Clone, Default)]
 pub struct EngineOptions {
@@ -51,6 +47,10 @@ pub struct EngineOptions {
     /// When set, only tools matching one of these patterns (`server__tool`, `*` globs) are
     /// offered to the model or may be called.
     pub tool_allow: Option<Vec<String>>,
+    /// How long to wait for servers that are not `required` before the first request (the
+    /// REPL: none; `tern run`: `[agent] startup_grace_sec` when `None`). Later ones join the
+    /// table as they come up.
+    pub server_grace: Option<std::time::Duration>,
 }
 
 impl std::fmt::Debug for EngineOptions {
@@ -62,6 +62,7 @@ impl std::fmt::Debug for EngineOptions {
             .field("parent_run_id", &self.parent_run_id)
             .field("system_extra", &self.system_extra)
             .field("tool_allow", &self.tool_allow)
+            .field("server_grace", &self.server_grace)
             .finish()
     }
 }
@@ -130,6 +131,7 @@ impl Engine {
         }
         let pool = start_pool(
             server_specs,
+            &ws.config,
             &ws.paths,
             &ws.cwd,
             ws.env.clone(),
@@ -144,10 +146,13 @@ impl Engine {
                 None => model.context_window().await,
             }
         };
-        let (reported, _) = tokio::join!(
-            probe,
-            tokio::time::timeout(SERVER_WAIT, pool.wait_settled())
-        );
+        let (reported, _) = tokio::join!(probe, async {
+            // Required servers are waited for, each within its startup timeout; the others
+            // for the grace only: one slow server must not hold the first answer back.
+            pool.wait_required().await;
+            let grace = opts.server_grace.unwrap_or(ws.config.agent.startup_grace);
+            let _ = tokio::time::timeout(grace, pool.wait_for_tools()).await;
+        });
 
         let settings = GatewaySettings::from_config(
             &config,

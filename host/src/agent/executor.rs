@@ -10,6 +10,13 @@ use tokio_util::sync::CancellationToken;
 /// Runs tool calls for the loop.
 #[async_trait]
 pub trait ToolExecutor: Send + Sync {
+    /// Waits until the tool list is not mid-change (a server announced a change and is being
+    /// listed again), so the next [`Self::tools`] reflects it. Called before every request.
+    async fn settle(&self) {}
+    /// The servers whose tools are not (all) in the table yet because they are still starting.
+    fn starting(&self) -> Vec<String> {
+        Vec::new()
+    }
     /// The tools the model may call now (servers that became ready since the last request join
     /// here).
     fn tools(&self) -> Vec<ToolSpec>;

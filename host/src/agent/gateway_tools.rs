@@ -130,6 +130,14 @@ impl GatewayTools {
 
 #[async_trait]
 impl ToolExecutor for GatewayTools {
+    async fn settle(&self) {
+        self.gateway.tools_settled().await;
+    }
+
+    fn starting(&self) -> Vec<String> {
+        self.gateway.starting_servers()
+    }
+
     fn tools(&self) -> Vec<ToolSpec> {
         let table = self.gateway.refresh_table();
         let entries: Vec<ToolEntry> = table

@@ -107,13 +107,28 @@ impl Agent {
             out.steps += 1;
             let step = out.steps;
             self.state("build_context", step);
+            self.tools.settle().await;
             let tools = self.tools.tools();
             let mut overflowed = false;
             let (turn, request_id, usage, started) = loop {
                 let estimate = self.fit(conv, &tools, &mut out.usage, cancel).await;
+                let mut messages = conv.transcript.clone();
+                let starting = self.tools.starting();
+                if !starting.is_empty()
+                    && let Some(Message::User { content }) = messages.last_mut()
+                {
+                    // Said in this request only (not kept): by the next one they may be up.
+                    content.push(UserContent::Text {
+                        text: format!(
+                            "(tern: MCP servers still starting: {}. Their tools join the list as \
+                             soon as they are ready.)",
+                            starting.join(", ")
+                        ),
+                    });
+                }
                 let request = ModelRequest {
                     system: self.settings.system.clone(),
-                    messages: conv.transcript.clone(),
+                    messages,
                     tools: tools.clone(),
                     max_tokens: self.settings.max_tokens,
                     tool_choice: ToolChoice::Auto,

@@ -7,9 +7,12 @@ use std::{
     sync::{Arc, Mutex},
 };
 
-use tern_config::{Builtin, Config, ConfigPaths, Launch, SandboxConfig, ServerConfig, Transport};
+use tern_config::{
+    Builtin, Config, ConfigPaths, Launch, SandboxConfig, ServerConfig, ServerRoots, Transport,
+};
 use tern_mcp::{
-    EventSink, PoolOptions, ServerPool, ServerSpec, ToolFilter, TransportSpec, pins::PinStore,
+    DEFAULT_MAX_TOOL_BYTES, ElicitationPolicy, EventSink, PoolOptions, RootsSetting, ServerPool,
+    ServerSpec, ToolFilter, TransportSpec, pins::PinStore,
 };
 use tern_protocol::Event;
 
@@ -47,20 +50,20 @@ pub fn specs(
         .enabled_servers()
         .filter(|s| only.is_none_or(|o| o == s.name))
         .map(|s| match spec(s, tern_exe, env, &config.sandbox) {
-            Err(e @ SpecError::MissingEnv { .. }) => Ok(ServerSpec {
-                name: s.name.clone(),
-                transport: TransportSpec::Unavailable {
+            Err(e @ SpecError::MissingEnv { .. }) => {
+                let transport = TransportSpec::Unavailable {
                     kind: match s.transport {
                         Transport::Stdio { .. } => "stdio",
                         Transport::Http { .. } => "http",
                     },
                     reason: e.to_string(),
-                },
-                required: s.required,
-                startup_timeout: s.startup_timeout,
-                request_timeout: s.tool_timeout,
-                tool_filter: ToolFilter::all(),
-            }),
+                };
+                let mut spec = ServerSpec::new(s.name.clone(), transport);
+                spec.required = s.required;
+                spec.startup_timeout = s.startup_timeout;
+                spec.request_timeout = s.tool_timeout;
+                Ok(spec)
+            }
             other => other,
         })
         .collect()
@@ -136,18 +139,26 @@ fn spec(
         }
     };
     let config = server.clone();
-    Ok(ServerSpec {
-        name: server.name.clone(),
-        transport,
-        required: server.required,
-        startup_timeout: server.startup_timeout,
-        request_timeout: server.tool_timeout,
-        tool_filter: ToolFilter::new(move |tool| config.tool_enabled(tool)),
-    })
+    let mut spec = ServerSpec::new(server.name.clone(), transport);
+    spec.required = server.required;
+    spec.startup_timeout = server.startup_timeout;
+    spec.request_timeout = server.tool_timeout;
+    spec.tool_filter = ToolFilter::new(move |tool| config.tool_enabled(tool));
+    spec.roots = match &server.roots {
+        ServerRoots::WorkingDirectory => RootsSetting::Pool,
+        ServerRoots::Off => RootsSetting::Off,
+        ServerRoots::Paths(paths) => RootsSetting::Paths(paths.clone()),
+    };
+    spec.max_tool_bytes = server.max_tool_bytes.unwrap_or(DEFAULT_MAX_TOOL_BYTES);
+    Ok(spec)
 }
 
-/// Tells every built-in agent server which run it serves (`--parent-run-id`), so the runs it
-/// starts record their parent and the trace can link them.
+/// The variable naming the run an agent server serves (`tern serve agent --parent-run-id`).
+pub const PARENT_RUN_ENV: &str = "TERN_PARENT_RUN_ID";
+
+/// Tells every built-in agent server which run it serves (`TERN_PARENT_RUN_ID`), so the runs it
+/// starts record their parent and the trace can link them. In the environment, not on the
+/// command line: the command line identifies the server (tool cache, pins), the run does not.
 pub fn link_agent_servers(specs: &mut [ServerSpec], config: &Config, run_id: &str) {
     for spec in specs {
         let is_agent = config.mcp_servers.get(&spec.name).is_some_and(|s| {
@@ -159,9 +170,8 @@ pub fn link_agent_servers(specs: &mut [ServerSpec], config: &Config, run_id: &st
                 }
             )
         });
-        if let (true, TransportSpec::Stdio { args, .. }) = (is_agent, &mut spec.transport) {
-            args.push("--parent-run-id".into());
-            args.push(run_id.into());
+        if let (true, TransportSpec::Stdio { env, .. }) = (is_agent, &mut spec.transport) {
+            env.insert(PARENT_RUN_ENV.into(), run_id.into());
         }
     }
 }
@@ -208,11 +218,13 @@ pub struct StartedPool {
     pub events: Arc<Mutex<Vec<Event>>>,
 }
 
-/// Starts `specs` with tern's standard options (roots = `cwd`, logs and pins under `$TERN_HOME`).
-/// Stdio servers run in `cwd` (a configured `cwd` is relative to it): the workspace, which is
-/// not this process's directory under `-C DIR` or in a sub-agent, and `--root .` must mean it.
+/// Starts `specs` with tern's standard options (roots = `cwd`, logs and pins under `$TERN_HOME`,
+/// elicitation as `[agent]` says). Stdio servers run in `cwd` (a configured `cwd` is relative
+/// to it): the workspace, which is not this process's directory under `-C DIR` or in a
+/// sub-agent, and `--root .` must mean it.
 pub fn start_pool(
     mut specs: Vec<ServerSpec>,
+    config: &Config,
     paths: &ConfigPaths,
     cwd: &Path,
     env: BTreeMap<String, String>,
@@ -240,7 +252,13 @@ pub fn start_pool(
     let opts = PoolOptions {
         roots: vec![cwd.to_path_buf()],
         log_dir: Some(paths.logs_dir()),
+        tool_cache: Some(paths.tern_home.join("tool-cache.json")),
         host_env: env,
+        elicitation: if config.agent.accept_elicitation_defaults {
+            ElicitationPolicy::AcceptDefaults
+        } else {
+            ElicitationPolicy::Decline
+        },
         ..PoolOptions::default()
     };
     Ok(StartedPool {

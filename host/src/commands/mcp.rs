@@ -4,7 +4,7 @@ use std::io::Write;
 
 use anyhow::Context as _;
 use serde::Serialize;
-use tern_mcp::{ServerState, ServerStatus, pins::PinStore};
+use tern_mcp::{HeldKind, ServerState, ServerStatus, pins::PinStore};
 
 use crate::agent::servers::{StartedPool, specs, start_pool};
 use crate::{error::ConfigFailure, workspace::Workspace};
@@ -26,7 +26,7 @@ pub async fn start_pool_of(
     {
         anyhow::bail!("no enabled server named `{name}` in the config");
     }
-    let started = start_pool(specs, &ws.paths, &ws.cwd, ws.env.clone(), None)?;
+    let started = start_pool(specs, &ws.config, &ws.paths, &ws.cwd, ws.env.clone(), None)?;
     started.pool.wait_settled().await;
     Ok(started)
 }
@@ -49,24 +49,28 @@ pub async fn list(ws: &Workspace, json: bool, out: &mut dyn Write) -> anyhow::Re
         .max(4);
     writeln!(
         out,
-        "{:width$}  {:<10}  {:<9}  {:>7}  {:>5}  {:>8}",
-        "NAME", "STATUS", "TRANSPORT", "PID", "TOOLS", "STARTUP"
+        "{:width$}  {:<10}  {:<9}  {:<10}  {:>7}  {:>5}  {:>8}",
+        "NAME", "STATUS", "TRANSPORT", "PROTOCOL", "PID", "TOOLS", "STARTUP"
     )?;
     for s in &statuses {
-        let (status, pid, startup) = match &s.state {
+        let (status, protocol, pid, startup) = match &s.state {
             ServerState::Ready {
-                pid, startup_ms, ..
+                pid,
+                startup_ms,
+                protocol_version,
+                ..
             } => (
                 "ready",
+                protocol_version.as_str(),
                 pid.map_or("-".to_string(), |p| p.to_string()),
                 format!("{startup_ms} ms"),
             ),
-            other => (label(other), "-".to_string(), "-".to_string()),
+            other => (label(other), "-", "-".to_string(), "-".to_string()),
         };
         writeln!(
             out,
-            "{:width$}  {:<10}  {:<9}  {:>7}  {:>5}  {:>8}",
-            s.name, status, s.transport, pid, s.tools, startup
+            "{:width$}  {:<10}  {:<9}  {:<10}  {:>7}  {:>5}  {:>8}",
+            s.name, status, s.transport, protocol, pid, s.tools, startup
         )?;
         describe_problems(s, out)?;
     }
@@ -94,9 +98,13 @@ fn describe_problems(s: &ServerStatus, out: &mut dyn Write) -> std::io::Result<(
         }
     }
     for h in &s.held {
+        let what = match h.kind {
+            HeldKind::New => "is new since the server's tools were approved",
+            HeldKind::Changed => "changed since approved",
+        };
         writeln!(
             out,
-            "    held: tool `{}` changed since approved; run `tern mcp approve {}`",
+            "    held: tool `{}` {what}; run `tern mcp approve {}`",
             h.tool, s.name
         )?;
         for line in h.diff.lines() {
@@ -160,12 +168,32 @@ pub async fn doctor(
             });
         }
         for h in &status.held {
+            let what = match h.kind {
+                HeldKind::New => "new since the server's tools were approved",
+                HeldKind::Changed => "definition changed since approved",
+            };
             findings.push(Finding {
                 level: "warning",
                 tool: Some(h.tool.clone()),
+                message: format!("{what}; held out (`tern mcp approve {}`)", status.name),
+            });
+        }
+        for dir in &status.narrowed_by_roots {
+            findings.push(Finding {
+                level: "warning",
+                tool: None,
                 message: format!(
-                    "definition changed since approved; held out (`tern mcp approve {}`)",
-                    status.name
+                    "its arguments name {}, which the roots it is offered ({}) do not cover; a \
+                     server that narrows its directories to its roots will not serve it \
+                     (set `roots = false` or list the directory in `roots`)",
+                    dir.display(),
+                    status
+                        .roots
+                        .iter()
+                        .flatten()
+                        .map(|r| r.display().to_string())
+                        .collect::<Vec<_>>()
+                        .join(", ")
                 ),
             });
         }

@@ -73,9 +73,13 @@ pub async fn run(
             )?;
         }
         for h in &s.held {
+            let what = match h.kind {
+                tern_mcp::HeldKind::New => "is new since the server's tools were approved",
+                tern_mcp::HeldKind::Changed => "changed since approved",
+            };
             writeln!(
                 err,
-                "warning: {}: tool `{}` changed since approved and is held out; `tern mcp approve {}`",
+                "warning: {}: tool `{}` {what} and is held out; `tern mcp approve {}`",
                 s.name, h.tool, s.name
             )?;
         }

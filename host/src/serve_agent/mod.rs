@@ -12,7 +12,8 @@
 //! - Cancellation: `notifications/cancelled` stops the sub-run; its servers are shut down and
 //!   its `run_finished` says `cancelled`.
 //! - Confinement: a sub-run works in a directory inside the roots (`--root`, else the client's
-//!   `roots/list`, else the working directory) and its built-in servers are rooted there.
+//!   `roots/list` where the protocol revision still has it, else the working directory) and its
+//!   built-in servers are rooted there.
 //! - Permissions: sub-runs are headless (asks become denials with the hint) and run in
 //!   `--mode` (default `read-only`), so by default `run` is honestly annotated read-only and
 //!   tern runs several at once.
@@ -59,8 +60,8 @@ pub struct Args {
     #[arg(long, value_name = "N", default_value_t = 1)]
     pub depth: u32,
     /// The run whose tool server this is: recorded as the `parent_run_id` of every run it starts
-    /// (tern sets it).
-    #[arg(long, value_name = "RUN_ID")]
+    /// (tern sets it, in the environment).
+    #[arg(long, value_name = "RUN_ID", env = crate::agent::servers::PARENT_RUN_ENV)]
     pub parent_run_id: Option<String>,
     /// Tokens (prompt, cached or not, plus output) a sub-run may use before it is stopped, when
     /// its profile sets no `token_budget`. Default: no limit besides its steps.

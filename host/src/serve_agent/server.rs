@@ -29,6 +29,8 @@ use crate::agent::delegated::{ReportedUsage, USAGE_META};
 
 /// How long the client may take to answer `roots/list`.
 const ROOTS_TIMEOUT: Duration = Duration::from_secs(10);
+/// The first revision without server-to-client requests (so without `roots/list`).
+const STATELESS_REVISION: &str = "2026-07-28";
 /// How long progress still queued when a run ends may take to go out.
 const PROGRESS_FLUSH: Duration = Duration::from_secs(2);
 
@@ -110,7 +112,7 @@ impl AgentServer {
         if p.goal.trim().is_empty() {
             return failure("`goal` is empty: say what the sub-agent should do".into());
         }
-        let roots = match self.roots(&peer).await {
+        let roots = match self.roots(&peer, &meta).await {
             Ok(roots) => roots,
             Err(e) => return failure(e),
         };
@@ -155,17 +157,26 @@ impl AgentServer {
     /// The roots of this call: `--root`, else the client's (`roots/list`), else the directory
     /// the server runs in. Canonical.
     ///
-    /// Roots are current in the 2025-11-25 revision tern negotiates; they are deprecated only
-    /// in 2026-07-28 (SEP-2577), hence the `allow`.
+    /// `roots/list` is a request to the client, which the 2026-07-28 revision no longer allows
+    /// (roots are deprecated there, SEP-2577, hence the `allow`): a session of that revision
+    /// gets the working directory, where its client started the server (tern starts it in the
+    /// run's directory).
     #[allow(deprecated)]
-    async fn roots(&self, peer: &Peer<RoleServer>) -> Result<Vec<PathBuf>, String> {
+    async fn roots(
+        &self,
+        peer: &Peer<RoleServer>,
+        meta: &RequestMetaObject,
+    ) -> Result<Vec<PathBuf>, String> {
         if !self.settings.roots.is_empty() {
             return Ok(self.settings.roots.clone());
         }
-        let offers_roots = peer
-            .peer_info()
-            .is_some_and(|info| info.capabilities.roots.is_some());
-        if !offers_roots {
+        let info = peer.peer_info();
+        let stateless = meta
+            .protocol_version()
+            .or_else(|| info.as_ref().map(|i| i.protocol_version.clone()))
+            .is_some_and(|v| v.to_string().as_str() >= STATELESS_REVISION);
+        let offers_roots = info.is_some_and(|i| i.capabilities.roots.is_some());
+        if stateless || !offers_roots {
             return roots::canonical(std::slice::from_ref(&self.settings.here))
                 .map_err(|e| e.to_string());
         }

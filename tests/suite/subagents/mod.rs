@@ -53,9 +53,18 @@ fn text_of(content: &Value) -> String {
     }
 }
 
-/// The first user message of a model request: the goal of the run that sent it.
+/// The first text of the first user message of a model request: the goal of the run that sent
+/// it (tern may add notes after it, e.g. servers still starting).
 fn goal_of(req: &RecordedRequest) -> String {
-    text_of(&req.json()["messages"][0]["content"])
+    let content = &req.json()["messages"][0]["content"];
+    match content {
+        serde_json::Value::Array(blocks) => blocks
+            .first()
+            .and_then(|b| b["text"].as_str())
+            .unwrap_or_default()
+            .to_string(),
+        other => text_of(other),
+    }
 }
 
 /// How many messages a model request carries (1: the run's first step).

@@ -22,6 +22,8 @@ use std::{
 };
 
 use clap::Parser;
+
+mod raw;
 use rmcp::{
     RoleServer, ServerHandler, ServiceExt,
     model::{
@@ -58,8 +60,9 @@ struct Args {
     /// After this many ms, change `echo`'s description and send list_changed.
     #[arg(long)]
     list_changed_after_ms: Option<u64>,
-    /// Sleep this long before serving.
-    #[arg(long)]
+    /// Sleep this long before serving (also from the environment, so that the command line —
+    /// what a client may key its caches by — stays the same).
+    #[arg(long, env = "TEST_SERVER_SLOW_START_MS")]
     slow_start_ms: Option<u64>,
     /// Serve tools/list in pages of this size.
     #[arg(long)]
@@ -74,12 +77,33 @@ struct Args {
     /// the bound address is printed on stdout as `listening on ADDR`.
     #[arg(long)]
     http: Option<String>,
+    /// Speak hand-written JSON-RPC with the wire-level fault MODE (see `raw.rs`).
+    #[arg(long, value_enum)]
+    raw: Option<raw::RawMode>,
+    /// Answer `server/discover` with "method not found", like a server of the
+    /// 2025-11-25 era (it still answers `initialize`).
+    #[arg(long)]
+    legacy: bool,
+    /// Print this many bytes of log lines on stderr before serving.
+    #[arg(long)]
+    stderr_flood: Option<usize>,
+    /// Once `remove_noop` was called, answer tools/list only after this many ms (a slow re-list).
+    #[arg(long)]
+    relist_delay_ms: Option<u64>,
+    /// Also offer a tool of this name (it echoes, like `echo`).
+    #[arg(long)]
+    extra_tool: Option<String>,
+    /// Also offer a tool `huge` whose inputSchema has this many properties.
+    #[arg(long)]
+    huge_schema: Option<usize>,
 }
 
 #[derive(Clone)]
 struct TestServer {
     args: Args,
     changed: Arc<AtomicBool>,
+    /// `remove_noop` was called: `noop` is no longer listed.
+    noop_removed: Arc<AtomicBool>,
     /// Calls that arrived at `rendezvous`, by group: only ever counts up.
     arrivals: Arc<std::sync::Mutex<std::collections::HashMap<String, u64>>>,
 }
@@ -111,7 +135,7 @@ impl TestServer {
             self.args.echo_description.clone()
         };
         let mut tools = vec![
-            tool("echo", &echo_desc, text, true),
+            tool("echo", &echo_desc, text.clone(), true),
             tool("sleep", "Sleep for ms milliseconds, then answer.", ms, true),
             tool(
                 "progress",
@@ -160,6 +184,39 @@ impl TestServer {
                 true,
             ),
         ];
+        tools.push(tool(
+            "remove_noop",
+            "Stop offering `noop` and send notifications/tools/list_changed, then answer.",
+            empty.clone(),
+            false,
+        ));
+        if self.noop_removed.load(Ordering::SeqCst) {
+            tools.retain(|t| t.name != "noop");
+        }
+        if let Some(name) = &self.args.extra_tool {
+            tools.push(tool(
+                name,
+                "Echo the text back (a tool added later).",
+                text.clone(),
+                true,
+            ));
+        }
+        if let Some(n) = self.args.huge_schema {
+            let props: serde_json::Map<String, Value> = (0..n)
+                .map(|i| {
+                    (
+                        format!("field_{i}"),
+                        json!({"type": "string", "description": "A field."}),
+                    )
+                })
+                .collect();
+            tools.push(tool(
+                "huge",
+                "A tool whose schema is enormous.",
+                json!({"type": "object", "properties": props}),
+                true,
+            ));
+        }
         if self.args.long_name {
             tools.push(tool(
                 &"l".repeat(100),
@@ -211,6 +268,23 @@ fn text(s: impl Into<String>) -> CallToolResponse {
 }
 
 impl ServerHandler for TestServer {
+    async fn discover(
+        &self,
+        _context: RequestContext<RoleServer>,
+    ) -> Result<rmcp::model::DiscoverResult, rmcp::ErrorData> {
+        if self.args.legacy {
+            return Err(rmcp::ErrorData::new(
+                rmcp::model::ErrorCode::METHOD_NOT_FOUND,
+                "Method not found: server/discover",
+                None,
+            ));
+        }
+        Ok(rmcp::model::DiscoverResult::from_server_info(
+            self.supported_protocol_versions().into_owned(),
+            self.get_info(),
+        ))
+    }
+
     fn get_info(&self) -> ServerConfig {
         ServerConfig::new(
             ServerCapabilities::builder()
@@ -261,6 +335,11 @@ impl ServerHandler for TestServer {
         request: Option<PaginatedRequestParams>,
         _context: RequestContext<RoleServer>,
     ) -> Result<ListToolsResult, rmcp::ErrorData> {
+        if let Some(ms) = self.args.relist_delay_ms
+            && self.noop_removed.load(Ordering::SeqCst)
+        {
+            tokio::time::sleep(Duration::from_millis(ms)).await;
+        }
         let tools = self.tools();
         let Some(size) = self.args.page_size else {
             return Ok(ListToolsResult::with_all_items(tools));
@@ -290,6 +369,14 @@ impl ServerHandler for TestServer {
                 args.get("text").and_then(Value::as_str).unwrap_or_default(),
             )),
             "noop" => Ok(text("")),
+            "remove_noop" => {
+                self.noop_removed.store(true, Ordering::SeqCst);
+                let _ = context.peer.notify_tool_list_changed().await;
+                Ok(text("noop removed"))
+            }
+            name if Some(name) == self.args.extra_tool.as_deref() => Ok(text(
+                args.get("text").and_then(Value::as_str).unwrap_or_default(),
+            )),
             "rendezvous" => {
                 let group = args
                     .get("group")
@@ -348,6 +435,32 @@ impl ServerHandler for TestServer {
                 ))
             }
             "roots" => {
+                // 2026-07-28 has no server→client requests: the roots come back as an input
+                // response to a retried call (SEP-2322). Earlier revisions ask directly.
+                let stateless = context
+                    .meta
+                    .protocol_version()
+                    .is_some_and(|v| !v.has_initialize());
+                if stateless {
+                    if let Some(answer) = request
+                        .input_responses
+                        .as_ref()
+                        .and_then(|r| r.get("roots"))
+                    {
+                        let roots = answer.get("roots").cloned().unwrap_or(Value::Null);
+                        return Ok(text(roots.to_string()));
+                    }
+                    #[allow(deprecated)]
+                    let ask = rmcp::model::InputRequest::ListRoots(rmcp::model::ListRootsRequest {
+                        method: Default::default(),
+                        extensions: Default::default(),
+                    });
+                    return Ok(CallToolResponse::InputRequired(
+                        rmcp::model::InputRequiredResult::from_input_requests(
+                            [("roots".to_string(), ask)].into(),
+                        ),
+                    ));
+                }
                 #[allow(deprecated)]
                 let roots = context.peer.list_roots().await;
                 match roots {
@@ -402,6 +515,19 @@ async fn main() {
         tokio::time::sleep(Duration::from_secs(3600)).await;
         return;
     }
+    if let Some(bytes) = args.stderr_flood {
+        let line = "test-server: flooding stderr with a line of 64 bytes of noise.....\n";
+        let mut err = std::io::stderr().lock();
+        for _ in 0..bytes / line.len() {
+            if err.write_all(line.as_bytes()).is_err() {
+                break;
+            }
+        }
+    }
+    if let Some(mode) = args.raw {
+        raw::serve(mode, args.audit.as_deref());
+        return;
+    }
     if args.garbage_stdout {
         println!("this is not JSON-RPC");
         println!("{{\"neither\": \"is this\"}}");
@@ -410,6 +536,7 @@ async fn main() {
     let server = TestServer {
         args: args.clone(),
         changed: Arc::new(AtomicBool::new(false)),
+        noop_removed: Arc::default(),
         arrivals: Arc::default(),
     };
     if let Some(addr) = &args.http {

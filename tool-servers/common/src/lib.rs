@@ -45,6 +45,11 @@ pub fn init_tracing() {
 
 /// Serves `server` over stdin/stdout until the client closes the pipe.
 ///
+/// Both of MCP's eras are served on the same pipe: a client that opens with `initialize`
+/// (revisions up to 2025-11-25) gets a session, one that opens with `server/discover`
+/// (2026-07-28) gets per-request handling — rmcp picks by the first request, so every tern
+/// server answers both (`tests/suite/interop_clients.rs` and `tests/suite/eras.rs` prove it).
+///
 /// Uses [`rmcp::transport::stdio_pipes`]: when the client launched us with pipes
 /// (every MCP client does) reads and writes run on the IO reactor instead of
 /// Tokio's blocking pool, which halves the round trip (see RMCP-NOTES.md).

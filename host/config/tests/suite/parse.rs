@@ -6,7 +6,7 @@ use std::time::Duration;
 
 use tern_config::{
     AgentSection, Builtin, ConfigError, Launch, Location, ModelConfig, PermissionMode, Permissions,
-    Provider, RuleSource, ServerConfig, ToolSettings, Transport,
+    Provider, RuleSource, ServerConfig, ServerRoots, ToolSettings, Transport,
 };
 
 use super::Fixture;
@@ -42,6 +42,8 @@ startup_timeout_sec = 2.5
 tool_timeout_sec = 30
 enabled_tools = ["git_log", "git_status"]
 disabled_tools = ["git_reset"]
+roots = ["/srv/repo", "/srv/shared"]
+max_tool_bytes = 100000
 
 [mcp_servers.git.tools.git_log]
 timeout_sec = 5
@@ -85,7 +87,14 @@ fn a_full_file_parses_into_the_expected_config() {
             ..Default::default()
         }
     );
-    assert_eq!(config.agent, AgentSection { max_steps: 12 });
+    assert_eq!(
+        config.agent,
+        AgentSection {
+            max_steps: 12,
+            accept_elicitation_defaults: false,
+            startup_grace: tern_config::DEFAULT_STARTUP_GRACE,
+        }
+    );
     let rule = |rule: &str, line| RuleSource {
         rule: rule.into(),
         file: file.clone(),
@@ -123,6 +132,8 @@ fn a_full_file_parses_into_the_expected_config() {
         max_output_chars: None,
         trust_annotations: false,
         defer: tern_config::Defer::Auto,
+        roots: ServerRoots::Paths(vec!["/srv/repo".into(), "/srv/shared".into()]),
+        max_tool_bytes: Some(100_000),
         enabled_tools: Some(vec!["git_log".into(), "git_status".into()]),
         disabled_tools: vec!["git_reset".into()],
         tools: BTreeMap::from([(
@@ -154,6 +165,8 @@ fn a_full_file_parses_into_the_expected_config() {
         max_output_chars: None,
         trust_annotations: false,
         defer: tern_config::Defer::Auto,
+        roots: ServerRoots::WorkingDirectory,
+        max_tool_bytes: None,
         enabled_tools: None,
         disabled_tools: vec![],
         tools: BTreeMap::new(),
@@ -190,6 +203,14 @@ fn a_full_file_parses_into_the_expected_config() {
         git.limits("git_status").max_output_chars,
         tern_config::DEFAULT_MAX_OUTPUT_CHARS
     );
+}
+
+#[test]
+fn roots_can_be_turned_off() {
+    let fx = Fixture::new();
+    fx.user_config("[mcp_servers.files]\ncommand = \"x\"\nroots = false\n");
+    let config = fx.load(&Default::default()).unwrap();
+    assert_eq!(config.mcp_servers["files"].roots, ServerRoots::Off);
 }
 
 /// The 1-based line of the first line of `text` containing `needle`.
@@ -323,6 +344,10 @@ fn semantic_mistakes_name_file_line_and_key() {
             ":1:14: mcp_servers.s.command: is empty",
         ),
         (
+            "[mcp_servers.s]\ncommand = \"x\"\nroots = [\"data\"]\n",
+            ":1:14: mcp_servers.s.roots: data is not an absolute path",
+        ),
+        (
             "[permissions]\ndeny = [\n  \"ok\",\n  \"shell__run(rm -rf *\",\n]\n",
             ":4:3: permissions.deny: rule \"shell__run(rm -rf *\" has unbalanced parentheses",
         ),
@@ -380,4 +405,27 @@ fn errors_in_the_config_flag_file_and_overrides_name_their_source() {
         fx.load(&options),
         Err(ConfigError::Override { .. })
     ));
+}
+
+#[test]
+fn the_context_section_is_strict_and_says_where_a_share_is_wrong() {
+    let (message, _, _) = user_error("[context]\ncompact_at = 1.5\n");
+    assert!(
+        message.contains(":2:14: context.compact_at: must be a share of the window"),
+        "{message}"
+    );
+    let (message, _, _) = user_error("[context]\ncompact_when = 0.5\n");
+    assert!(
+        message.contains("unknown key \"compact_when\" in [context]"),
+        "{message}"
+    );
+}
+
+#[test]
+fn the_startup_grace_is_a_bounded_number_of_seconds() {
+    let (message, _, _) = user_error("[agent]\nstartup_grace_sec = -1\n");
+    assert!(
+        message.contains(":2:21: agent.startup_grace_sec: must be a number of seconds"),
+        "{message}"
+    );
 }

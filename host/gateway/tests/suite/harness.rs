@@ -120,23 +120,24 @@ impl Env {
                     Launch::Builtin(b) => bin(&format!("tern-{}", b.name())),
                     Launch::Command(c) => PathBuf::from(c),
                 };
-                ServerSpec {
-                    name: s.name.clone(),
-                    transport: TransportSpec::Stdio {
+                let mut spec = ServerSpec::new(
+                    s.name.clone(),
+                    TransportSpec::Stdio {
                         program: program.display().to_string(),
                         args: args.clone(),
                         env: BTreeMap::new(),
                         pass_env: env_vars.clone(),
                         cwd: Some(self.project.clone()),
                     },
-                    required: true,
-                    startup_timeout: Duration::from_secs(30),
-                    request_timeout: s.tool_timeout,
-                    tool_filter: {
-                        let s = s.clone();
-                        tern_mcp::ToolFilter::new(move |t| s.tool_enabled(t))
-                    },
-                }
+                );
+                spec.required = true;
+                spec.startup_timeout = Duration::from_secs(30);
+                spec.request_timeout = s.tool_timeout;
+                spec.tool_filter = {
+                    let s = s.clone();
+                    tern_mcp::ToolFilter::new(move |t| s.tool_enabled(t))
+                };
+                spec
             })
             .collect()
     }
@@ -159,6 +160,7 @@ impl Env {
             max_restarts_per_minute: 5,
             restart_base_delay: Duration::from_millis(20),
             host_env,
+            ..PoolOptions::default()
         };
         let pool = ServerPool::start(
             self.specs(config),

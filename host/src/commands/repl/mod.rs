@@ -50,6 +50,8 @@ pub async fn run(ws: &Workspace, session: Option<String>) -> anyhow::Result<i32>
     let options = EngineOptions {
         goal: "(interactive)".into(),
         session,
+        // The prompt never waits for a server that is not required.
+        server_grace: Some(std::time::Duration::ZERO),
         ..EngineOptions::default()
     };
     let mut engine = Engine::start(ws, options, Box::new(printer), approver).await?;

@@ -45,6 +45,8 @@ pub struct TerminalPrinter {
     markdown: Markdown,
     /// The current streamed line as shown so far (sanitised, unstyled).
     line: String,
+    /// A model request went out: servers ready from now on are news.
+    requested: bool,
 }
 
 impl TerminalPrinter {
@@ -64,6 +66,7 @@ impl TerminalPrinter {
             screen,
             markdown: Markdown::new(palette),
             line: String::new(),
+            requested: false,
         }
     }
 
@@ -234,8 +237,16 @@ pub fn status_line(
 impl Subscriber for TerminalPrinter {
     fn on_event(&mut self, e: &Envelope) {
         match &e.event {
-            Event::State { state, .. } if state == "call_model" && !self.screen.mid_line() => {
-                self.screen.spin(Some("thinking".into()));
+            Event::State { state, .. } if state == "call_model" => {
+                self.requested = true;
+                if !self.screen.mid_line() {
+                    self.screen.spin(Some("thinking".into()));
+                }
+            }
+            // A server that came up after the run started: its tools join from the next step.
+            Event::ServerReady { server, tools, .. } if self.requested => {
+                let line = self.paint(DIM, &format!("[server {server} ready: {tools} tools]"));
+                self.say(&line);
             }
             Event::TextDelta { text } => {
                 self.screen.spin(None);

@@ -288,7 +288,10 @@ impl<'a> Walk<'a> {
         let mut p = base;
         for step in &self.pending {
             match step {
-                Step::Parent => p.push(".."),
+                // Folded, never shown as `/a/../b`: the message names where it really points.
+                Step::Parent => {
+                    p.pop();
+                }
                 Step::Name(n) => p.push(n),
             }
         }

@@ -83,6 +83,14 @@ fn sibling_with_the_root_as_string_prefix_is_outside() {
     assert!(e.to_string().contains("root-evil"), "{e}");
     let e = open(&roots, "../root-evil/secret").unwrap_err();
     assert!(matches!(e, ResolveError::OutsideRoots { .. }), "{e}");
+    // The message names where the path points, folded: never `/x/root/../root-evil`.
+    assert!(
+        e.to_string()
+            .contains(&format!("`{}`", w.p("root-evil/secret").display())),
+        "{e}"
+    );
+    let e = open(&roots, "../../../../../../../../etc/passwd").unwrap_err();
+    assert!(e.to_string().contains("resolves to `/etc/passwd`"), "{e}");
     // A symlink with an absolute target in the sibling is refused too.
     symlink(w.p("root-evil/secret"), w.p("root/evil")).unwrap();
     let e = open(&roots, "evil").unwrap_err();

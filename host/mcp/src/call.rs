@@ -1,0 +1,295 @@
+//! One tool call, start to finish: checks that the tool is still offered, sends `tools/call`,
+//! answers the 2026-07-28 multi-round input requests (SEP-2322), and turns every way it can
+//! end into a [`ToolOutput`] or a precise [`CallError`] — bounded by its timeout, its
+//! cancellation token, and the connection's life.
+
+use std::time::{Duration, Instant};
+
+use rmcp::{
+    RoleClient,
+    model::{
+        CallToolRequestParams, CancelledNotification, CancelledNotificationParam,
+        ClientNotification, ClientRequest, InputRequest, InputRequests, InputResponses, MetaObject,
+        Request, RequestMetaObject, ServerResult,
+    },
+    service::{Peer, PeerRequestOptions, ServiceError},
+};
+use tokio::sync::mpsc::UnboundedSender;
+
+use crate::{
+    client::{Answers, ProgressRoutes},
+    connect::Era,
+    error::{CallError, describe_service_error},
+    event::Progress,
+    output::ToolOutput,
+    pool::{CallOptions, REPORT_TAIL, ServerPool, ServerState, Slot},
+    transport::LocalFailure,
+};
+
+/// Input-request rounds one call may take before tern gives up on it.
+const MAX_INPUT_ROUNDS: usize = 8;
+
+impl ServerPool {
+    /// Calls `tool` on `server`. Every failure is a [`CallError`], never a panic or a hang:
+    /// the call is bounded by its timeout, by `opts.cancel`, and by the server's death.
+    pub async fn call(
+        &self,
+        server: &str,
+        tool: &str,
+        arguments: serde_json::Map<String, serde_json::Value>,
+        opts: CallOptions,
+    ) -> Result<ToolOutput, CallError> {
+        let slot = self
+            .slots
+            .get(server)
+            .ok_or_else(|| CallError::UnknownServer(server.to_string()))?;
+        // A server still starting (its tools offered from the cache) is waited for, within the
+        // call's own timeout.
+        if matches!(slot.live.borrow().state, ServerState::Starting) {
+            let mut rx = slot.live.subscribe();
+            let _ = tokio::time::timeout(
+                opts.timeout,
+                rx.wait_for(|l| !matches!(l.state, ServerState::Starting)),
+            )
+            .await;
+        }
+        // A server that just said its tools changed decides, once re-listed, whether this
+        // tool still exists: a removed tool must not be callable (issue 15, F14).
+        if slot.live.borrow().changing {
+            slot.tools_settled().await;
+        }
+        let (peer, state, offered, as_task) = {
+            let live = slot.live.borrow();
+            (
+                live.peer.clone(),
+                live.state.label(),
+                live.tools.iter().any(|t| t.name == tool),
+                live.era == Some(Era::Initialize) && live.task_support.required(tool),
+            )
+        };
+        let peer = peer.ok_or_else(|| CallError::NotReady {
+            server: server.to_string(),
+            state: state.to_string(),
+        })?;
+        if !offered {
+            return Err(CallError::ToolGone {
+                server: server.to_string(),
+                tool: tool.to_string(),
+            });
+        }
+        let deadline = Instant::now() + opts.timeout;
+        let mut params = CallToolRequestParams::new(tool.to_string()).with_arguments(arguments);
+        if let Some(meta) = opts.meta.clone() {
+            params.meta = Some(RequestMetaObject(MetaObject(meta)));
+        }
+        if as_task {
+            return self
+                .call_as_task(slot, &peer, params, deadline, &opts)
+                .await;
+        }
+        let mut state_only_rounds = 0u32;
+        for _ in 0..MAX_INPUT_ROUNDS {
+            let request = ClientRequest::CallToolRequest(Request::new(params.clone()));
+            match self.round(slot, &peer, request, deadline, &opts).await? {
+                ServerResult::CallToolResult(result) => return Ok(result.into()),
+                ServerResult::InputRequiredResult(input) => {
+                    let requests = input.input_requests.unwrap_or_default();
+                    if requests.is_empty() {
+                        if input.request_state.is_none() {
+                            return Err(CallError::BadReply(
+                                "the server asked for input but sent neither requests nor state"
+                                    .to_string(),
+                            ));
+                        }
+                        // State only: the server is working; ask again after a short pause.
+                        let pause = 50u64 << state_only_rounds.min(2);
+                        tokio::time::sleep(Duration::from_millis(pause)).await;
+                        state_only_rounds += 1;
+                    } else {
+                        state_only_rounds = 0;
+                    }
+                    let responses = fulfil(&slot.answers, requests)?;
+                    params.input_responses = (!responses.is_empty()).then_some(responses);
+                    params.request_state = input.request_state;
+                }
+                ServerResult::CreateTaskResult(_) => {
+                    return Err(CallError::BadReply(
+                        "the server answered with a task, which tern does not follow for this server"
+                            .to_string(),
+                    ));
+                }
+                ServerResult::EmptyResult(_) => {
+                    // A result without `content` (allowed to be empty) parses as the empty result.
+                    return Ok(rmcp::model::CallToolResult::success(Vec::new()).into());
+                }
+                _ => {
+                    return Err(CallError::BadReply(
+                        "the server answered tools/call with another result type".to_string(),
+                    ));
+                }
+            }
+        }
+        Err(CallError::BadReply(format!(
+            "the server kept asking for input ({MAX_INPUT_ROUNDS} rounds); giving up"
+        )))
+    }
+
+    /// One request of a call: sent, awaited within what is left of the deadline, cancelled when
+    /// the caller cancels.
+    pub(crate) async fn round(
+        &self,
+        slot: &Slot,
+        peer: &Peer<RoleClient>,
+        request: ClientRequest,
+        deadline: Instant,
+        opts: &CallOptions,
+    ) -> Result<ServerResult, CallError> {
+        let timeout = CallError::Timeout {
+            secs: opts.timeout.as_secs_f64(),
+        };
+        let remaining = deadline.saturating_duration_since(Instant::now());
+        if remaining.is_zero() {
+            return Err(timeout);
+        }
+        let handle = peer
+            .send_cancellable_request(request, PeerRequestOptions::with_timeout(remaining))
+            .await
+            .map_err(|e| self.map_error(slot, e))?;
+        let _route = opts
+            .progress
+            .as_ref()
+            .map(|tx| RouteGuard::new(&slot.progress, handle.progress_token.clone(), tx.clone()));
+        let id = handle.id.clone();
+        let response = tokio::select! {
+            r = handle.await_response() => r,
+            _ = opts.cancel.cancelled() => {
+                cancel(peer, id, "cancelled by the user").await;
+                return Err(CallError::Cancelled);
+            }
+        };
+        match response {
+            Ok(result) => Ok(result),
+            Err(ServiceError::Timeout { .. }) => Err(timeout),
+            Err(e) => Err(self.map_error_settled(slot, e).await),
+        }
+    }
+
+    pub(crate) fn map_error(&self, slot: &Slot, e: ServiceError) -> CallError {
+        match e {
+            ServiceError::Timeout { timeout } => CallError::Timeout {
+                secs: timeout.as_secs_f64(),
+            },
+            ServiceError::McpError(err) => match LocalFailure::of(&err) {
+                Some(local) => CallError::BadReply(local.to_string()),
+                None => CallError::Server {
+                    code: err.code.0,
+                    message: crate::error::clean(&err.message),
+                },
+            },
+            ServiceError::TransportClosed if !self.shutdown.is_cancelled() => {
+                if slot.spec.transport.kind() == "stdio" {
+                    CallError::ServerCrashed {
+                        server: slot.spec.name.clone(),
+                        stderr_tail: slot.stderr.last(REPORT_TAIL),
+                    }
+                } else {
+                    CallError::ConnectionLost {
+                        server: slot.spec.name.clone(),
+                        reason: "the connection closed".to_string(),
+                    }
+                }
+            }
+            ServiceError::Cancelled { .. } => CallError::Cancelled,
+            // Over HTTP every request is a connection of its own: failing to send one means
+            // the server is not there (any more).
+            e @ ServiceError::TransportSend(_) if slot.spec.transport.kind() == "http" => {
+                CallError::ConnectionLost {
+                    server: slot.spec.name.clone(),
+                    reason: describe_service_error(&e),
+                }
+            }
+            other => CallError::Transport(describe_service_error(&other)),
+        }
+    }
+
+    /// Like `map_error`, but a crash report waits (briefly) for the dying
+    /// server's last stderr lines.
+    async fn map_error_settled(&self, slot: &Slot, e: ServiceError) -> CallError {
+        if matches!(e, ServiceError::TransportClosed) {
+            slot.stderr.settle(Duration::from_millis(500)).await;
+        }
+        self.map_error(slot, e)
+    }
+}
+
+/// Sends `notifications/cancelled` for request `id` (best effort).
+async fn cancel(peer: &Peer<RoleClient>, id: rmcp::model::RequestId, reason: &str) {
+    let note = CancelledNotification::new(CancelledNotificationParam::new(
+        Some(id),
+        Some(reason.to_string()),
+    ));
+    let _ = peer
+        .send_notification(ClientNotification::CancelledNotification(note))
+        .await;
+}
+
+/// The answers to a round of 2026-07-28 input requests — the same answers the 2025-11-25
+/// server→client requests get from the handler.
+fn fulfil(answers: &Answers, requests: InputRequests) -> Result<InputResponses, CallError> {
+    let mut responses = InputResponses::new();
+    for (key, request) in requests {
+        let value = match request {
+            InputRequest::Elicitation(r) => serde_json::to_value(answers.elicit(&r.params)),
+            #[allow(deprecated)]
+            InputRequest::ListRoots(_) => serde_json::to_value(
+                answers
+                    .roots()
+                    .unwrap_or_else(|| rmcp::model::ListRootsResult::new(Vec::new())),
+            ),
+            InputRequest::CreateMessage(_) => {
+                return Err(unsupported_input("to sample the model"));
+            }
+            _ => return Err(unsupported_input("for a kind of input it does not know")),
+        };
+        let value = value.map_err(|e| CallError::Transport(e.to_string()))?;
+        responses.insert(key, value);
+    }
+    Ok(responses)
+}
+
+fn unsupported_input(what: &str) -> CallError {
+    CallError::Server {
+        code: rmcp::model::ErrorCode::METHOD_NOT_FOUND.0,
+        message: format!("the server asked tern {what}, which tern does not offer"),
+    }
+}
+
+/// Routes progress for one request while it runs; unregisters on drop.
+struct RouteGuard {
+    routes: ProgressRoutes,
+    token: rmcp::model::ProgressToken,
+}
+
+impl RouteGuard {
+    fn new(
+        routes: &ProgressRoutes,
+        token: rmcp::model::ProgressToken,
+        tx: UnboundedSender<Progress>,
+    ) -> Self {
+        if let Ok(mut r) = routes.lock() {
+            r.insert(token.clone(), tx);
+        }
+        Self {
+            routes: routes.clone(),
+            token,
+        }
+    }
+}
+
+impl Drop for RouteGuard {
+    fn drop(&mut self) {
+        if let Ok(mut r) = self.routes.lock() {
+            r.remove(&self.token);
+        }
+    }
+}
