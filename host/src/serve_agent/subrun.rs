@@ -66,7 +66,7 @@ pub async fn run(
     let seen = Arc::new(Mutex::new(Seen::default()));
     let watch = Watch {
         seen: seen.clone(),
-        progress,
+        progress: Some(progress),
         budget: profile
             .as_ref()
             .and_then(|p| p.token_budget)
@@ -228,7 +228,8 @@ fn lock(seen: &Mutex<Seen>) -> std::sync::MutexGuard<'_, Seen> {
 /// Subscribes to the sub-run: progress for every tool call, the budget, the run's end.
 struct Watch {
     seen: Arc<Mutex<Seen>>,
-    progress: UnboundedSender<String>,
+    /// Dropped at the run's end, so the forwarder knows nothing more comes.
+    progress: Option<UnboundedSender<String>>,
     budget: Option<u64>,
     stop: CancellationToken,
 }
@@ -246,11 +247,13 @@ impl Subscriber for Watch {
             Event::ToolCallStarted {
                 tool, arguments, ..
             } => {
-                let _ = self.progress.send(format!(
-                    "step {}: {tool} {}",
-                    seen.step,
-                    crate::agent::summary(&arguments.to_string())
-                ));
+                if let Some(progress) = &self.progress {
+                    let _ = progress.send(format!(
+                        "step {}: {tool} {}",
+                        seen.step,
+                        crate::agent::summary(&arguments.to_string())
+                    ));
+                }
             }
             Event::ModelResponse {
                 input_tokens,
@@ -272,7 +275,10 @@ impl Subscriber for Watch {
                     self.stop.cancel();
                 }
             }
-            Event::RunFinished { .. } => seen.finished = Some(envelope.event.clone()),
+            Event::RunFinished { .. } => {
+                seen.finished = Some(envelope.event.clone());
+                self.progress = None;
+            }
             _ => {}
         }
     }
