@@ -3,6 +3,7 @@
 
 use std::path::{Path, PathBuf};
 
+pub mod pool_harness;
 pub mod run_env;
 
 /// The workspace root (the folder holding the top `Cargo.toml`).

@@ -7,7 +7,7 @@ use std::time::{Duration, Instant};
 use tern_mcp::{CallError, CallOptions, ServerState, pins::PinStore};
 use tern_protocol::Event;
 
-use super::pool::{Harness, test_server_spec};
+use tern_e2e::pool_harness::{Harness, test_server_spec};
 
 #[tokio::test]
 async fn a_tool_removed_by_list_changed_is_not_callable_and_the_next_table_lacks_it() {

@@ -235,6 +235,31 @@ fn doctor_lints_odd_servers_and_fails_when_a_server_fails() {
 }
 
 #[test]
+fn doctor_counts_lines_a_server_prints_on_stdout_that_are_not_mcp() {
+    let p = Project::new();
+    p.user_config(&format!(
+        "{NO_BUILTINS}{}{}",
+        test_server_entry("noisy", &["--garbage-stdout"]),
+        test_server_entry("quiet", &[])
+    ));
+    let out = p.run(&["mcp", "doctor"]);
+    let text = stdout(&out);
+    // A warning, not a failure: the server works, tern skipped the lines.
+    assert_eq!(out.status.code(), Some(0), "{text}{}", stderr(&out));
+    assert!(
+        text.contains(
+            "warning: printed 2 lines on stdout that are not MCP messages (first: `this is not JSON-RPC`)"
+        ),
+        "{text}"
+    );
+    let quiet = text.split("quiet [ok]").nth(1).unwrap_or_default();
+    assert!(!quiet.contains("on stdout"), "{text}");
+    let json = stdout(&p.run(&["mcp", "doctor", "noisy", "--json"]));
+    let v: serde_json::Value = serde_json::from_str(&json).unwrap();
+    assert_eq!(v[0]["status"]["stray_stdout"]["lines"], 2, "{json}");
+}
+
+#[test]
 fn config_errors_name_file_line_and_key_and_exit_2() {
     let p = Project::new();
     p.user_config("[mcp_servers.x]\ncommand = \"a\"\ncomand = \"typo\"\n");
@@ -459,7 +484,7 @@ fn doctor_says_when_roots_narrow_the_directories_a_server_was_given() {
 
 #[test]
 fn an_http_server_from_config_gets_its_token_from_the_named_env_var() {
-    let (mut child, url) = super::pool::http_test_server();
+    let (mut child, url) = tern_e2e::pool_harness::http_test_server();
     let p = Project::new();
     p.user_config(&format!(
         "{NO_BUILTINS}[mcp_servers.remote]\nurl = {url:?}\nbearer_token_env_var = \"REMOTE_TOKEN\"\nhttp_headers = {{ X-Tern-Test = \"yes\" }}\n"

@@ -8,7 +8,7 @@ use serde_json::{Value, json};
 use tern_e2e::bin;
 use tern_mcp::{CallOptions, Lifecycle, ServerState};
 
-use super::pool::{Harness, stdio_spec, test_server_spec};
+use tern_e2e::pool_harness::{Harness, stdio_spec, test_server_spec};
 
 fn args(v: Value) -> serde_json::Map<String, Value> {
     v.as_object().cloned().unwrap_or_default()
@@ -138,6 +138,31 @@ async fn a_server_that_ignores_the_probe_still_starts_within_its_startup_timeout
         started.elapsed()
     );
     assert_eq!(h.echo("quiet", "here").await.unwrap(), "here");
+    h.pool.shutdown().await;
+}
+
+#[tokio::test]
+async fn a_server_answering_the_probe_only_after_the_fallback_is_reconnected_in_its_era() {
+    // The probe gives up after 1 s (a third of 3 s, at least 1 s); the server answers it at
+    // 1.5 s and then refuses the fallback `initialize`, as a slow Python SDK server does.
+    let dir = tempfile::tempdir().unwrap();
+    let audit = dir.path().join("audit.jsonl");
+    let mut spec = test_server_spec(
+        "late",
+        &["--raw", "slow-discover", "--audit", audit.to_str().unwrap()],
+    );
+    spec.startup_timeout = Duration::from_secs(3);
+    let h = Harness::start(vec![spec]).await;
+    assert_eq!(revision(&h, "late"), "2026-07-28", "{:?}", h.state("late"));
+    assert_eq!(h.echo("late", "in time").await.unwrap(), "in time");
+    // Two connections: the first fell back to initialize, the second stayed with discover.
+    let m = methods(&audit);
+    assert_eq!(
+        m.iter().filter(|m| *m == "server/discover").count(),
+        2,
+        "{m:?}"
+    );
+    assert_eq!(m.iter().filter(|m| *m == "initialize").count(), 1, "{m:?}");
     h.pool.shutdown().await;
 }
 

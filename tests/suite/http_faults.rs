@@ -6,7 +6,7 @@ use std::time::{Duration, Instant};
 use serde_json::json;
 use tern_mcp::{CallError, CallOptions, Lifecycle, ServerSpec, ServerState, TransportSpec};
 
-use super::pool::{Harness, http_test_server};
+use tern_e2e::pool_harness::{Harness, http_test_server};
 
 fn http_spec(name: &str, url: &str) -> ServerSpec {
     let mut spec = ServerSpec::new(

@@ -7,7 +7,7 @@ use serde_json::{Value, json};
 use tern_e2e::dep;
 use tern_mcp::{CallOptions, ServerState};
 
-use super::pool::{Harness, stdio_spec};
+use tern_e2e::pool_harness::{Harness, stdio_spec};
 
 fn npm(b: &str) -> String {
     dep(&format!("npm/node_modules/.bin/{b}"))

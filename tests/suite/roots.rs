@@ -9,7 +9,7 @@ use serde_json::json;
 use tern_e2e::dep;
 use tern_mcp::{CallOptions, RootsSetting, ServerState};
 
-use super::pool::{Harness, stdio_spec};
+use tern_e2e::pool_harness::{Harness, stdio_spec};
 
 #[tokio::test]
 async fn roots_off_or_listed_keep_server_filesystem_on_its_configured_directory() {

@@ -8,7 +8,7 @@ use serde_json::json;
 use tern_e2e::dep;
 use tern_mcp::{CallError, CallOptions, ServerState};
 
-use super::pool::{Harness, stdio_spec};
+use tern_e2e::pool_harness::{Harness, stdio_spec};
 
 async fn everything() -> Harness {
     let mut spec = stdio_spec(

@@ -9,7 +9,7 @@ use tern_e2e::bin;
 use tern_mcp::{CallError, CallOptions, ServerState};
 
 use super::eras::methods;
-use super::pool::{Harness, stdio_spec, test_server_spec};
+use tern_e2e::pool_harness::{Harness, stdio_spec, test_server_spec};
 
 #[tokio::test]
 async fn a_stray_reply_before_the_initialize_reply_is_ignored() {

@@ -20,10 +20,10 @@ use serde::Serialize;
 use crate::{
     client::TernClient,
     env::child_env,
-    error::{StartError, describe_init_error},
+    error::{StartError, init_error},
     spec::{Lifecycle, PoolOptions, ServerSpec, TransportSpec},
     stderr::StderrTail,
-    transport::{TaskSupport, guard::Guarded, stdio::StdioTransport},
+    transport::{StdoutNoise, TaskSupport, guard::Guarded, stdio::StdioTransport},
 };
 
 /// Which of MCP's two eras a connection is in.
@@ -85,6 +85,7 @@ pub(crate) async fn connect(
     opts: &PoolOptions,
     handler: TernClient,
     stderr: &StderrTail,
+    noise: &StdoutNoise,
     remembered: Option<Era>,
     tools_changing: Arc<dyn Fn() + Send + Sync>,
 ) -> Result<Connection, StartError> {
@@ -93,91 +94,96 @@ pub(crate) async fn connect(
     let task_support = TaskSupport::default();
     // Long enough for a slow start, short enough to leave most of the startup timeout to the
     // `initialize` that follows.
-    let probe_timeout =
-        (spec.startup_timeout / 3).clamp(Duration::from_secs(1), Duration::from_secs(5));
+    // A server known to speak 2026-07-28 gets the whole startup timeout to answer the probe:
+    // there is nothing to fall back to.
+    let probe_timeout = match mode {
+        ClientLifecycleMode::Discover { .. } => spec.startup_timeout,
+        _ => (spec.startup_timeout / 3).clamp(Duration::from_secs(1), Duration::from_secs(5)),
+    };
     let attempt = async {
-        let (service, pid) =
-            match &spec.transport {
-                TransportSpec::Stdio {
-                    program,
-                    args,
-                    env,
-                    pass_env,
-                    cwd,
-                } => {
-                    let env = child_env(&opts.host_env, pass_env, env);
-                    let program_path = resolve_program(program, env.get("PATH"), cwd.as_deref())?;
-                    if let Some(dir) = cwd
-                        && !dir.is_dir()
-                    {
-                        return Err(StartError::Spawn {
-                            command: program.clone(),
-                            reason: format!("working directory {} does not exist", dir.display()),
-                        });
-                    }
-                    let mut cmd = tokio::process::Command::new(&program_path);
-                    cmd.args(args).env_clear().envs(&env);
-                    if let Some(dir) = cwd {
-                        cmd.current_dir(dir);
-                    }
-                    // Its own process group, so `npx`-style grandchildren die with it.
-                    let mut wrap = process_wrap::tokio::CommandWrap::from(cmd);
-                    wrap.wrap(process_wrap::tokio::ProcessGroup::leader());
-                    let (transport, pipe) = StdioTransport::spawn(wrap, task_support.clone())
-                        .map_err(|e| StartError::Spawn {
+        let (service, pid) = match &spec.transport {
+            TransportSpec::Stdio {
+                program,
+                args,
+                env,
+                pass_env,
+                cwd,
+            } => {
+                let env = child_env(&opts.host_env, pass_env, env);
+                let program_path = resolve_program(program, env.get("PATH"), cwd.as_deref())?;
+                if let Some(dir) = cwd
+                    && !dir.is_dir()
+                {
+                    return Err(StartError::Spawn {
+                        command: program.clone(),
+                        reason: format!("working directory {} does not exist", dir.display()),
+                    });
+                }
+                let mut cmd = tokio::process::Command::new(&program_path);
+                cmd.args(args).env_clear().envs(&env);
+                if let Some(dir) = cwd {
+                    cmd.current_dir(dir);
+                }
+                // Its own process group, so `npx`-style grandchildren die with it.
+                let mut wrap = process_wrap::tokio::CommandWrap::from(cmd);
+                wrap.wrap(process_wrap::tokio::ProcessGroup::leader());
+                let (transport, pipe) =
+                    StdioTransport::spawn(wrap, task_support.clone(), noise.clone()).map_err(
+                        |e| StartError::Spawn {
                             command: program.clone(),
                             reason: e.to_string(),
-                        })?;
-                    let pid = transport.id();
-                    if let Some(pipe) = pipe {
-                        let log = opts
-                            .log_dir
-                            .as_ref()
-                            .map(|d| d.join(format!("{}.log", spec.name)));
-                        stderr.drain(pipe, log, spec.name.clone(), opts.max_log_bytes);
-                    }
-                    let service = handler
-                        .serve_with_lifecycle(
-                            Guarded::new(transport, probe_timeout, tools_changing.clone()),
-                            mode,
-                        )
-                        .await
-                        .map_err(|e| StartError::Handshake(describe_init_error(&e)))?;
-                    (service, pid)
+                        },
+                    )?;
+                let pid = transport.id();
+                if let Some(pipe) = pipe {
+                    let log = opts
+                        .log_dir
+                        .as_ref()
+                        .map(|d| d.join(format!("{}.log", spec.name)));
+                    stderr.drain(pipe, log, spec.name.clone(), opts.max_log_bytes);
                 }
-                TransportSpec::Unavailable { reason, .. } => {
-                    return Err(StartError::Config(reason.clone()));
+                let service = handler
+                    .serve_with_lifecycle(
+                        Guarded::new(transport, probe_timeout, tools_changing.clone()),
+                        mode,
+                    )
+                    .await
+                    .map_err(|e| init_error(&e))?;
+                (service, pid)
+            }
+            TransportSpec::Unavailable { reason, .. } => {
+                return Err(StartError::Config(reason.clone()));
+            }
+            TransportSpec::Http {
+                url,
+                bearer_token,
+                headers,
+            } => {
+                let mut config = StreamableHttpClientTransportConfig::with_uri(url.as_str());
+                if let Some(token) = bearer_token {
+                    config = config.auth_header(token.clone());
                 }
-                TransportSpec::Http {
-                    url,
-                    bearer_token,
-                    headers,
-                } => {
-                    let mut config = StreamableHttpClientTransportConfig::with_uri(url.as_str());
-                    if let Some(token) = bearer_token {
-                        config = config.auth_header(token.clone());
-                    }
-                    let mut map = HashMap::new();
-                    for (k, v) in headers {
-                        let name = http::HeaderName::try_from(k.as_str())
-                            .map_err(|e| StartError::Config(format!("header name `{k}`: {e}")))?;
-                        let value = http::HeaderValue::try_from(v.as_str())
-                            .map_err(|e| StartError::Config(format!("header `{k}` value: {e}")))?;
-                        map.insert(name, value);
-                    }
-                    config = config.custom_headers(map);
-                    config.retry_config = Arc::new(sse_retry_policy());
-                    let transport = StreamableHttpClientTransport::from_config(config);
-                    let service = handler
-                        .serve_with_lifecycle(
-                            Guarded::new(transport, probe_timeout, tools_changing.clone()),
-                            mode,
-                        )
-                        .await
-                        .map_err(|e| StartError::Handshake(describe_init_error(&e)))?;
-                    (service, None)
+                let mut map = HashMap::new();
+                for (k, v) in headers {
+                    let name = http::HeaderName::try_from(k.as_str())
+                        .map_err(|e| StartError::Config(format!("header name `{k}`: {e}")))?;
+                    let value = http::HeaderValue::try_from(v.as_str())
+                        .map_err(|e| StartError::Config(format!("header `{k}` value: {e}")))?;
+                    map.insert(name, value);
                 }
-            };
+                config = config.custom_headers(map);
+                config.retry_config = Arc::new(sse_retry_policy());
+                let transport = StreamableHttpClientTransport::from_config(config);
+                let service = handler
+                    .serve_with_lifecycle(
+                        Guarded::new(transport, probe_timeout, tools_changing.clone()),
+                        mode,
+                    )
+                    .await
+                    .map_err(|e| init_error(&e))?;
+                (service, None)
+            }
+        };
         let peer = service.peer().clone();
         // tern lists tools at start and when the server says they changed; a cached list could
         // only ever be the stale one.

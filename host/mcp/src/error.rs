@@ -33,6 +33,14 @@ pub enum StartError {
     /// The MCP handshake failed: it exited, closed stdout, or spoke something else.
     #[error("MCP handshake failed: {0}")]
     Handshake(String),
+    /// `server/discover` went unanswered for the probe timeout, so tern fell back to
+    /// `initialize` on the same connection, and the server — which had answered the probe by
+    /// then, only slowly — refused it as a 2026-07-28 connection. Reconnecting in the
+    /// discover era fixes it; the supervisor does that at once.
+    #[error(
+        "the server answered server/discover only after tern had fallen back to initialize (it was slow to start)"
+    )]
+    DiscoverAnsweredLate,
     /// The server agreed to a protocol revision tern does not know.
     #[error(
         "the server speaks MCP revision \"{version}\", which tern does not know (it speaks 2024-11-05 to 2026-07-28)"
@@ -133,6 +141,17 @@ pub(crate) fn describe_init_error(e: &ClientInitializeError) -> String {
         ),
         other => clean(&other.to_string()),
     }
+}
+
+/// The start error for a failed handshake.
+pub(crate) fn init_error(e: &ClientInitializeError) -> StartError {
+    if let ClientInitializeError::LegacyFallbackFailed { fallback, .. } = e
+        && let ClientInitializeError::JsonRpcError(data) = fallback.as_ref()
+        && data.code == rmcp::model::ErrorCode::UNSUPPORTED_PROTOCOL_VERSION
+    {
+        return StartError::DiscoverAnsweredLate;
+    }
+    StartError::Handshake(describe_init_error(e))
 }
 
 /// One line saying why a request failed.

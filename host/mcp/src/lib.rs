@@ -38,7 +38,7 @@ pub use error::{CallError, StartError};
 pub use event::{EventSink, Progress};
 pub use output::{DIFF_MIME, ToolOutput};
 pub use pool::{
-    CallOptions, HeldKind, HeldTool, PromptInfo, ServerPool, ServerState, ServerStatus,
+    CallOptions, HeldKind, HeldTool, PromptInfo, ServerPool, ServerState, ServerStatus, StrayStdout,
 };
 pub use spec::{
     DEFAULT_MAX_TOOL_BYTES, ElicitationPolicy, Lifecycle, PoolOptions, RootsSetting, ServerSpec,

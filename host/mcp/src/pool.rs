@@ -23,7 +23,7 @@ use crate::{
     stderr::StderrTail,
     supervise::{RELIST_TIMEOUT, supervise},
     table::{DroppedTool, ToolDef, ToolTable},
-    transport::TaskSupport,
+    transport::{StdoutNoise, TaskSupport},
 };
 
 /// Lines of stderr attached to failure reports.
@@ -86,6 +86,16 @@ pub struct ServerStatus {
     pub last_error: Option<String>,
     /// The last stderr lines, when the server failed.
     pub stderr_tail: Vec<String>,
+    /// Lines it printed on stdout that are not MCP messages (skipped).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub stray_stdout: Option<StrayStdout>,
+}
+
+/// Non-protocol lines a stdio server printed on stdout: how many, and the first.
+#[derive(Debug, Clone, Serialize, PartialEq)]
+pub struct StrayStdout {
+    pub lines: usize,
+    pub first: String,
 }
 
 /// A prompt a server offers (the REPL's `/SERVER:PROMPT`).
@@ -146,6 +156,8 @@ pub(crate) struct Slot {
     pub(crate) spec: ServerSpec,
     pub(crate) live: watch::Sender<Live>,
     pub(crate) stderr: StderrTail,
+    /// Lines on its stdout that were not MCP messages.
+    pub(crate) stdout_noise: StdoutNoise,
     pub(crate) progress: ProgressRoutes,
     /// What tern answers this server's requests with (roots, elicitation).
     pub(crate) answers: Arc<Answers>,
@@ -261,6 +273,7 @@ impl ServerPool {
                     last_error: None,
                 }),
                 stderr: StderrTail::new(),
+                stdout_noise: StdoutNoise::default(),
                 progress: Arc::new(Mutex::new(HashMap::new())),
                 answers,
                 era: Mutex::new(None),
@@ -359,6 +372,13 @@ impl ServerPool {
                         slot.stderr.last(REPORT_TAIL)
                     } else {
                         Vec::new()
+                    },
+                    stray_stdout: match slot.stdout_noise.get() {
+                        (0, _) => None,
+                        (lines, first) => Some(StrayStdout {
+                            lines,
+                            first: first.unwrap_or_default(),
+                        }),
                     },
                     state: live.state,
                 }

@@ -14,7 +14,7 @@ use tokio_util::sync::CancellationToken;
 
 use crate::{
     client::TernClient,
-    connect::connect,
+    connect::{Era, connect},
     error::StartError,
     event::EventSink,
     pins::PinStore,
@@ -59,7 +59,15 @@ pub(crate) async fn supervise(
         };
         let remembered = slot.era();
         let result = tokio::select! {
-            r = connect(&slot.spec, &opts, handler, &slot.stderr, remembered, tools_changing) => r,
+            r = connect(
+                &slot.spec,
+                &opts,
+                handler,
+                &slot.stderr,
+                &slot.stdout_noise,
+                remembered,
+                tools_changing,
+            ) => r,
             _ = shutdown.cancelled() => {
                 slot.update(|l| l.state = ServerState::Stopped);
                 return;
@@ -67,6 +75,12 @@ pub(crate) async fn supervise(
         };
         let conn = match result {
             Ok(conn) => conn,
+            // It does speak 2026-07-28, only slowly: connect again in that era, once.
+            Err(StartError::DiscoverAnsweredLate) if remembered != Some(Era::Stateless) => {
+                tracing::debug!(server = %slot.spec.name, "server/discover answered late; reconnecting in the 2026-07-28 era");
+                slot.remember_era(Era::Stateless);
+                continue;
+            }
             Err(err) => {
                 slot.stderr.settle(Duration::from_millis(300)).await;
                 let reason = err.to_string();

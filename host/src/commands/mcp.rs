@@ -178,6 +178,21 @@ pub async fn doctor(
                 message: format!("{what}; held out (`tern mcp approve {}`)", status.name),
             });
         }
+        if let Some(stray) = &status.stray_stdout {
+            findings.push(Finding {
+                level: "warning",
+                tool: None,
+                message: format!(
+                    "printed {} line{} on stdout that {} not MCP messages (first: `{}`); tern \
+                     skips them, but stdout is the protocol and stricter clients fail on them: \
+                     the server should log to stderr",
+                    stray.lines,
+                    if stray.lines == 1 { "" } else { "s" },
+                    if stray.lines == 1 { "is" } else { "are" },
+                    stray.first
+                ),
+            });
+        }
         for dir in &status.narrowed_by_roots {
             findings.push(Finding {
                 level: "warning",

@@ -10,6 +10,9 @@
 //! - `huge-reply`: answers `tools/call` with a line over 16 MiB, then keeps serving;
 //! - `silent-probe`: never answers `server/discover` (legacy servers that ignore what they do
 //!   not know before `initialize`);
+//! - `slow-discover`: answers `server/discover` only after 1.5 s, offering 2026-07-28 alone,
+//!   and from then on refuses `initialize` with -32022, as the Python SDK does — the
+//!   connection has become a 2026-07-28 one;
 //! - `plain`: none of the above.
 //!
 //! In every mode `tools/call` of `crash` exits at once (status 7).
@@ -30,11 +33,14 @@ pub enum RawMode {
     StringId,
     HugeReply,
     SilentProbe,
+    SlowDiscover,
 }
 
 pub fn serve(mode: RawMode, audit: Option<&std::path::Path>) {
     let stdin = std::io::stdin();
     let mut out = std::io::stdout().lock();
+    // `slow-discover`: the connection answered `server/discover`, so it is a 2026-07-28 one.
+    let mut modern = false;
     for line in stdin.lock().lines() {
         let Ok(line) = line else { break };
         let Ok(msg) = serde_json::from_str::<Value>(&line) else {
@@ -53,9 +59,40 @@ pub fn serve(mode: RawMode, audit: Option<&std::path::Path>) {
         if id.is_null() {
             continue; // a notification
         }
-        let reply = |result: Value| json!({"jsonrpc": "2.0", "id": id, "result": result});
+        let reply = |mut result: Value| {
+            if modern && let Some(o) = result.as_object_mut() {
+                o.entry("resultType").or_insert(json!("complete"));
+            }
+            json!({"jsonrpc": "2.0", "id": id, "result": result})
+        };
         let error = |code: i64, message: &str| json!({"jsonrpc": "2.0", "id": id, "error": {"code": code, "message": message}});
         if method == "server/discover" && mode == RawMode::SilentProbe {
+            continue;
+        }
+        if method == "server/discover" && mode == RawMode::SlowDiscover {
+            std::thread::sleep(std::time::Duration::from_millis(1500));
+            modern = true;
+            let discovered = json!({"jsonrpc": "2.0", "id": id, "result": {
+                "resultType": "complete",
+                "supportedVersions": ["2026-07-28"],
+                "capabilities": {"tools": {}},
+                "ttlMs": 0,
+                "cacheScope": "private",
+                "_meta": {"io.modelcontextprotocol/serverInfo": {"name": "tern-test-server-raw", "version": "0"}}
+            }});
+            if writeln!(out, "{discovered}").is_err() || out.flush().is_err() {
+                return;
+            }
+            continue;
+        }
+        if method == "initialize" && modern {
+            let refused = error(
+                -32022,
+                "connection is serving the 2026-07-28 protocol; the initialize handshake is not accepted",
+            );
+            if writeln!(out, "{refused}").is_err() || out.flush().is_err() {
+                return;
+            }
             continue;
         }
         let lines: Vec<Value> = match method.as_str() {

@@ -38,6 +38,32 @@ impl TaskSupport {
     }
 }
 
+/// Lines a server printed on stdout that are not MCP messages (banners, log lines). tern
+/// skips them, as other SDKs do, but stdout is the protocol: a stricter client fails on them,
+/// so `tern mcp doctor` reports the count and the first one. Kept per server across restarts.
+#[derive(Debug, Clone, Default)]
+pub(crate) struct StdoutNoise(Arc<Mutex<(usize, Option<String>)>>);
+
+impl StdoutNoise {
+    /// The longest sample kept of the first line.
+    const SAMPLE_CHARS: usize = 120;
+
+    pub(crate) fn note(&self, line: &[u8]) {
+        if let Ok(mut n) = self.0.lock() {
+            n.0 += 1;
+            if n.1.is_none() {
+                let text = String::from_utf8_lossy(line);
+                n.1 = Some(text.trim_end().chars().take(Self::SAMPLE_CHARS).collect());
+            }
+        }
+    }
+
+    /// How many lines were skipped, and the first of them.
+    pub(crate) fn get(&self) -> (usize, Option<String>) {
+        self.0.lock().map(|n| n.clone()).unwrap_or_default()
+    }
+}
+
 /// A failure tern detected on the wire and answers a request with, in place of the server's
 /// reply. It travels as a JSON-RPC error (so rmcp completes the waiting call at once) marked with
 /// [`LocalFailure::KEY`] in its `data`, which the pool turns back into a precise `CallError`.

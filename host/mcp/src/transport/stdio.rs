@@ -22,7 +22,7 @@ use tokio::{
     sync::Mutex,
 };
 
-use super::{LocalFailure, TaskSupport, scan::EnvelopeScan};
+use super::{LocalFailure, StdoutNoise, TaskSupport, scan::EnvelopeScan};
 
 /// The largest message accepted from a server: the same 16 MiB rmcp and the streamable HTTP
 /// client use, so a reply acceptable over one transport is acceptable over the other.
@@ -40,6 +40,7 @@ pub(crate) struct StdioTransport {
     oversized: Option<(EnvelopeScan, usize)>,
     max_line: usize,
     task_support: TaskSupport,
+    noise: StdoutNoise,
 }
 
 impl StdioTransport {
@@ -48,6 +49,7 @@ impl StdioTransport {
     pub(crate) fn spawn(
         mut cmd: CommandWrap,
         task_support: TaskSupport,
+        noise: StdoutNoise,
     ) -> std::io::Result<(Self, Option<ChildStderr>)> {
         cmd.command_mut()
             .stdin(std::process::Stdio::piped())
@@ -71,6 +73,7 @@ impl StdioTransport {
                 oversized: None,
                 max_line: MAX_MESSAGE_BYTES,
                 task_support,
+                noise,
             },
             stderr,
         ))
@@ -146,7 +149,7 @@ impl StdioTransport {
             }
             let line = std::mem::take(&mut self.line);
             note_task_support(&line, &self.task_support);
-            if let Some(msg) = parse_line(&line) {
+            if let Some(msg) = parse_line(&line, &self.noise) {
                 return Some(msg);
             }
         }
@@ -175,7 +178,7 @@ impl StdioTransport {
 
 /// One line: a message, or `None` to skip it. A response whose body does not parse still
 /// answers its request (with the reason), so a call never waits on a reply it already got.
-fn parse_line(line: &[u8]) -> Option<RxJsonRpcMessage<RoleClient>> {
+fn parse_line(line: &[u8], noise: &StdoutNoise) -> Option<RxJsonRpcMessage<RoleClient>> {
     let line = line.strip_prefix(b"\xEF\xBB\xBF").unwrap_or(line);
     let line = line.strip_suffix(b"\n").unwrap_or(line);
     let line = line.strip_suffix(b"\r").unwrap_or(line);
@@ -198,6 +201,7 @@ fn parse_line(line: &[u8]) -> Option<RxJsonRpcMessage<RoleClient>> {
                 _ => {
                     // A banner or a log line on stdout: other SDKs skip these too.
                     tracing::debug!("skipping a line that is not a JSON-RPC message: {e}");
+                    noise.note(line);
                     None
                 }
             }
@@ -293,9 +297,13 @@ mod tests {
     fn sh(script: &str) -> StdioTransport {
         let mut cmd = tokio::process::Command::new("sh");
         cmd.arg("-c").arg(script);
-        StdioTransport::spawn(CommandWrap::from(cmd), TaskSupport::default())
-            .unwrap()
-            .0
+        StdioTransport::spawn(
+            CommandWrap::from(cmd),
+            TaskSupport::default(),
+            StdoutNoise::default(),
+        )
+        .unwrap()
+        .0
     }
 
     #[tokio::test]
@@ -342,5 +350,10 @@ mod tests {
             }
             other => panic!("{other:?}"),
         }
+        assert_eq!(
+            t.noise.get(),
+            (1, Some("hello, I am a banner".to_string())),
+            "the banner is counted for `tern mcp doctor`"
+        );
     }
 }
