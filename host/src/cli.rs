@@ -338,4 +338,10 @@ pub enum ServeCommand {
     Web(tern_web::Args),
     /// Search the tools tern deferred (tern starts this one itself when needed).
     Catalog(tern_catalog::Args),
+    /// tern itself as a tool: `run` hands a goal to a sub-agent and returns its answer.
+    ///
+    /// Sub-agents are headless and read-only unless `--mode` says otherwise; they work inside
+    /// the roots (`--root`, else the client's, else this directory). The global `--config`,
+    /// `-c`, `--allow`/`--deny` apply to every sub-agent.
+    Agent(crate::serve_agent::Args),
 }

@@ -10,5 +10,6 @@ pub mod cli;
 pub mod commands;
 pub mod error;
 pub mod render;
+pub mod serve_agent;
 pub mod telemetry;
 pub mod workspace;

@@ -19,7 +19,7 @@ fn main() -> ExitCode {
         flags: RunFlags::default(),
     });
     if let Command::Serve { server } = command {
-        return serve(server);
+        return serve(server, &cli.global);
     }
     if let Command::Completions { shell } = command {
         let mut cmd = <Cli as clap::CommandFactory>::command();
@@ -179,8 +179,9 @@ fn report(e: &anyhow::Error) -> ExitCode {
     }
 }
 
-/// `tern serve NAME`: the same code path as the standalone binaries.
-fn serve(server: ServeCommand) -> ExitCode {
+/// `tern serve NAME`: the same code path as the standalone binaries (the agent server, tern
+/// itself, also takes the global config flags).
+fn serve(server: ServeCommand, global: &tern::cli::GlobalArgs) -> ExitCode {
     tern_tool_common::init_tracing();
     let runtime = match runtime() {
         Ok(rt) => rt,
@@ -195,6 +196,9 @@ fn serve(server: ServeCommand) -> ExitCode {
             ServeCommand::Shell(args) => tern_shell::run(args).await,
             ServeCommand::Web(args) => tern_web::run(args).await,
             ServeCommand::Catalog(args) => tern_catalog::run(args).await,
+            ServeCommand::Agent(args) => {
+                tern::serve_agent::serve(args, global.load_options(), global.cd.as_deref()).await
+            }
         }
     });
     match result {

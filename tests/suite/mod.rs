@@ -19,6 +19,8 @@ mod security;
 mod serve;
 mod snapshots;
 mod startup;
+mod subagents;
 mod tasks;
 mod telemetry;
 mod wire;
+mod workspace_dir;

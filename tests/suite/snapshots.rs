@@ -5,7 +5,7 @@ use tern_model::mock::script::AnthropicTurn;
 
 use tern_e2e::run_env::RunEnv;
 
-fn filters(cwd: &str) -> Vec<(String, String)> {
+pub(crate) fn filters(cwd: &str) -> Vec<(String, String)> {
     vec![
         (regex_escape(cwd), "[CWD]".into()),
         (r"\d{8}-\d{6}-[0-9a-f]{6}".into(), "[RUN_ID]".into()),

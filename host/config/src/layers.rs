@@ -34,6 +34,7 @@ pub(crate) struct Layer {
     pub(crate) sandbox: SandboxLayer,
     pub(crate) telemetry: crate::telemetry::TelemetryLayer,
     pub(crate) servers: Vec<(String, ServerLayer)>,
+    pub(crate) agents: crate::agents::AgentsLayer,
 }
 
 /// A server's keys from one or more layers.
@@ -164,6 +165,7 @@ pub(crate) struct Merged {
     pub(crate) sandbox: SandboxLayer,
     pub(crate) telemetry: crate::telemetry::TelemetryLayer,
     pub(crate) servers: BTreeMap<String, ServerLayer>,
+    pub(crate) agents: crate::agents::AgentsLayer,
 }
 
 impl Merged {
@@ -183,6 +185,7 @@ impl Merged {
         }
         self.sandbox.merge(layer.sandbox);
         self.telemetry.merge(layer.telemetry);
+        self.agents.merge(layer.agents);
         for (name, server) in layer.servers {
             match self.servers.get_mut(&name) {
                 Some(existing) => existing.merge(server),
@@ -258,6 +261,7 @@ impl Layer {
         if let Some(telemetry) = raw.telemetry {
             layer.telemetry = crate::telemetry::TelemetryLayer::from_raw(telemetry, source)?;
         }
+        layer.agents = crate::agents::AgentsLayer::from_raw(raw.agents, source)?;
         for (name, server) in raw.mcp_servers.unwrap_or_default() {
             let at = source.locate(name.span().start);
             let name = name.into_inner();

@@ -23,6 +23,7 @@
 //! ```
 #![deny(clippy::print_stdout, clippy::print_stderr)]
 
+mod agents;
 mod context;
 mod edit;
 mod error;
@@ -41,6 +42,7 @@ mod server;
 mod telemetry;
 mod trust;
 
+pub use agents::AgentProfile;
 pub use context::ContextSection;
 pub use edit::append_rule;
 pub use error::{ConfigError, Location, Result};

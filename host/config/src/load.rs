@@ -129,6 +129,8 @@ pub struct Config {
     pub sandbox: SandboxConfig,
     /// `[telemetry]`: OpenTelemetry export (the host lays the `OTEL_*` variables under it).
     pub telemetry: crate::telemetry::TelemetrySection,
+    /// `[agents.NAME]`: the enabled agent profiles, by name.
+    pub agents: BTreeMap<String, crate::agents::AgentProfile>,
     /// The sources that were applied, lowest first.
     pub layers: Vec<LoadedLayer>,
     /// Things to tell the user, e.g. an untrusted project config.
@@ -251,6 +253,7 @@ fn resolve(
     Ok(Config {
         mcp_servers,
         sandbox,
+        agents: merged.agents.resolve()?,
         model: merged.model,
         permissions,
         agent: AgentSection {

@@ -26,6 +26,7 @@ pub(crate) struct RawConfig {
     pub(crate) sandbox: Option<RawSandbox>,
     pub(crate) telemetry: Option<crate::telemetry::RawTelemetry>,
     pub(crate) mcp_servers: Option<BTreeMap<Spanned<String>, RawServer>>,
+    pub(crate) agents: Option<BTreeMap<Spanned<String>, crate::agents::RawProfile>>,
 }
 
 /// `[permissions]`.

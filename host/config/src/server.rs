@@ -217,6 +217,8 @@ pub enum Builtin {
     /// The tool search over deferred tools (`tern__tool_search`); tern adds it itself when the
     /// table may need deferring.
     Catalog,
+    /// tern itself as a tool: `run` starts a sub-agent (`tern serve agent`).
+    Agent,
 }
 
 impl Builtin {
@@ -227,6 +229,7 @@ impl Builtin {
             Self::Shell => "shell",
             Self::Web => "web",
             Self::Catalog => "catalog",
+            Self::Agent => "agent",
         }
     }
 }

@@ -42,6 +42,9 @@ pub struct CallMeta {
     pub rule: Option<String>,
     /// The server's `structuredContent` (redacted), when it gave one.
     pub structured: Option<serde_json::Value>,
+    /// The result's `_meta` (redacted), when it gave one (e.g. `tern/usage`: tokens a
+    /// sub-agent spent on the call).
+    pub result_meta: Option<serde_json::Value>,
 }
 
 /// What one gateway call produced: the result for the model, and the facts about the call.

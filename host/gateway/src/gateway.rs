@@ -243,6 +243,7 @@ impl Gateway {
         let mut result = match outcome {
             Ok(out) => {
                 meta.structured = out.structured.map(|s| self.redactor.redact_json(&s));
+                meta.result_meta = out.raw.get("_meta").map(|m| self.redactor.redact_json(m));
                 ToolResult {
                     is_error: out.is_error,
                     images: out.images,

@@ -20,11 +20,12 @@ use super::{
         budget::{Breakdown, Budget, Limits},
     },
     conversation::{Ask, Conversation, Reason},
+    delegated::{Delegated, DelegatedUsage},
     gateway_tools::{Deferral, GatewayTools, ToolAllow},
     model,
     run_loop::{Agent, AgentSettings, TurnOutcome},
     secrets,
-    servers::{specs, start_pool},
+    servers::{link_agent_servers, specs, start_pool},
     session,
     trace_file::EventWriter,
 };
@@ -109,6 +110,8 @@ pub struct Engine {
     steps: u32,
     /// `[model.price]`, else the catalog's.
     price: Option<Price>,
+    /// What sub-agents (tools reporting `tern/usage`) spent for this run.
+    delegated: Arc<DelegatedUsage>,
 }
 
 impl Engine {
@@ -150,8 +153,9 @@ impl Engine {
 
         let catalog = ws.paths.run_dir(&run_id).join("catalog.json");
         let config = with_tool_search(&ws.config, &catalog).map_err(UsageError)?;
-        let server_specs =
+        let mut server_specs =
             specs(&config, &ws.tern_exe, &ws.env, None).map_err(|e| UsageError(e.to_string()))?;
+        link_agent_servers(&mut server_specs, &config, &run_id);
         bus.emit(Event::RunStarted {
             goal: opts.goal.clone(),
             model: model.name().to_string(),
@@ -219,6 +223,7 @@ impl Engine {
             },
         );
         let conv = Conversation::new(transcript, budget, ws.config.context.summarize);
+        let delegated = Arc::new(DelegatedUsage::default());
         let agent = Agent {
             model,
             tools: Arc::new(GatewayTools {
@@ -235,6 +240,7 @@ impl Engine {
                 },
                 allow: opts.tool_allow.clone().map(ToolAllow::new).transpose()?,
                 trace_context: telemetry.is_some(),
+                delegated: delegated.clone(),
             }),
             bus: bus.clone(),
             settings: AgentSettings {
@@ -260,6 +266,7 @@ impl Engine {
             usage: Usage::default(),
             steps: 0,
             price,
+            delegated,
         })
     }
 
@@ -302,17 +309,21 @@ impl Engine {
     /// the new messages to the session.
     pub async fn submit(&mut self, input: &str, cancel: &CancellationToken) -> TurnOutcome {
         let before = self.conv.transcript.len();
+        let delegated_before = self.delegated.total();
         let outcome = self.agent.run_turn(&mut self.conv, input, cancel).await;
         self.usage.add(&outcome.usage);
         self.steps += outcome.steps;
+        // Sub-agents' tokens count in the turn that delegated to them.
+        let delegated = self.delegated.total().since(&delegated_before);
+        let usage = delegated.add_usage(&outcome.usage);
         self.bus.emit(Event::TurnFinished {
             status: outcome.status,
             steps: outcome.steps,
-            input_tokens: outcome.usage.input,
-            output_tokens: outcome.usage.output,
-            cache_read_tokens: outcome.usage.cache_read,
-            cache_creation_tokens: outcome.usage.cache_creation,
-            cost_usd: self.cost(&outcome.usage),
+            input_tokens: usage.input,
+            output_tokens: usage.output,
+            cache_read_tokens: usage.cache_read,
+            cache_creation_tokens: usage.cache_creation,
+            cost_usd: delegated.add_cost(self.cost(&outcome.usage)),
             context_tokens: outcome.context_tokens,
             context_window: self.conv.budget.limits().window,
         });
@@ -436,23 +447,31 @@ impl Engine {
         self.usage
     }
 
+    /// What sub-agents spent for this run (tool results reporting `tern/usage`); not part of
+    /// [`Engine::usage`], which is this run's own model calls.
+    pub fn delegated(&self) -> Delegated {
+        self.delegated.total()
+    }
+
     /// What `usage` costs with this model, in US dollars, when its price is known.
     pub fn cost(&self, usage: &Usage) -> Option<f64> {
         self.price.map(|p| p.cost(usage))
     }
 
     /// Writes `run_finished` with `status` (and the answer or error of the last turn), closes
-    /// the event stream and stops the servers.
+    /// the event stream and stops the servers. Its tokens and cost include the sub-agents'.
     pub async fn finish(self, status: RunStatus, last: Option<&TurnOutcome>) {
+        let delegated = self.delegated.total();
+        let usage = delegated.add_usage(&self.usage);
         self.bus.emit(Event::RunFinished {
             status,
             steps: self.steps,
             duration_ms: self.started.elapsed().as_millis() as u64,
-            input_tokens: self.usage.input,
-            output_tokens: self.usage.output,
-            cache_read_tokens: self.usage.cache_read,
-            cache_creation_tokens: self.usage.cache_creation,
-            cost_usd: self.cost(&self.usage),
+            input_tokens: usage.input,
+            output_tokens: usage.output,
+            cache_read_tokens: usage.cache_read,
+            cache_creation_tokens: usage.cache_creation,
+            cost_usd: delegated.add_cost(self.cost(&self.usage)),
             answer: last.and_then(|l| l.answer.clone()),
             error: last.and_then(|l| l.error.clone()),
         });

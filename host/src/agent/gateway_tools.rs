@@ -18,6 +18,7 @@ use tokio_util::sync::CancellationToken;
 use super::{
     bus::EventBus,
     context::defer::{self, Plan, SEARCH_TOOL},
+    delegated::{DelegatedUsage, ReportedUsage},
     executor::ToolExecutor,
 };
 
@@ -119,6 +120,8 @@ pub struct GatewayTools {
     pub allow: Option<ToolAllow>,
     /// Send each call's W3C `traceparent` in the request's `_meta` (telemetry is on).
     pub trace_context: bool,
+    /// Tokens tools reported spending for this run (`_meta["tern/usage"]`: sub-agents).
+    pub delegated: Arc<DelegatedUsage>,
 }
 
 impl GatewayTools {
@@ -192,6 +195,9 @@ impl ToolExecutor for GatewayTools {
         };
         let outcome = self.gateway.call(call.clone(), ctx).await;
         let _ = forward.await;
+        if let Some(reported) = ReportedUsage::from_result_meta(outcome.meta.result_meta.as_ref()) {
+            self.delegated.add(&reported);
+        }
         if call.name == SEARCH_TOOL && !outcome.result.is_error {
             // The catalog server's declared output: the tools it found become callable.
             let found = outcome

@@ -5,6 +5,7 @@
 mod bus;
 pub mod context;
 mod conversation;
+pub mod delegated;
 mod engine;
 mod executor;
 mod gateway_tools;

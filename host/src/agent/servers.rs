@@ -94,11 +94,17 @@ fn spec(
                     (tern_exe.to_string_lossy().into_owned(), full)
                 }
             };
+            // The agent server is tern itself: it needs what tern has (the model's key, its
+            // base URL, `$TERN_HOME`), and clears its own servers' environments the same way.
+            let pass_env = match launch {
+                Launch::Builtin(Builtin::Agent) => env.keys().cloned().collect(),
+                _ => env_vars.clone(),
+            };
             TransportSpec::Stdio {
                 program,
                 args,
                 env: explicit.clone(),
-                pass_env: env_vars.clone(),
+                pass_env,
                 cwd: cwd.clone(),
             }
         }
@@ -147,6 +153,29 @@ fn spec(
     Ok(spec)
 }
 
+/// The variable naming the run an agent server serves (`tern serve agent --parent-run-id`).
+pub const PARENT_RUN_ENV: &str = "TERN_PARENT_RUN_ID";
+
+/// Tells every built-in agent server which run it serves (`TERN_PARENT_RUN_ID`), so the runs it
+/// starts record their parent and the trace can link them. In the environment, not on the
+/// command line: the command line identifies the server (tool cache, pins), the run does not.
+pub fn link_agent_servers(specs: &mut [ServerSpec], config: &Config, run_id: &str) {
+    for spec in specs {
+        let is_agent = config.mcp_servers.get(&spec.name).is_some_and(|s| {
+            matches!(
+                s.transport,
+                Transport::Stdio {
+                    launch: Launch::Builtin(Builtin::Agent),
+                    ..
+                }
+            )
+        });
+        if let (true, TransportSpec::Stdio { env, .. }) = (is_agent, &mut spec.transport) {
+            env.insert(PARENT_RUN_ENV.into(), run_id.into());
+        }
+    }
+}
+
 /// The built-in shell's sandbox flags from `[sandbox]`: `--sandbox`, `--network`, a `--writable`
 /// per directory and a `--protect` per path, `$TERN_HOME` always among them. The shell enforces
 /// them itself, so tern-shell started by any other client is sandboxed the same way.
@@ -190,9 +219,9 @@ pub struct StartedPool {
 }
 
 /// Starts `specs` with tern's standard options (roots = `cwd`, logs and pins under `$TERN_HOME`,
-/// elicitation as `[agent]` says). A stdio server with no `cwd` of its own starts in `cwd` — the
-/// workspace, which is not the process's directory under `-C DIR`, in a replay's scratch copy,
-/// or in an eval task.
+/// elicitation as `[agent]` says). Stdio servers run in `cwd` (a configured `cwd` is relative
+/// to it): the workspace, which is not this process's directory under `-C DIR` or in a
+/// sub-agent, and `--root .` must mean it.
 pub fn start_pool(
     mut specs: Vec<ServerSpec>,
     config: &Config,
@@ -212,11 +241,11 @@ pub fn start_pool(
         }
     });
     for spec in &mut specs {
-        if let TransportSpec::Stdio {
-            cwd: dir @ None, ..
-        } = &mut spec.transport
-        {
-            *dir = Some(cwd.to_path_buf());
+        if let TransportSpec::Stdio { cwd: dir, .. } = &mut spec.transport {
+            *dir = Some(
+                dir.take()
+                    .map_or_else(|| cwd.to_path_buf(), |d| cwd.join(d)),
+            );
         }
     }
     let pins = PinStore::load(&paths.pins_file())?;

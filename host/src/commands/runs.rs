@@ -119,6 +119,109 @@ fn tokens_in(input: u64, cache_read: u64, cache_creation: u64) -> String {
 
 /// Renders a run as a readable timeline.
 pub fn render_trace(events: &[Envelope]) -> String {
+    render(events, &|_| None)
+}
+
+/// How deep `tern trace` follows sub-agent runs (each level is indented further).
+const MAX_TREE_DEPTH: usize = 8;
+
+/// Renders a run and, under each tool call whose result names a sub-agent run of it (the
+/// agent server's `[sub-agent run ID …]` line), that run's own trace, indented — recursively.
+/// Sub-runs no call names (a call cancelled before its result) follow at the end.
+pub fn render_tree(runs_dir: &Path, events: &[Envelope]) -> String {
+    let mut seen = std::collections::HashSet::new();
+    tree(runs_dir, events, 0, &mut seen)
+}
+
+fn tree(
+    runs_dir: &Path,
+    events: &[Envelope],
+    depth: usize,
+    seen: &mut std::collections::HashSet<String>,
+) -> String {
+    let Some(run_id) = events.first().map(|e| e.run_id.clone()) else {
+        return String::new();
+    };
+    seen.insert(run_id.clone());
+    let mut children = if depth < MAX_TREE_DEPTH {
+        child_runs(runs_dir, &run_id)
+    } else {
+        Vec::new()
+    };
+    children.retain(|(id, _)| !seen.contains(id));
+    let rendered: Vec<(String, String)> = children
+        .iter()
+        .map(|(id, child)| (id.clone(), tree(runs_dir, child, depth + 1, seen)))
+        .collect();
+    let used = std::cell::RefCell::new(std::collections::HashSet::new());
+    let mut out = render(events, &|output: &str| {
+        let blocks: Vec<String> = rendered
+            .iter()
+            .filter(|(id, _)| output.contains(&format!("sub-agent run {id}")))
+            .map(|(id, text)| {
+                used.borrow_mut().insert(id.clone());
+                indent(text)
+            })
+            .collect();
+        (!blocks.is_empty()).then(|| blocks.concat())
+    });
+    let used = used.into_inner();
+    let orphans: Vec<&(String, String)> = rendered
+        .iter()
+        .filter(|(id, _)| !used.contains(id))
+        .collect();
+    if !orphans.is_empty() {
+        out.push_str("sub-agent runs no call result names (cancelled or failed calls):\n");
+        for (_, text) in orphans {
+            out.push_str(&indent(text));
+        }
+    }
+    out
+}
+
+/// A sub-run's trace under its call: indented, with a marker on its first line.
+fn indent(text: &str) -> String {
+    let mut out = String::new();
+    for (i, line) in text.lines().enumerate() {
+        out.push_str(if i == 0 {
+            "            ↳ "
+        } else {
+            "              "
+        });
+        out.push_str(line);
+        out.push('\n');
+    }
+    out
+}
+
+/// The runs whose `run_started` names `parent` as their parent, oldest first.
+fn child_runs(runs_dir: &Path, parent: &str) -> Vec<(String, Vec<Envelope>)> {
+    let Ok(entries) = std::fs::read_dir(runs_dir) else {
+        return Vec::new();
+    };
+    let mut ids: Vec<String> = entries
+        .filter_map(Result::ok)
+        .map(|e| e.file_name().to_string_lossy().into_owned())
+        .collect();
+    ids.sort();
+    ids.into_iter()
+        .filter_map(|id| {
+            let path = runs_dir.join(&id).join("events.jsonl");
+            let first = std::fs::read_to_string(&path).ok()?;
+            let first: Envelope = serde_json::from_str(first.lines().next()?).ok()?;
+            match &first.event {
+                Event::RunStarted {
+                    parent_run_id: Some(p),
+                    ..
+                } if p == parent => Some((id, load_events(&path).ok()?)),
+                _ => None,
+            }
+        })
+        .collect()
+}
+
+/// [`render_trace`], with `nested(output)` giving what to show under a tool call's line.
+fn render(events: &[Envelope], nested: &dyn Fn(&str) -> Option<String>) -> String {
     let mut out = String::new();
     let t0 = events.first().and_then(|e| ts_ms(&e.ts)).unwrap_or(0);
     let at = |e: &Envelope| {
@@ -154,11 +257,6 @@ pub fn render_trace(events: &[Envelope]) -> String {
             }
             ready.push(format!("{server} ({tools} tools, {startup_ms} ms)"));
             continue;
-        }
-        if !ready.is_empty() {
-            ready.sort();
-            out.push_str(&format!("{ready_at} servers ready: {}\n", ready.join(", ")));
-            ready.clear();
         }
         let line = match &e.event {
             Event::RunStarted {
@@ -300,8 +398,24 @@ pub fn render_trace(events: &[Envelope]) -> String {
             _ => None,
         };
         if let Some(line) = line {
+            // Events nobody reads (state, logs) may come between two `server_ready`s: the
+            // servers are shown as one line up to the next line that is shown.
+            if !ready.is_empty() {
+                ready.sort();
+                out.push_str(&format!("{ready_at} servers ready: {}\n", ready.join(", ")));
+                ready.clear();
+            }
             out.push_str(&format!("{} {line}\n", at(e)));
         }
+        if let Event::ToolCallFinished { output, .. } = &e.event
+            && let Some(block) = nested(output)
+        {
+            out.push_str(&block);
+        }
+    }
+    if !ready.is_empty() {
+        ready.sort();
+        out.push_str(&format!("{ready_at} servers ready: {}\n", ready.join(", ")));
     }
     out
 }
@@ -324,10 +438,11 @@ pub fn find_run(ws: &Workspace, run_id: &str) -> anyhow::Result<std::path::PathB
     Ok(dir.join(&id).join("events.jsonl"))
 }
 
-/// `tern trace RUN_ID` (a unique prefix is enough).
+/// `tern trace RUN_ID` (a unique prefix is enough): the run, with the runs of its sub-agents
+/// nested under the calls that made them.
 pub fn trace(ws: &Workspace, run_id: &str, out: &mut dyn Write) -> anyhow::Result<i32> {
     let events = load_events(&find_run(ws, run_id)?)?;
-    write!(out, "{}", render_trace(&events))?;
+    write!(out, "{}", render_tree(&ws.paths.runs_dir(), &events))?;
     Ok(0)
 }
 

@@ -188,7 +188,10 @@ fn a_full_file_parses_into_the_expected_config() {
     assert_eq!(files.max_output_chars, Some(20000));
     // The defaults' built-in servers are still there.
     let names: Vec<_> = config.mcp_servers.keys().map(String::as_str).collect();
-    assert_eq!(names, ["files", "fs", "git", "remote", "shell", "web"]);
+    assert_eq!(
+        names,
+        ["agent", "files", "fs", "git", "remote", "shell", "web"]
+    );
 
     // Helpers the pool and gateway use.
     assert!(git.tool_enabled("git_log"));

@@ -223,7 +223,32 @@ impl Slash<'_> {
             total.cache_hit_percent(),
             format_tokens(total.output),
             priced(&total)
-        )
+        )?;
+        // Sub-agents ran on their own (maybe other) model: their cost is what they reported.
+        let sub = self.engine.delegated();
+        if sub.calls > 0 {
+            writeln!(
+                self.out,
+                "  sub-agents: {} run(s), {} in ({} cached), {} out{}",
+                sub.calls,
+                format_tokens(sub.usage.total_input()),
+                format_tokens(sub.usage.cache_read),
+                format_tokens(sub.usage.output),
+                sub.add_cost(Some(0.0))
+                    .map(|c| format!(", {}", format_cost(c)))
+                    .unwrap_or_else(|| ", cost unknown".into())
+            )?;
+            writeln!(
+                self.out,
+                "  with sub-agents: {} in, {} out{}",
+                format_tokens(sub.add_usage(&total).total_input()),
+                format_tokens(sub.add_usage(&total).output),
+                sub.add_cost(self.engine.cost(&total))
+                    .map(|c| format!(", {}", format_cost(c)))
+                    .unwrap_or_default()
+            )?;
+        }
+        Ok(())
     }
 
     /// `/server:prompt args`: expands the prompt and sends it.
