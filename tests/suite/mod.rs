@@ -14,6 +14,7 @@ mod roots;
 mod run;
 mod security;
 mod serve;
+mod serve_http;
 mod snapshots;
 mod startup;
 mod tasks;
