@@ -15,7 +15,7 @@ use std::{
 use serde_json::{Value, json};
 use tern_e2e::{
     bin, dep,
-    run_env::{RunEnv, all_files, of_type},
+    run_env::{RunEnv, all_files, of_type, pids_with},
     workspace_root,
 };
 use tern_model::mock::script::AnthropicTurn;
@@ -342,5 +342,92 @@ fn tern_serve_web_over_http_keeps_its_ssrf_guard() {
         assert_eq!(report["server_info"]["name"], "tern-web", "{report}");
         assert_eq!(report["calls"][0]["isError"], true, "{report}");
         assert!(call_text(&report, 0).contains("127.0.0.1"), "{report}");
+    }
+}
+
+#[test]
+fn sigterm_to_tern_serve_shell_ends_the_commands_it_runs_and_exits() {
+    let dir = tempfile::tempdir().unwrap();
+    let mut server = Served::start(
+        &bin("tern"),
+        &["serve", "shell", "--root", &s(dir.path())],
+        &[],
+    );
+    let marker = format!("tern-http-shutdown-{}", std::process::id());
+    let addr = server
+        .url
+        .strip_prefix("http://")
+        .and_then(|u| u.strip_suffix("/mcp"))
+        .unwrap()
+        .to_string();
+    // A 2026-07-28 call (no session to open first) whose answer would take a minute.
+    let body = json!({
+        "jsonrpc": "2.0", "id": 1, "method": "tools/call",
+        "params": {
+            "name": "run",
+            "arguments": {"command": format!("sleep 60; echo {marker}")},
+            "_meta": {
+                "io.modelcontextprotocol/protocolVersion": "2026-07-28",
+                "io.modelcontextprotocol/clientCapabilities": {}
+            }
+        }
+    })
+    .to_string();
+    let call = std::thread::spawn(move || {
+        use std::io::{Read, Write};
+        let mut stream = std::net::TcpStream::connect(&addr).unwrap();
+        write!(
+            stream,
+            "POST /mcp HTTP/1.1\r\nhost: {addr}\r\ncontent-type: application/json\r\n\
+             accept: application/json, text/event-stream\r\nmcp-protocol-version: 2026-07-28\r\n\
+             mcp-method: tools/call\r\nmcp-name: run\r\ncontent-length: {}\r\n\r\n{body}",
+            body.len()
+        )
+        .unwrap();
+        let mut reply = Vec::new();
+        let _ = stream.read_to_end(&mut reply);
+        String::from_utf8_lossy(&reply).into_owned()
+    });
+    let started = std::time::Instant::now();
+    while pids_with(&marker).is_empty() {
+        assert!(
+            started.elapsed() < Duration::from_secs(20),
+            "the command never started: {}",
+            server.stderr()
+        );
+        std::thread::sleep(Duration::from_millis(50));
+    }
+
+    let pid = server.child.id().to_string();
+    assert!(
+        Command::new("kill")
+            .args(["-TERM", &pid])
+            .status()
+            .unwrap()
+            .success()
+    );
+    let started = std::time::Instant::now();
+    let status = loop {
+        if let Some(status) = server.child.try_wait().unwrap() {
+            break status;
+        }
+        assert!(
+            started.elapsed() < Duration::from_secs(15),
+            "still running after SIGTERM"
+        );
+        std::thread::sleep(Duration::from_millis(20));
+    };
+    assert!(status.success(), "{status:?}: {}", server.stderr());
+    // The call's connection was closed without an answer, and its command is gone.
+    let reply = call.join().unwrap();
+    assert!(!reply.contains(&marker), "{reply}");
+    let started = std::time::Instant::now();
+    while !pids_with(&marker).is_empty() {
+        assert!(
+            started.elapsed() < Duration::from_secs(5),
+            "the command outlived its server: {:?}",
+            pids_with(&marker)
+        );
+        std::thread::sleep(Duration::from_millis(50));
     }
 }

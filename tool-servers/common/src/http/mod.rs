@@ -23,6 +23,7 @@ use std::net::SocketAddr;
 use std::sync::Arc;
 use std::time::Duration;
 
+use axum::serve::ListenerExt;
 use rmcp::ServerHandler;
 use rmcp::transport::streamable_http_server::{
     StreamableHttpServerConfig, StreamableHttpService, session::local::LocalSessionManager,
@@ -74,11 +75,27 @@ where
         axum::middleware::from_fn_with_state(guard.clone(), guard::enforce),
     );
     announce(local);
+    if !local.ip().to_canonical().is_loopback() {
+        // The token is only as secret as the path it travels: plain HTTP shows it to
+        // anyone on the way.
+        tracing::warn!(
+            "serving plain HTTP on {local}: requests (and the bearer token) cross the network \
+             unencrypted; put a TLS reverse proxy in front, or reach the server through an SSH \
+             tunnel or a VPN"
+        );
+    }
     tracing::info!(
         token_required = guard.token.is_some(),
         host_check = guard.allowed_hosts.is_some(),
         "serving MCP over streamable HTTP"
     );
+    // Without TCP_NODELAY a reply written in pieces (SSE event, then the chunked end) waits
+    // for the client's delayed ACK: ~40 ms per call instead of ~0.1 ms.
+    let listener = listener.tap_io(|tcp| {
+        if let Err(e) = tcp.set_nodelay(true) {
+            tracing::debug!("cannot set TCP_NODELAY: {e}");
+        }
+    });
     let server = axum::serve(
         listener,
         app.into_make_service_with_connect_info::<SocketAddr>(),
