@@ -169,10 +169,12 @@ pub enum Command {
         #[command(flatten)]
         flags: RunFlags,
     },
-    /// Run one of tern's built-in MCP tool servers over stdio.
+    /// Run one of tern's built-in MCP tool servers over stdio (or streamable HTTP with
+    /// `--http ADDR`).
     ///
     /// Identical to the standalone `tern-fs`, `tern-shell` and `tern-web` binaries;
-    /// other MCP clients can launch `tern serve fs --root DIR` directly.
+    /// other MCP clients can launch `tern serve fs --root DIR` directly, or connect to
+    /// `tern serve fs --root DIR --http 127.0.0.1:8765` at `http://127.0.0.1:8765/mcp`.
     Serve {
         #[command(subcommand)]
         server: ServeCommand,

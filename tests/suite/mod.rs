@@ -17,6 +17,7 @@ mod roots;
 mod run;
 mod security;
 mod serve;
+mod serve_http;
 mod snapshots;
 mod startup;
 mod subagents;

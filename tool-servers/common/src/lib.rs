@@ -4,9 +4,11 @@
 //! around that: logs go to stderr only ([`init_tracing`]), serving uses rmcp's
 //! non-blocking pipe transport ([`serve_stdio`]), and output that a tool
 //! captures from the outside world is bounded in memory ([`HeadTail`]).
+//! [`http`] serves the same servers over MCP streamable HTTP (`--http ADDR`).
 #![deny(clippy::print_stdout, clippy::print_stderr)]
 
 mod cap;
+pub mod http;
 pub mod schema;
 
 pub use cap::{Capped, HeadTail};

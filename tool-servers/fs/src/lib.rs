@@ -1,4 +1,5 @@
-//! tern-fs: a filesystem MCP server over stdio, confined to a set of roots.
+//! tern-fs: a filesystem MCP server over stdio (or streamable HTTP with `--http ADDR`),
+//! confined to a set of roots.
 //!
 //! Tools: `read_file`, `write_file`, `edit_file`, `list_dir`, `glob`, `grep`.
 //! Every path goes through [`resolve`], which walks it one component at a time
@@ -63,7 +64,7 @@ pub use tools::Limits;
 #[command(
     name = "tern-fs",
     version,
-    about = "tern's filesystem MCP server over stdio"
+    about = "tern's filesystem MCP server over stdio (or streamable HTTP with --http)"
 )]
 pub struct Args {
     /// A directory the tools may read and write (repeatable; default: the current
@@ -87,6 +88,8 @@ pub struct Args {
     /// its request `_meta` under `tern/deny_paths`.
     #[arg(long = "deny-read", value_name = "GLOB")]
     pub deny_read: Vec<String>,
+    #[command(flatten)]
+    pub http: tern_tool_common::http::HttpArgs,
 }
 
 impl Args {
@@ -100,11 +103,13 @@ impl Args {
     }
 }
 
-/// Runs the server over stdio until the client disconnects.
+/// Runs the server over stdio until the client disconnects, or with `--http` over
+/// streamable HTTP until SIGTERM or Ctrl-C.
 ///
 /// Fails before serving when a root cannot be opened, so a typo in `--root`
 /// is a startup error rather than a server that refuses every path.
 pub async fn run(args: Args) -> Result<(), ServeError> {
+    let http = args.http.config()?;
     let dirs = if args.roots.is_empty() {
         vec![PathBuf::from(".")]
     } else {
@@ -114,11 +119,15 @@ pub async fn run(args: Args) -> Result<(), ServeError> {
     tracing::debug!(roots = ?roots.paths().collect::<Vec<_>>(), "tern-fs serving");
     let server = FsServer::new(roots, args.limits(), args.deny_read.clone())
         .map_err(|e| ServeError::Config(e.to_string()))?;
-    serve_stdio(server).await
+    match http {
+        None => serve_stdio(server).await,
+        // Every session shares the one server: its roots' directory handles and deny rules.
+        Some(http) => tern_tool_common::http::serve(http, move || server.clone()).await,
+    }
 }
 
-/// Runs the server over stdio on a runtime of its own, until the client
-/// disconnects: what `tern-fs` (and `tern serve fs`) should call.
+/// Runs the server ([`run`]) on a runtime of its own: what `tern-fs` (and
+/// `tern serve fs`) should call.
 ///
 /// The runtime is single-threaded. Every tool but the tree walks finishes in
 /// microseconds, so extra workers only add cross-thread wake-ups to each

@@ -1,5 +1,5 @@
-//! tern-shell: an MCP server (stdio) with one tool, `run`, that runs a shell
-//! command the way an agent needs it run.
+//! tern-shell: an MCP server (stdio, or streamable HTTP with `--http ADDR`) with
+//! one tool, `run`, that runs a shell command the way an agent needs it run.
 //!
 //! - Commands start in `--root` (a `cwd` argument must resolve inside it).
 //! - The environment is cleared and rebuilt from an allow-list (see [`env`]), so
@@ -43,7 +43,7 @@ pub use server::{RunParams, Settings, ShellServer};
 #[command(
     name = "tern-shell",
     version,
-    about = "tern's shell MCP server over stdio"
+    about = "tern's shell MCP server over stdio (or streamable HTTP with --http)"
 )]
 pub struct Args {
     /// Directory commands run in; a `cwd` argument must resolve inside it.
@@ -76,17 +76,26 @@ pub struct Args {
     /// e.g. `$TERN_HOME`). `.git/hooks`, `.git/config` and `.tern` always are.
     #[arg(long, value_name = "PATH")]
     pub protect: Vec<PathBuf>,
+    #[command(flatten)]
+    pub http: tern_tool_common::http::HttpArgs,
 }
 
-/// Runs the server over stdio until the client disconnects.
+/// Runs the server over stdio until the client disconnects, or with `--http` over
+/// streamable HTTP until SIGTERM or Ctrl-C.
 pub async fn run(args: Args) -> Result<(), tern_tool_common::ServeError> {
+    let http = args.http.config()?;
     let settings = settings_from(args)?;
     tracing::info!(root = %settings.root.display(), shell = %settings.shell.display(), "tern-shell starting");
     tracing::info!("{}", settings.sandbox.summary());
     for degradation in settings.sandbox.degradations() {
         tracing::warn!("{degradation}");
     }
-    tern_tool_common::serve_stdio(ShellServer::new(settings)).await
+    let server = ShellServer::new(settings);
+    match http {
+        None => tern_tool_common::serve_stdio(server).await,
+        // Every session runs its commands under the one sandbox policy and root.
+        Some(http) => tern_tool_common::http::serve(http, move || server.clone()).await,
+    }
 }
 
 /// Validates the flags and snapshots the environment commands will get.

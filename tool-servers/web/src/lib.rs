@@ -1,5 +1,6 @@
-//! tern-web: an MCP server (stdio) with one tool, `fetch`, that reads a web
-//! page as markdown without becoming a door into the network it runs on.
+//! tern-web: an MCP server (stdio, or streamable HTTP with `--http ADDR`) with
+//! one tool, `fetch`, that reads a web page as markdown without becoming a door
+//! into the network it runs on.
 //!
 //! - Only `http` and `https`; HTML is converted to markdown ([`convert`]),
 //!   other text is returned as is, binary content is refused.
@@ -35,7 +36,11 @@ pub use server::{DEFAULT_MAX_CHARS, FetchParams, WebServer};
 
 /// Command-line flags, shared by `tern-web` and `tern serve web`.
 #[derive(Debug, Clone, clap::Parser)]
-#[command(name = "tern-web", version, about = "tern's web MCP server over stdio")]
+#[command(
+    name = "tern-web",
+    version,
+    about = "tern's web MCP server over stdio (or streamable HTTP with --http)"
+)]
 pub struct Args {
     /// Allow fetching from loopback, private, link-local and other internal
     /// addresses (local development and tests only).
@@ -60,12 +65,20 @@ pub struct Args {
     /// Redirects followed at most.
     #[arg(long, value_name = "N", default_value_t = 10)]
     pub max_redirects: usize,
+    #[command(flatten)]
+    pub http: tern_tool_common::http::HttpArgs,
 }
 
-/// Runs the server over stdio until the client disconnects.
+/// Runs the server over stdio until the client disconnects, or with `--http` over
+/// streamable HTTP until SIGTERM or Ctrl-C.
 pub async fn run(args: Args) -> Result<(), tern_tool_common::ServeError> {
+    let http = args.http.config()?;
     let server = server_from(args)?;
-    tern_tool_common::serve_stdio(server).await
+    match http {
+        None => tern_tool_common::serve_stdio(server).await,
+        // Every session fetches through the one SSRF guard the flags set up.
+        Some(http) => tern_tool_common::http::serve(http, move || server.clone()).await,
+    }
 }
 
 /// Builds the server the flags describe, using the system resolver.

@@ -2,6 +2,8 @@
 
 mod annotations;
 mod deny;
+mod http;
+mod http_wire;
 mod race;
 mod raw;
 mod read;
