@@ -56,7 +56,7 @@ pub use sections::{
 };
 pub use server::{
     Builtin, DEFAULT_MAX_OUTPUT_CHARS, DEFAULT_STARTUP_TIMEOUT, DEFAULT_TOOL_TIMEOUT, Defer,
-    Launch, ServerConfig, ServerRoots, ToolLimits, ToolSettings, Transport,
+    Launch, OAuthConfig, ServerConfig, ServerRoots, ToolLimits, ToolSettings, Transport,
 };
 pub use tern_sandbox::{Mode as SandboxMode, Network as SandboxNetwork};
 pub use trust::{TrustStatus, TrustStore, config_hash};

@@ -21,6 +21,7 @@ mod connect;
 mod env;
 mod error;
 mod event;
+pub mod oauth;
 mod output;
 pub mod pins;
 mod pool;
@@ -35,6 +36,7 @@ mod transport;
 pub use connect::Era;
 pub use error::{CallError, StartError};
 pub use event::{EventSink, Progress};
+pub use oauth::{Browser, OAuthOptions, OAuthSpec};
 pub use output::{DIFF_MIME, ToolOutput};
 pub use pool::{
     CallOptions, HeldKind, HeldTool, PromptInfo, ServerPool, ServerState, ServerStatus,

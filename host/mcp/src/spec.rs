@@ -28,6 +28,9 @@ pub struct ServerSpec {
     /// Tools whose definition (name, description, schemas, as JSON) is longer than this are
     /// held out of the table: every byte is sent on every model request (issue 15, F15).
     pub max_tool_bytes: usize,
+    /// How tern authorizes to this server when it asks (HTTP servers only; `None`: it does
+    /// not, and a `401` is an ordinary failure).
+    pub oauth: Option<crate::oauth::OAuthSpec>,
 }
 
 /// Default [`ServerSpec::max_tool_bytes`]: 64 KiB of JSON, a hundred times a typical tool.
@@ -48,6 +51,7 @@ impl ServerSpec {
             lifecycle: Lifecycle::Auto,
             roots: RootsSetting::Pool,
             max_tool_bytes: DEFAULT_MAX_TOOL_BYTES,
+            oauth: None,
         }
     }
 }
@@ -184,6 +188,8 @@ pub struct PoolOptions {
     pub host_env: BTreeMap<String, String>,
     /// What to answer a server's form elicitation with.
     pub elicitation: ElicitationPolicy,
+    /// Where OAuth credentials live and how authorizations are opened.
+    pub oauth: crate::oauth::OAuthOptions,
 }
 
 /// How tern answers `elicitation/create` (and 2026-07-28 elicitation input requests) when no
@@ -208,6 +214,7 @@ impl Default for PoolOptions {
             restart_base_delay: Duration::from_millis(250),
             host_env: std::env::vars().collect(),
             elicitation: ElicitationPolicy::Decline,
+            oauth: crate::oauth::OAuthOptions::default(),
         }
     }
 }

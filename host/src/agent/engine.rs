@@ -101,7 +101,7 @@ impl Engine {
         };
         let run_id = session::new_run_id();
         let bus = EventBus::new(&run_id, &session_id);
-        let redactor = Arc::new(Redactor::new(secrets::from_env(&ws.env)));
+        let redactor = Arc::new(Redactor::new(secrets::for_run(ws)));
         let writer = EventWriter::create(
             &ws.paths.run_dir(&run_id).join("events.jsonl"),
             redactor.clone(),
@@ -124,6 +124,18 @@ impl Engine {
         for notice in ws.notices() {
             bus.emit(Event::Notice { message: notice });
         }
+        // Tokens an authorization gets during the run: redacted from then on, everywhere.
+        let gateway_redactor: Arc<std::sync::OnceLock<Arc<Redactor>>> = Arc::default();
+        let learn: super::servers::SecretSink = {
+            let events = redactor.clone();
+            let gateway = gateway_redactor.clone();
+            Arc::new(move |token: &str| {
+                events.add(tern_gateway::Secret::new(token));
+                if let Some(g) = gateway.get() {
+                    g.add(tern_gateway::Secret::new(token));
+                }
+            })
+        };
         let pool = start_pool(
             server_specs,
             &ws.config,
@@ -131,6 +143,7 @@ impl Engine {
             &ws.cwd,
             ws.env.clone(),
             Some(bus.sink()),
+            Some(learn),
         )?
         .pool;
         // The window: what the user configured, else what a local server says it runs with
@@ -152,9 +165,10 @@ impl Engine {
             ws.cwd.clone(),
             vec![ws.cwd.clone()],
             ws.var("HOME").map(Into::into),
-            secrets::from_env(&ws.env),
+            secrets::for_run(ws),
         );
         let gateway = Arc::new(Gateway::new(pool.clone(), settings, approver, bus.sink())?);
+        let _ = gateway_redactor.set(gateway.redactor());
         let known = tern_model::catalog::lookup(model.name());
         let price = ws.config.model.price.or(known.and_then(|k| k.price));
         let context_window = resolved

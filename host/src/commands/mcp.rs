@@ -26,7 +26,15 @@ pub async fn start_pool_of(
     {
         anyhow::bail!("no enabled server named `{name}` in the config");
     }
-    let started = start_pool(specs, &ws.config, &ws.paths, &ws.cwd, ws.env.clone(), None)?;
+    let started = start_pool(
+        specs,
+        &ws.config,
+        &ws.paths,
+        &ws.cwd,
+        ws.env.clone(),
+        None,
+        None,
+    )?;
     started.pool.wait_settled().await;
     Ok(started)
 }
