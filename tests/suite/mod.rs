@@ -8,6 +8,7 @@ mod examples;
 mod http_faults;
 mod interop_clients;
 mod interop_servers;
+mod oauth;
 mod pool;
 mod repl;
 mod roots;

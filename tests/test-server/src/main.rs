@@ -23,6 +23,7 @@ use std::{
 
 use clap::Parser;
 
+mod oauth;
 mod raw;
 use rmcp::{
     RoleServer, ServerHandler, ServiceExt,
@@ -76,6 +77,11 @@ struct Args {
     /// the bound address is printed on stdout as `listening on ADDR`.
     #[arg(long)]
     http: Option<String>,
+    /// With `--http`: guard `/mcp` with OAuth 2.1 and serve a small authorization server on the
+    /// same origin (see `oauth.rs`); adds the tool `token`, which returns the bearer token the
+    /// call came with.
+    #[arg(long, requires = "http")]
+    oauth: bool,
     /// Speak hand-written JSON-RPC with the wire-level fault MODE (see `raw.rs`).
     #[arg(long, value_enum)]
     raw: Option<raw::RawMode>,
@@ -191,6 +197,14 @@ impl TestServer {
         ));
         if self.noop_removed.load(Ordering::SeqCst) {
             tools.retain(|t| t.name != "noop");
+        }
+        if self.args.oauth {
+            tools.push(tool(
+                "token",
+                "Return the bearer token this call arrived with (OAuth mode).",
+                empty.clone(),
+                true,
+            ));
         }
         if let Some(name) = &self.args.extra_tool {
             tools.push(tool(
@@ -486,6 +500,17 @@ impl ServerHandler for TestServer {
                     .unwrap_or_default();
                 Ok(text(Value::Object(headers).to_string()))
             }
+            "token" => {
+                let token = context
+                    .extensions
+                    .get::<http::request::Parts>()
+                    .and_then(|parts| parts.headers.get(http::header::AUTHORIZATION))
+                    .and_then(|v| v.to_str().ok())
+                    .and_then(|v| v.strip_prefix("Bearer "))
+                    .unwrap_or("(none)")
+                    .to_string();
+                Ok(text(token))
+            }
             "crash" => {
                 eprintln!("test-server: dying mid-call on purpose");
                 let _ = std::io::stderr().flush();
@@ -563,6 +588,7 @@ async fn main() {
 
 /// Streamable HTTP mode: `/mcp` on `addr`, for the pool's HTTP transport tests.
 async fn serve_http(server: TestServer, addr: &str) {
+    let oauth = server.args.oauth;
     use rmcp::transport::streamable_http_server::{
         StreamableHttpServerConfig, StreamableHttpService, session::local::LocalSessionManager,
     };
@@ -578,6 +604,10 @@ async fn serve_http(server: TestServer, addr: &str) {
             eprintln!("test-server: cannot bind {addr}: {e}");
             std::process::exit(1);
         }
+    };
+    let router = match (oauth, listener.local_addr()) {
+        (true, Ok(local)) => oauth::router(format!("http://{local}"), router),
+        _ => router,
     };
     if let Ok(local) = listener.local_addr() {
         println!("listening on {local}");
