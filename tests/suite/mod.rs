@@ -11,6 +11,7 @@ mod interop_servers;
 mod oauth;
 mod pool;
 mod repl;
+mod resources;
 mod roots;
 mod run;
 mod security;

@@ -13,7 +13,7 @@ async fn drive(env: &RunEnv, script: &Value) -> Value {
 }
 
 /// [`drive`] with extra `tern` arguments.
-async fn drive_with(env: &RunEnv, script: &Value, args: &[&str]) -> Value {
+pub(crate) async fn drive_with(env: &RunEnv, script: &Value, args: &[&str]) -> Value {
     let out = tokio::process::Command::new(tern_e2e::dep("venv/bin/python"))
         .arg(tern_e2e::workspace_root().join("tests/interop/pty_drive.py"))
         .arg(script.to_string())

@@ -225,7 +225,10 @@ async fn cancel(peer: &Peer<RoleClient>, id: rmcp::model::RequestId, reason: &st
 
 /// The answers to a round of 2026-07-28 input requests — the same answers the 2025-11-25
 /// server→client requests get from the handler.
-fn fulfil(answers: &Answers, requests: InputRequests) -> Result<InputResponses, CallError> {
+pub(crate) fn fulfil(
+    answers: &Answers,
+    requests: InputRequests,
+) -> Result<InputResponses, CallError> {
     let mut responses = InputResponses::new();
     for (key, request) in requests {
         let value = match request {

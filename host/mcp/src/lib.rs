@@ -25,6 +25,7 @@ pub mod oauth;
 mod output;
 pub mod pins;
 mod pool;
+mod resources;
 mod roots;
 mod spec;
 mod stderr;
@@ -41,6 +42,7 @@ pub use output::{DIFF_MIME, ToolOutput};
 pub use pool::{
     CallOptions, HeldKind, HeldTool, PromptInfo, ServerPool, ServerState, ServerStatus,
 };
+pub use resources::{ResourceInfo, ResourceText};
 pub use spec::{
     DEFAULT_MAX_TOOL_BYTES, ElicitationPolicy, Lifecycle, PoolOptions, RootsSetting, ServerSpec,
     ToolFilter, TransportSpec,

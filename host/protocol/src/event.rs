@@ -179,6 +179,14 @@ pub enum Event {
         /// Messages replaced by the summary.
         summarized_messages: usize,
     },
+    /// A server's resource was read into the user's message (`@server:uri` in the REPL).
+    ResourceAttached {
+        server: String,
+        uri: String,
+        mime_type: Option<String>,
+        /// Characters of text attached.
+        chars: usize,
+    },
     /// A notice from the engine (an ignored project config, a rule that could not be saved, …).
     Notice { message: String },
     /// Something went wrong that the run reports (it may still continue).

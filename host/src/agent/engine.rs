@@ -372,6 +372,38 @@ impl Engine {
         self.pool.get_prompt(server, prompt, arguments).await
     }
 
+    /// The resources the servers offer (`@SERVER:URI` in the REPL, `/mcp`).
+    pub async fn resources(&self) -> Vec<tern_mcp::ResourceInfo> {
+        self.pool.resources().await
+    }
+
+    /// [`Self::resources`] as a task of its own (it holds the pool, not the engine), so the REPL
+    /// can refresh its completions while it waits for input.
+    pub fn resources_later(
+        &self,
+    ) -> impl std::future::Future<Output = Vec<tern_mcp::ResourceInfo>> + Send + 'static {
+        let pool = self.pool.clone();
+        async move { pool.resources().await }
+    }
+
+    /// Reads a server's resource for the user's next message; the read is an event, and the
+    /// text passes the redactor before it is attached.
+    pub async fn read_resource(
+        &self,
+        server: &str,
+        uri: &str,
+    ) -> Result<tern_mcp::ResourceText, tern_mcp::CallError> {
+        let mut read = self.pool.read_resource(server, uri).await?;
+        read.text = self.gateway.redactor().redact(&read.text);
+        self.bus.emit(Event::ResourceAttached {
+            server: server.to_string(),
+            uri: uri.to_string(),
+            mime_type: read.mime_type.clone(),
+            chars: read.text.chars().count(),
+        });
+        Ok(read)
+    }
+
     /// Allows calls matching `rule` for the rest of this run.
     pub fn allow(&self, rule: &str) -> Result<(), String> {
         self.gateway

@@ -4,6 +4,7 @@
 //! empty prompt exits).
 
 mod approver;
+mod mentions;
 mod slash;
 
 use std::{
@@ -23,6 +24,7 @@ use tokio_util::sync::CancellationToken;
 
 use self::{
     approver::TerminalApprover,
+    mentions::ReplHelper,
     slash::{CostMeter, Next, Slash},
 };
 use crate::{
@@ -60,8 +62,12 @@ pub async fn run(ws: &Workspace, session: Option<String>) -> anyhow::Result<i32>
     }
 
     let history = ws.paths.tern_home.join("history");
-    let mut editor: Editor<(), DefaultHistory> = Editor::new()?;
+    let mut editor: Editor<ReplHelper, DefaultHistory> = Editor::new()?;
+    let helper = ReplHelper::default();
+    editor.set_helper(Some(helper.clone()));
     let _ = editor.load_history(&history);
+    // What `@server:` completes to: listed now, and again after every turn.
+    helper.set(&engine.resources().await);
     let expand = Arc::new(AtomicBool::new(false));
     editor.bind_sequence(
         KeyEvent::KeySeq(vec![Key(KeyCode::Char('O'), Modifiers::CTRL)]),
@@ -132,7 +138,14 @@ pub async fn run(ws: &Workspace, session: Option<String>) -> anyhow::Result<i32>
                     Next::Send(text) => text,
                 }
             }
-            None => input.to_string(),
+            None => match attach(&engine, input, &mut out).await? {
+                Some(text) => text,
+                None => {
+                    // A mention could not be read: give the line back to fix it.
+                    keep = input.to_string();
+                    continue;
+                }
+            },
         };
         // A turn: Ctrl-C cancels this turn only.
         let cancel = CancellationToken::new();
@@ -144,6 +157,9 @@ pub async fn run(ws: &Workspace, session: Option<String>) -> anyhow::Result<i32>
         });
         let outcome = engine.submit(&text, &cancel).await;
         ctrl_c.abort();
+        let refresh = engine.resources_later();
+        let helper = helper.clone();
+        tokio::spawn(async move { helper.set(&refresh.await) });
         if outcome.status == RunStatus::Cancelled {
             writeln!(out, "\n(cancelled)")?;
         }
@@ -159,4 +175,40 @@ pub async fn run(ws: &Workspace, session: Option<String>) -> anyhow::Result<i32>
     };
     engine.finish(status, last.as_ref()).await;
     Ok(0)
+}
+
+/// `input` with every `@server:uri` it mentions read and attached after it; `None` (after
+/// saying why) when one cannot be read.
+async fn attach(
+    engine: &Engine,
+    input: &str,
+    out: &mut dyn Write,
+) -> std::io::Result<Option<String>> {
+    if !input.contains('@') {
+        return Ok(Some(input.to_string()));
+    }
+    let servers: Vec<String> = engine.servers().into_iter().map(|s| s.name).collect();
+    let listed = engine.resources().await;
+    let found = mentions::mentions(input, &servers, &listed);
+    let mut text = input.to_string();
+    for m in &found {
+        match engine.read_resource(&m.server, &m.uri).await {
+            Ok(read) => {
+                text.push_str("\n\n");
+                text.push_str(&mentions::block(m, read.mime_type.as_deref(), &read.text));
+            }
+            Err(e) => {
+                writeln!(out, "cannot read @{}:{}: {e}", m.server, m.uri)?;
+                return Ok(None);
+            }
+        }
+    }
+    if !found.is_empty() {
+        let names: Vec<String> = found
+            .iter()
+            .map(|m| format!("@{}:{}", m.server, m.uri))
+            .collect();
+        writeln!(out, "(attached {})", names.join(", "))?;
+    }
+    Ok(Some(text))
 }
