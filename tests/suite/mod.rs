@@ -3,6 +3,7 @@ mod cli_mcp;
 mod conformance;
 mod context;
 mod deferred;
+mod elicitation;
 mod eras;
 mod examples;
 mod http_faults;

@@ -18,6 +18,7 @@
 mod call;
 mod client;
 mod connect;
+mod elicitation;
 mod env;
 mod error;
 mod event;
@@ -35,6 +36,10 @@ mod task;
 mod transport;
 
 pub use connect::Era;
+pub use elicitation::{
+    Choice, ElicitationAnswer, ElicitationKind, ElicitationRequest, Elicitor, FieldKind, FormField,
+    check as check_form, form_fields,
+};
 pub use error::{CallError, StartError};
 pub use event::{EventSink, Progress};
 pub use oauth::{Browser, OAuthOptions, OAuthSpec};

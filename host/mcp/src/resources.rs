@@ -108,7 +108,7 @@ impl ServerPool {
                     return Ok(contents_text(uri, result.contents));
                 }
                 ReadResourceResponse::InputRequired(input) => {
-                    params = next_round(slot, params, input)?;
+                    params = next_round(slot, params, input).await?;
                 }
                 _ => {
                     return Err(CallError::BadReply(
@@ -124,7 +124,7 @@ impl ServerPool {
     }
 }
 
-fn next_round(
+async fn next_round(
     slot: &Slot,
     mut params: ReadResourceRequestParams,
     input: rmcp::model::InputRequiredResult,
@@ -135,7 +135,7 @@ fn next_round(
             "the server asked for input but sent neither requests nor state".to_string(),
         ));
     }
-    let responses = fulfil(&slot.answers, requests)?;
+    let responses = fulfil(&slot.answers, requests).await?;
     params.input_responses = (!responses.is_empty()).then_some(responses);
     params.request_state = input.request_state;
     Ok(params)

@@ -172,7 +172,7 @@ impl TransportSpec {
 }
 
 /// Pool-wide settings.
-#[derive(Debug, Clone)]
+#[derive(Clone)]
 pub struct PoolOptions {
     /// Offered to servers as `roots/list` (`file://` URIs).
     pub roots: Vec<PathBuf>,
@@ -190,6 +190,21 @@ pub struct PoolOptions {
     pub elicitation: ElicitationPolicy,
     /// Where OAuth credentials live and how authorizations are opened.
     pub oauth: crate::oauth::OAuthOptions,
+    /// Who to ask when a server asks for input (the REPL); `None`: [`Self::elicitation`]
+    /// answers.
+    pub elicitor: Option<std::sync::Arc<dyn crate::Elicitor>>,
+}
+
+impl std::fmt::Debug for PoolOptions {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("PoolOptions")
+            .field("roots", &self.roots)
+            .field("log_dir", &self.log_dir)
+            .field("elicitation", &self.elicitation)
+            .field("oauth", &self.oauth)
+            .field("elicitor", &self.elicitor.as_ref().map(|_| "…"))
+            .finish_non_exhaustive()
+    }
 }
 
 /// How tern answers `elicitation/create` (and 2026-07-28 elicitation input requests) when no
@@ -215,6 +230,7 @@ impl Default for PoolOptions {
             host_env: std::env::vars().collect(),
             elicitation: ElicitationPolicy::Decline,
             oauth: crate::oauth::OAuthOptions::default(),
+            elicitor: None,
         }
     }
 }

@@ -179,6 +179,25 @@ pub enum Event {
         /// Messages replaced by the summary.
         summarized_messages: usize,
     },
+    /// A server asked the person for input (elicitation), and what it was answered. The values
+    /// of an accepted form are recorded only as a digest.
+    Elicitation {
+        server: String,
+        /// `form` or `url`.
+        mode: String,
+        message: String,
+        /// URL mode: where the person was sent.
+        url: Option<String>,
+        /// `accept`, `decline` or `cancel`.
+        action: String,
+        /// `user` (asked in the REPL), `defaults` (`--accept-elicitation-defaults`) or `policy`
+        /// (nobody to ask: declined).
+        answered_by: String,
+        /// The fields an accepted form filled in.
+        fields: Vec<String>,
+        /// sha256 of the accepted content's JSON.
+        content_sha256: Option<String>,
+    },
     /// A server's resource was read into the user's message (`@server:uri` in the REPL).
     ResourceAttached {
         server: String,

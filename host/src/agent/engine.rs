@@ -24,7 +24,7 @@ use super::{
     model,
     run_loop::{Agent, AgentSettings, TurnOutcome},
     secrets,
-    servers::{specs, start_pool},
+    servers::{PoolHooks, specs, start_pool},
     session,
     trace_file::EventWriter,
 };
@@ -50,6 +50,9 @@ pub struct EngineOptions {
     /// When set, only tools matching one of these patterns (`server__tool`, `*` globs) are
     /// offered to the model or may be called.
     pub tool_allow: Option<Vec<String>>,
+    /// Who answers a server's request for input (the REPL asks the person); `None`: the
+    /// `--accept-elicitation-defaults` policy.
+    pub elicitor: Option<Arc<dyn tern_mcp::Elicitor>>,
 }
 
 impl std::fmt::Debug for EngineOptions {
@@ -61,6 +64,7 @@ impl std::fmt::Debug for EngineOptions {
             .field("parent_run_id", &self.parent_run_id)
             .field("system_extra", &self.system_extra)
             .field("tool_allow", &self.tool_allow)
+            .field("elicitor", &self.elicitor.as_ref().map(|_| "…"))
             .finish()
     }
 }
@@ -124,6 +128,9 @@ impl Engine {
         for notice in ws.notices() {
             bus.emit(Event::Notice { message: notice });
         }
+        // Every elicitation is also a line of the audit log (the gateway owns the log).
+        let audited_gateway: Arc<std::sync::OnceLock<Arc<Gateway>>> = Arc::default();
+        bus.subscribe(Box::new(ElicitationAudit(audited_gateway.clone())));
         // Tokens an authorization gets during the run: redacted from then on, everywhere.
         let gateway_redactor: Arc<std::sync::OnceLock<Arc<Redactor>>> = Arc::default();
         let learn: super::servers::SecretSink = {
@@ -136,14 +143,18 @@ impl Engine {
                 }
             })
         };
+        let hooks = PoolHooks {
+            events: Some(bus.sink()),
+            secrets: Some(learn),
+            elicitor: opts.elicitor.clone(),
+        };
         let pool = start_pool(
             server_specs,
             &ws.config,
             &ws.paths,
             &ws.cwd,
             ws.env.clone(),
-            Some(bus.sink()),
-            Some(learn),
+            hooks,
         )?
         .pool;
         // The window: what the user configured, else what a local server says it runs with
@@ -169,6 +180,7 @@ impl Engine {
         );
         let gateway = Arc::new(Gateway::new(pool.clone(), settings, approver, bus.sink())?);
         let _ = gateway_redactor.set(gateway.redactor());
+        let _ = audited_gateway.set(gateway.clone());
         let known = tern_model::catalog::lookup(model.name());
         let price = ws.config.model.price.or(known.and_then(|k| k.price));
         let context_window = resolved
@@ -451,5 +463,43 @@ impl Engine {
         });
         self.bus.close();
         self.pool.shutdown().await;
+    }
+}
+
+/// Writes each [`Event::Elicitation`] to the audit log, as a line of its own
+/// (`"kind": "elicitation"`; an accepted form's values only as their digest).
+struct ElicitationAudit(Arc<std::sync::OnceLock<Arc<Gateway>>>);
+
+impl Subscriber for ElicitationAudit {
+    fn on_event(&mut self, e: &tern_protocol::Envelope) {
+        let Event::Elicitation {
+            server,
+            mode,
+            action,
+            answered_by,
+            fields,
+            content_sha256,
+            ..
+        } = &e.event
+        else {
+            return;
+        };
+        // No event from here (this runs inside the bus): a failed write goes to the log.
+        if let Some(gateway) = self.0.get()
+            && let Err(e) = gateway.audit_line(&serde_json::json!({
+                "time": e.ts,
+                "run_id": e.run_id,
+                "session_id": e.session_id,
+                "kind": "elicitation",
+                "server": server,
+                "mode": mode,
+                "action": action,
+                "answered_by": answered_by,
+                "fields": fields,
+                "content_sha256": content_sha256,
+            }))
+        {
+            tracing::error!("could not write an elicitation to the audit log: {e}");
+        }
     }
 }

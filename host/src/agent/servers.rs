@@ -239,17 +239,32 @@ pub struct StartedPool {
     pub events: Arc<Mutex<Vec<Event>>>,
 }
 
+/// What a pool's user hooks into it besides the config.
+#[derive(Default)]
+pub struct PoolHooks {
+    /// Also gets every event (the run's bus).
+    pub events: Option<EventSink>,
+    /// Learns the OAuth tokens the run obtains.
+    pub secrets: Option<SecretSink>,
+    /// Asks the person when a server asks for input (the REPL).
+    pub elicitor: Option<Arc<dyn tern_mcp::Elicitor>>,
+}
+
 /// Starts `specs` with tern's standard options (roots = `cwd`, logs and pins under `$TERN_HOME`,
-/// elicitation as `[agent]` says).
+/// elicitation as `[agent]` says, unless `hooks` brings someone to ask).
 pub fn start_pool(
     specs: Vec<ServerSpec>,
     config: &Config,
     paths: &ConfigPaths,
     cwd: &Path,
     env: BTreeMap<String, String>,
-    extra_sink: Option<EventSink>,
-    secrets: Option<SecretSink>,
+    hooks: PoolHooks,
 ) -> Result<StartedPool, SpecError> {
+    let PoolHooks {
+        events: extra_sink,
+        secrets,
+        elicitor,
+    } = hooks;
     let events: Arc<Mutex<Vec<Event>>> = Arc::default();
     let collected = events.clone();
     let sink: EventSink = Arc::new(move |e: Event| {
@@ -271,6 +286,7 @@ pub fn start_pool(
         } else {
             ElicitationPolicy::Decline
         },
+        elicitor,
         ..PoolOptions::default()
     };
     Ok(StartedPool {

@@ -6,7 +6,7 @@ use anyhow::Context as _;
 use serde::Serialize;
 use tern_mcp::{HeldKind, ServerState, ServerStatus, pins::PinStore};
 
-use crate::agent::servers::{StartedPool, specs, start_pool};
+use crate::agent::servers::{PoolHooks, StartedPool, specs, start_pool};
 use crate::{error::ConfigFailure, workspace::Workspace};
 
 /// Starts the configured servers (or only `only`) and waits until each is ready or failed.
@@ -32,8 +32,7 @@ pub async fn start_pool_of(
         &ws.paths,
         &ws.cwd,
         ws.env.clone(),
-        None,
-        None,
+        PoolHooks::default(),
     )?;
     started.pool.wait_settled().await;
     Ok(started)

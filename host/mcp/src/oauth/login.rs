@@ -102,6 +102,7 @@ pub async fn login(
                 server: name.clone(),
                 roots: None,
                 elicitation: ElicitationPolicy::Decline,
+                elicitor: None,
                 events: Arc::new(|_| {}),
             }),
             progress: Arc::default(),

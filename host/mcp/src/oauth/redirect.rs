@@ -41,7 +41,7 @@ impl Browser {
 
     /// Opens `url`. Returns a task for [`Browser::Fetch`] whose end (with the final status, or
     /// why it failed) tells the waiting flow that no redirect is coming.
-    pub(crate) fn open(&self, url: &str) -> Option<tokio::task::JoinHandle<String>> {
+    pub fn open(&self, url: &str) -> Option<tokio::task::JoinHandle<String>> {
         match self {
             Browser::Print => None,
             Browser::System => {

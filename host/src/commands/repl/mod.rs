@@ -4,6 +4,7 @@
 //! empty prompt exits).
 
 mod approver;
+mod elicit;
 mod mentions;
 mod slash;
 
@@ -24,6 +25,7 @@ use tokio_util::sync::CancellationToken;
 
 use self::{
     approver::TerminalApprover,
+    elicit::TerminalElicitor,
     mentions::ReplHelper,
     slash::{CostMeter, Next, Slash},
 };
@@ -48,10 +50,13 @@ pub async fn run(ws: &Workspace, session: Option<String>) -> anyhow::Result<i32>
     let color = std::io::stdout().is_terminal() && std::env::var_os("NO_COLOR").is_none();
     let printer = TerminalPrinter::on(Screen::terminal(color), color, Mode::Interactive);
     let screen = printer.screen();
-    let approver = Arc::new(TerminalApprover::new(screen.clone(), color));
+    // One question on the screen at a time: an approval or a server's request for input.
+    let turn = Arc::new(tokio::sync::Mutex::new(()));
+    let approver = Arc::new(TerminalApprover::new(screen.clone(), turn.clone(), color));
     let options = EngineOptions {
         goal: "(interactive)".into(),
         session,
+        elicitor: Some(Arc::new(TerminalElicitor::new(screen.clone(), turn))),
         ..EngineOptions::default()
     };
     let mut engine = Engine::start(ws, options, Box::new(printer), approver).await?;
