@@ -421,6 +421,16 @@ impl Authorizer {
                 Ok(access)
             }
             Err(RefreshError::Refused(why)) => {
+                // Another tern process may have refreshed first (a rotated refresh token is
+                // refused the second time): its token is the one to use, not to delete.
+                if let Ok(on_disk) = self.store.load_for(&self.url)
+                    && let Some(theirs) = on_disk.token()
+                    && theirs.access_token != current.access_token
+                {
+                    let access = theirs.access_token.clone();
+                    st.auth = Some(on_disk);
+                    return Ok(access);
+                }
                 entry.token = None;
                 let _ = self.store.save(&auth);
                 st.auth = Some(auth);
