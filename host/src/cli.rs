@@ -327,6 +327,20 @@ pub enum McpCommand {
         /// The server.
         name: String,
     },
+    /// Authorize tern for an HTTP server that asks for OAuth, and store the tokens.
+    ///
+    /// Prints the authorization URL and opens it (`TERN_OAUTH_BROWSER`: unset = the system
+    /// browser, `none` = print only, `fetch` = tern fetches it itself, else a command the URL is
+    /// appended to), then waits up to five minutes for the redirect to a loopback port.
+    Login {
+        /// The server.
+        name: String,
+    },
+    /// Forget (and revoke, where the server offers it) what `tern mcp login` stored.
+    Logout {
+        /// The server.
+        name: String,
+    },
 }
 
 /// The built-in servers `tern serve` can run.

@@ -129,6 +129,11 @@ fn main() -> ExitCode {
                 }
                 McpCommand::Import { file } => commands::mcp::import(&ws, &file, &mut out),
                 McpCommand::Approve { name } => commands::mcp::approve(&ws, &name, &mut out).await,
+                McpCommand::Login { name } => {
+                    let err = std::sync::Arc::new(std::sync::Mutex::new(std::io::stderr()));
+                    commands::login::login(&ws, &name, &mut out, err).await
+                }
+                McpCommand::Logout { name } => commands::login::logout(&ws, &name, &mut out).await,
             },
         }
     });

@@ -13,7 +13,7 @@ async fn drive(env: &RunEnv, script: &Value) -> Value {
 }
 
 /// [`drive`] with extra `tern` arguments.
-async fn drive_with(env: &RunEnv, script: &Value, args: &[&str]) -> Value {
+pub(crate) async fn drive_with(env: &RunEnv, script: &Value, args: &[&str]) -> Value {
     let out = tokio::process::Command::new(tern_e2e::dep("venv/bin/python"))
         .arg(tern_e2e::workspace_root().join("tests/interop/pty_drive.py"))
         .arg(script.to_string())
@@ -93,7 +93,7 @@ async fn slash_commands_never_reach_the_model_and_a_line_streams_an_answer() {
 async fn mcp_prompts_expand_and_approvals_are_asked_inline() {
     let env = RunEnv::new().await;
     env.add_servers(&format!(
-        "[mcp_servers.ts]\ncommand = {:?}\n",
+        "[mcp_servers.ts]\ncommand = {:?}\nrequired = true\n",
         tern_e2e::bin("tern-test-server").to_string_lossy()
     ));
     // Turn 1 (from the prompt): the model asks to run a command that needs approval.

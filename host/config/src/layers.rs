@@ -15,7 +15,7 @@ use toml::Spanned;
 
 use crate::error::{ConfigError, Location, Result};
 use crate::locate::SourceText;
-use crate::raw::{RawConfig, RawRoots, RawServer, RawToolSettings};
+use crate::raw::{RawConfig, RawOAuth, RawRoots, RawServer, RawToolSettings};
 use crate::rules::{RuleList, RuleSource, check_rule_shape};
 use crate::sandbox::SandboxLayer;
 use crate::sections::ModelConfig;
@@ -50,6 +50,7 @@ pub(crate) struct ServerLayer {
     pub(crate) bearer_token_env_var: Option<String>,
     pub(crate) http_headers: BTreeMap<String, String>,
     pub(crate) env_http_headers: BTreeMap<String, String>,
+    pub(crate) oauth: RawOAuth,
     pub(crate) enabled: Option<bool>,
     pub(crate) required: Option<bool>,
     pub(crate) startup_timeout: Option<Duration>,
@@ -108,6 +109,7 @@ impl ServerLayer {
         self.bearer_token_env_var = None;
         self.http_headers.clear();
         self.env_http_headers.clear();
+        self.oauth = RawOAuth::default();
     }
 
     /// Lays `later` over `self`.
@@ -130,6 +132,7 @@ impl ServerLayer {
         over(&mut self.bearer_token_env_var, later.bearer_token_env_var);
         self.http_headers.extend(later.http_headers);
         self.env_http_headers.extend(later.env_http_headers);
+        self.oauth.merge(later.oauth);
         over(&mut self.enabled, later.enabled);
         over(&mut self.required, later.required);
         over(&mut self.startup_timeout, later.startup_timeout);
@@ -366,6 +369,7 @@ fn server_layer(
         bearer_token_env_var: raw.bearer_token_env_var,
         http_headers: raw.http_headers.unwrap_or_default(),
         env_http_headers: raw.env_http_headers.unwrap_or_default(),
+        oauth: raw.oauth.unwrap_or_default(),
         enabled: raw.enabled,
         required: raw.required,
         enabled_tools: raw.enabled_tools,

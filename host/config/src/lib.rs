@@ -60,7 +60,7 @@ pub use sections::{
 };
 pub use server::{
     Builtin, DEFAULT_MAX_OUTPUT_CHARS, DEFAULT_STARTUP_TIMEOUT, DEFAULT_TOOL_TIMEOUT, Defer,
-    Launch, ServerConfig, ServerRoots, ToolLimits, ToolSettings, Transport,
+    Launch, OAuthConfig, ServerConfig, ServerRoots, ToolLimits, ToolSettings, Transport,
 };
 pub use telemetry::{OtlpProtocol, TelemetrySection};
 pub use tern_sandbox::{Mode as SandboxMode, Network as SandboxNetwork};

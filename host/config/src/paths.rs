@@ -96,6 +96,11 @@ impl ConfigPaths {
     pub fn logs_dir(&self) -> PathBuf {
         self.tern_home.join("logs")
     }
+
+    /// `$TERN_HOME/oauth/`: what `tern mcp login` stored, one `NAME.json` per server.
+    pub fn oauth_dir(&self) -> PathBuf {
+        self.tern_home.join("oauth")
+    }
 }
 
 /// Walks up from `cwd`; stops after the first directory holding `.git` (the repository root) so a

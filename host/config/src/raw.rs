@@ -64,6 +64,7 @@ pub(crate) struct RawServer {
     pub(crate) bearer_token_env_var: Option<String>,
     pub(crate) http_headers: Option<BTreeMap<String, String>>,
     pub(crate) env_http_headers: Option<BTreeMap<String, String>>,
+    pub(crate) oauth: Option<RawOAuth>,
     // common
     pub(crate) enabled: Option<bool>,
     pub(crate) required: Option<bool>,
@@ -77,6 +78,45 @@ pub(crate) struct RawServer {
     pub(crate) enabled_tools: Option<Vec<String>>,
     pub(crate) disabled_tools: Option<Vec<String>>,
     pub(crate) tools: Option<BTreeMap<String, RawToolSettings>>,
+}
+
+/// `[mcp_servers.NAME.oauth]` (or `oauth = { … }`): how tern authorizes to an HTTP server.
+#[derive(Debug, Default, Clone, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub(crate) struct RawOAuth {
+    pub(crate) enabled: Option<bool>,
+    pub(crate) client_id: Option<String>,
+    pub(crate) client_secret_env: Option<String>,
+    pub(crate) scopes: Option<Vec<String>>,
+    pub(crate) redirect_port: Option<u16>,
+    pub(crate) client_metadata_url: Option<String>,
+}
+
+impl RawOAuth {
+    /// Whether any key is set.
+    pub(crate) fn is_set(&self) -> bool {
+        self.enabled.is_some()
+            || self.client_id.is_some()
+            || self.client_secret_env.is_some()
+            || self.scopes.is_some()
+            || self.redirect_port.is_some()
+            || self.client_metadata_url.is_some()
+    }
+
+    /// Lays `later` over `self`, key by key.
+    pub(crate) fn merge(&mut self, later: Self) {
+        fn over<T>(slot: &mut Option<T>, later: Option<T>) {
+            if later.is_some() {
+                *slot = later;
+            }
+        }
+        over(&mut self.enabled, later.enabled);
+        over(&mut self.client_id, later.client_id);
+        over(&mut self.client_secret_env, later.client_secret_env);
+        over(&mut self.scopes, later.scopes);
+        over(&mut self.redirect_port, later.redirect_port);
+        over(&mut self.client_metadata_url, later.client_metadata_url);
+    }
 }
 
 /// `roots = false`, `roots = true`, or `roots = ["/dir", …]`.

@@ -8,10 +8,10 @@ use std::collections::BTreeMap;
 use crate::error::{ConfigError, Result};
 use crate::expand::{EnvLookup, expand};
 use crate::layers::{ServerLayer, ToolLayer, invalid};
-use crate::raw::RawRoots;
+use crate::raw::{RawOAuth, RawRoots};
 use crate::server::{
-    DEFAULT_STARTUP_TIMEOUT, DEFAULT_TOOL_TIMEOUT, Launch, ServerConfig, ServerRoots, ToolSettings,
-    Transport,
+    DEFAULT_STARTUP_TIMEOUT, DEFAULT_TOOL_TIMEOUT, Launch, OAuthConfig, ServerConfig, ServerRoots,
+    ToolSettings, Transport,
 };
 
 impl From<ToolLayer> for ToolSettings {
@@ -48,6 +48,7 @@ impl TryFrom<(String, ServerLayer)> for ServerConfig {
                     ("bearer_token_env_var", raw.bearer_token_env_var.is_some()),
                     ("http_headers", !raw.http_headers.is_empty()),
                     ("env_http_headers", !raw.env_http_headers.is_empty()),
+                    ("oauth", raw.oauth.is_set()),
                 ];
                 if let Some((key, _)) = http_only.iter().find(|(_, set)| *set) {
                     return Err(fail(key, "applies to HTTP servers (`url`) only"));
@@ -76,11 +77,14 @@ impl TryFrom<(String, ServerLayer)> for ServerConfig {
                 if url.trim().is_empty() {
                     return Err(fail("url", "is empty"));
                 }
+                let oauth = oauth_config(raw.oauth, raw.bearer_token_env_var.is_some())
+                    .map_err(|(key, message)| fail(&format!("oauth.{key}"), &message))?;
                 Transport::Http {
                     url,
                     bearer_token_env_var: raw.bearer_token_env_var,
                     headers: raw.http_headers,
                     env_headers: raw.env_http_headers,
+                    oauth,
                 }
             }
             (None, None) => {
@@ -135,6 +139,76 @@ impl TryFrom<(String, ServerLayer)> for ServerConfig {
             name,
         })
     }
+}
+
+/// `[mcp_servers.NAME.oauth]`, checked: `None` when OAuth is off (a static bearer token, or
+/// `enabled = false`). Errors are `(key, message)`.
+fn oauth_config(
+    raw: RawOAuth,
+    static_token: bool,
+) -> std::result::Result<Option<OAuthConfig>, (&'static str, String)> {
+    if raw.enabled == Some(false) {
+        return Ok(None);
+    }
+    if static_token {
+        if raw.is_set() {
+            return Err((
+                "enabled",
+                "a server with `bearer_token_env_var` sends that token; OAuth settings do not apply \
+                 (remove one of them)"
+                    .to_string(),
+            ));
+        }
+        return Ok(None);
+    }
+    if raw.client_secret_env.is_some() && raw.client_id.is_none() {
+        return Err((
+            "client_secret_env",
+            "needs `client_id`: a secret belongs to a registered client".to_string(),
+        ));
+    }
+    if raw
+        .client_id
+        .as_deref()
+        .is_some_and(|id| id.trim().is_empty())
+    {
+        return Err(("client_id", "is empty".to_string()));
+    }
+    if let Some(scopes) = &raw.scopes
+        && let Some(bad) = scopes.iter().find(|s| {
+            s.is_empty()
+                || s.chars()
+                    .any(|c| c.is_whitespace() || c == '"' || c == '\\')
+        })
+    {
+        return Err((
+            "scopes",
+            format!("{bad:?} is not a scope (one word each, no spaces or quotes)"),
+        ));
+    }
+    if raw.redirect_port == Some(0) {
+        return Err((
+            "redirect_port",
+            "must be a port from 1 to 65535".to_string(),
+        ));
+    }
+    if let Some(url) = &raw.client_metadata_url
+        && !url.starts_with("https://")
+    {
+        return Err((
+            "client_metadata_url",
+            "must be an https URL (a Client ID Metadata Document is fetched by the authorization \
+             server)"
+                .to_string(),
+        ));
+    }
+    Ok(Some(OAuthConfig {
+        client_id: raw.client_id,
+        client_secret_env: raw.client_secret_env,
+        scopes: raw.scopes,
+        redirect_port: raw.redirect_port,
+        client_metadata_url: raw.client_metadata_url,
+    }))
 }
 
 /// Expands `${VAR}`s in a server's `args`, `env` values, `url` and `http_headers` values.

@@ -192,7 +192,29 @@ pub enum Transport {
         /// `env_http_headers`: header name → variable whose value is sent (read when connecting, so the
         /// secret never sits in the resolved config).
         env_headers: BTreeMap<String, String>,
+        /// `oauth`: how tern authorizes when the server asks (`None`: it does not — a static
+        /// `bearer_token_env_var` is configured, or `oauth.enabled = false`).
+        oauth: Option<OAuthConfig>,
     },
+}
+
+/// `[mcp_servers.NAME.oauth]` of an HTTP server (every key optional): how tern authorizes to
+/// it with OAuth 2.1 when it answers `401` (`tern mcp login NAME`). Without any key tern
+/// discovers everything and registers itself dynamically.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct OAuthConfig {
+    /// `client_id`: a client registered with the authorization server beforehand.
+    pub client_id: Option<String>,
+    /// `client_secret_env`: the variable holding that client's secret (read when connecting).
+    pub client_secret_env: Option<String>,
+    /// `scopes`: the scopes to ask for, instead of those the server names.
+    pub scopes: Option<Vec<String>>,
+    /// `redirect_port`: the loopback port of the redirect URI
+    /// (`http://127.0.0.1:PORT/callback`), for a client registered with a fixed one.
+    pub redirect_port: Option<u16>,
+    /// `client_metadata_url`: the `https` URL of a Client ID Metadata Document describing tern,
+    /// used as the client id where the authorization server supports those.
+    pub client_metadata_url: Option<String>,
 }
 
 /// The program a stdio server runs.

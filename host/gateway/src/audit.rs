@@ -67,6 +67,25 @@ impl AuditLog {
     }
 }
 
+impl AuditLog {
+    /// Appends one line that is not a tool call's (an elicitation, say: it carries a `kind`),
+    /// redacted like every other.
+    pub fn append_value(
+        &self,
+        value: &serde_json::Value,
+        redactor: &Redactor,
+    ) -> std::io::Result<()> {
+        let mut line = redactor.redact(&value.to_string());
+        line.push('\n');
+        let mut file = self
+            .file
+            .lock()
+            .map_err(|_| std::io::Error::other("audit log lock poisoned"))?;
+        file.write_all(line.as_bytes())?;
+        file.flush()
+    }
+}
+
 /// Lowercase hex sha256.
 pub fn sha256_hex(bytes: &[u8]) -> String {
     hex::encode(Sha256::digest(bytes))

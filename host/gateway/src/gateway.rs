@@ -149,6 +149,12 @@ impl Gateway {
             .unwrap_or_else(|_| Arc::new(ToolTable::default()))
     }
 
+    /// Appends a line to the audit log that is not a tool call's (an elicitation). Emits
+    /// nothing (it is called from an event subscriber): the caller reports a failure.
+    pub fn audit_line(&self, value: &serde_json::Value) -> std::io::Result<()> {
+        self.audit.append_value(value, &self.redactor)
+    }
+
     /// The redactor the gateway applies, for the host's other writers (events file, transcript).
     pub fn redactor(&self) -> Arc<Redactor> {
         self.redactor.clone()

@@ -9,8 +9,8 @@ use rmcp::{
     RoleClient,
     model::{
         CallToolRequestParams, CancelledNotification, CancelledNotificationParam,
-        ClientNotification, ClientRequest, InputRequest, InputRequests, InputResponses, MetaObject,
-        Request, RequestMetaObject, ServerResult,
+        ClientNotification, ClientRequest, ElicitRequestParams, InputRequest, InputRequests,
+        InputResponses, MetaObject, Request, RequestMetaObject, ServerResult,
     },
     service::{Peer, PeerRequestOptions, ServiceError},
 };
@@ -88,9 +88,26 @@ impl ServerPool {
                 .await;
         }
         let mut state_only_rounds = 0u32;
+        let mut urls_visited = false;
         for _ in 0..MAX_INPUT_ROUNDS {
             let request = ClientRequest::CallToolRequest(Request::new(params.clone()));
-            match self.round(slot, &peer, request, deadline, &opts).await? {
+            let result = match self
+                .round_checked(slot, &peer, request, deadline, &opts)
+                .await?
+            {
+                Outcome::Result(result) => result,
+                Outcome::VisitUrls(urls) => {
+                    // Once: a server that asks again after the person went is not helped by
+                    // going again.
+                    if urls_visited {
+                        return Err(url_error(&urls, "still required after they were visited"));
+                    }
+                    urls_visited = true;
+                    visit(&slot.answers, &urls).await?;
+                    continue;
+                }
+            };
+            match result {
                 ServerResult::CallToolResult(result) => return Ok(result.into()),
                 ServerResult::InputRequiredResult(input) => {
                     let requests = input.input_requests.unwrap_or_default();
@@ -108,7 +125,7 @@ impl ServerPool {
                     } else {
                         state_only_rounds = 0;
                     }
-                    let responses = fulfil(&slot.answers, requests)?;
+                    let responses = fulfil(&slot.answers, requests).await?;
                     params.input_responses = (!responses.is_empty()).then_some(responses);
                     params.request_state = input.request_state;
                 }
@@ -134,8 +151,8 @@ impl ServerPool {
         )))
     }
 
-    /// One request of a call: sent, awaited within what is left of the deadline, cancelled when
-    /// the caller cancels.
+    /// One request of a call, as [`Self::round_checked`], a URL elicitation it requires
+    /// being an error.
     pub(crate) async fn round(
         &self,
         slot: &Slot,
@@ -144,6 +161,26 @@ impl ServerPool {
         deadline: Instant,
         opts: &CallOptions,
     ) -> Result<ServerResult, CallError> {
+        match self
+            .round_checked(slot, peer, request, deadline, opts)
+            .await?
+        {
+            Outcome::Result(result) => Ok(result),
+            Outcome::VisitUrls(urls) => Err(url_error(&urls, "not visited")),
+        }
+    }
+
+    /// One request of a call: sent, awaited within what is left of the deadline, cancelled when
+    /// the caller cancels. A `URLElicitationRequiredError` (-32042) comes back as the URLs to
+    /// visit.
+    async fn round_checked(
+        &self,
+        slot: &Slot,
+        peer: &Peer<RoleClient>,
+        request: ClientRequest,
+        deadline: Instant,
+        opts: &CallOptions,
+    ) -> Result<Outcome, CallError> {
         let timeout = CallError::Timeout {
             secs: opts.timeout.as_secs_f64(),
         };
@@ -168,7 +205,12 @@ impl ServerPool {
             }
         };
         match response {
-            Ok(result) => Ok(result),
+            Ok(result) => Ok(Outcome::Result(result)),
+            Err(ServiceError::McpError(e))
+                if e.code.0 == URL_ELICITATION_REQUIRED && !required_urls(&e).is_empty() =>
+            {
+                Ok(Outcome::VisitUrls(required_urls(&e)))
+            }
             Err(ServiceError::Timeout { .. }) => Err(timeout),
             Err(e) => Err(self.map_error_settled(slot, e).await),
         }
@@ -222,6 +264,61 @@ impl ServerPool {
     }
 }
 
+/// The JSON-RPC error code of `URLElicitationRequiredError` (2025-11-25): the request needs the
+/// person to visit pages first (`data.elicitations`, URL mode).
+const URL_ELICITATION_REQUIRED: i32 = -32042;
+
+/// How one request of a call ended. (The result is the common case and moved on at once: no
+/// box for it.)
+#[allow(clippy::large_enum_variant)]
+pub(crate) enum Outcome {
+    Result(ServerResult),
+    /// The server requires these URL elicitations before it can answer.
+    VisitUrls(Vec<ElicitRequestParams>),
+}
+
+/// The URL elicitations of a -32042 error.
+fn required_urls(e: &rmcp::model::ErrorData) -> Vec<ElicitRequestParams> {
+    e.data
+        .as_ref()
+        .and_then(|d| d.get("elicitations"))
+        .and_then(|v| v.as_array())
+        .into_iter()
+        .flatten()
+        .filter_map(|v| serde_json::from_value::<ElicitRequestParams>(v.clone()).ok())
+        .filter(|p| matches!(p, ElicitRequestParams::UrlElicitationParams { .. }))
+        .collect()
+}
+
+/// Puts each required URL before the person (the same answers every elicitation gets); the
+/// call is retried only when every one was accepted.
+async fn visit(answers: &Answers, urls: &[ElicitRequestParams]) -> Result<(), CallError> {
+    for url in urls {
+        let answer = answers.elicit(url).await;
+        if answer.action != rmcp::model::ElicitationAction::Accept {
+            return Err(url_error(urls, "declined"));
+        }
+    }
+    Ok(())
+}
+
+fn url_error(urls: &[ElicitRequestParams], why: &str) -> CallError {
+    let listed: Vec<&str> = urls
+        .iter()
+        .filter_map(|p| match p {
+            ElicitRequestParams::UrlElicitationParams { url, .. } => Some(url.as_str()),
+            _ => None,
+        })
+        .collect();
+    CallError::Server {
+        code: URL_ELICITATION_REQUIRED,
+        message: format!(
+            "the server needs the user to open {} first ({why})",
+            listed.join(", ")
+        ),
+    }
+}
+
 /// Sends `notifications/cancelled` for request `id` (best effort).
 async fn cancel(peer: &Peer<RoleClient>, id: rmcp::model::RequestId, reason: &str) {
     let note = CancelledNotification::new(CancelledNotificationParam::new(
@@ -235,11 +332,14 @@ async fn cancel(peer: &Peer<RoleClient>, id: rmcp::model::RequestId, reason: &st
 
 /// The answers to a round of 2026-07-28 input requests — the same answers the 2025-11-25
 /// server→client requests get from the handler.
-fn fulfil(answers: &Answers, requests: InputRequests) -> Result<InputResponses, CallError> {
+pub(crate) async fn fulfil(
+    answers: &Answers,
+    requests: InputRequests,
+) -> Result<InputResponses, CallError> {
     let mut responses = InputResponses::new();
     for (key, request) in requests {
         let value = match request {
-            InputRequest::Elicitation(r) => serde_json::to_value(answers.elicit(&r.params)),
+            InputRequest::Elicitation(r) => serde_json::to_value(answers.elicit(&r.params).await),
             #[allow(deprecated)]
             InputRequest::ListRoots(_) => serde_json::to_value(
                 answers

@@ -23,7 +23,7 @@ use rmcp::{
         ClientCapabilities, ClientConfig, ElicitRequestParams, ElicitResult, ElicitationAction,
         ElicitationCapability, FormElicitationCapability, Implementation, ListRootsResult,
         LoggingMessageNotificationParam, ProgressNotificationParam, ProgressToken, ProtocolVersion,
-        RootsCapabilities,
+        RootsCapabilities, UrlElicitationCapability,
     },
     service::{NotificationContext, RequestContext},
 };
@@ -32,7 +32,13 @@ use tokio::sync::mpsc;
 
 use tern_protocol::Event;
 
+use sha2::{Digest, Sha256};
+
 use crate::{
+    elicitation::{
+        ElicitationAnswer, ElicitationKind, ElicitationRequest, Elicitor, check as check_form,
+        form_fields,
+    },
     event::{EventSink, Progress},
     spec::ElicitationPolicy,
 };
@@ -49,6 +55,8 @@ pub(crate) struct Answers {
     /// `None`: roots are off for this server.
     pub(crate) roots: Option<Vec<PathBuf>>,
     pub(crate) elicitation: ElicitationPolicy,
+    /// Who asks the person, when there is one to ask.
+    pub(crate) elicitor: Option<Arc<dyn Elicitor>>,
     pub(crate) events: EventSink,
 }
 
@@ -68,44 +76,121 @@ impl Answers {
         ))
     }
 
-    /// `elicitation/create`: the policy's answer, reported as a notice (the user sees that a
-    /// server asked, and what tern said).
-    pub(crate) fn elicit(&self, request: &ElicitRequestParams) -> ElicitResult {
-        let (message, answer) = match request {
+    /// `elicitation/create` (and a 2026-07-28 elicitation input request): the person's answer
+    /// when there is an [`Elicitor`], else the policy's. Every one is an
+    /// [`Event::Elicitation`] (which the host also writes to the audit log); one nobody was
+    /// asked about is also a notice, so a headless run shows it.
+    pub(crate) async fn elicit(&self, request: &ElicitRequestParams) -> ElicitResult {
+        let kind = match request {
             ElicitRequestParams::FormElicitationParams {
                 message,
                 requested_schema,
                 ..
             } => {
                 let schema = serde_json::to_value(requested_schema).unwrap_or(Value::Null);
-                let answer = match self.elicitation {
-                    ElicitationPolicy::Decline => None,
-                    ElicitationPolicy::AcceptDefaults => defaults_of(&schema),
-                };
-                (message.clone(), answer)
+                ElicitationKind::Form {
+                    message: message.clone(),
+                    fields: form_fields(&schema, requested_schema.property_order.as_deref()),
+                    schema,
+                }
             }
             ElicitRequestParams::UrlElicitationParams { message, url, .. } => {
-                (format!("{message} ({url})"), None)
+                ElicitationKind::Url {
+                    message: message.clone(),
+                    url: url.clone(),
+                }
             }
-            _ => ("a kind of elicitation tern does not know".to_string(), None),
+            _ => ElicitationKind::Url {
+                message: "a kind of elicitation tern does not know".to_string(),
+                url: String::new(),
+            },
         };
-        let (result, said) = match answer {
-            Some(content) => (
-                ElicitResult::new(ElicitationAction::Accept).with_content(content),
-                "accepted with the defaults it declares",
-            ),
-            None => (
-                ElicitResult::new(ElicitationAction::Decline),
-                "declined (no one to ask in this run)",
-            ),
+        let request = ElicitationRequest {
+            server: self.server.clone(),
+            kind,
         };
-        (self.events)(Event::Notice {
-            message: format!(
-                "server `{}` asked for input: {message} — {said}",
-                self.server
+        let (mut answer, answered_by) = match (&self.elicitor, &request.kind) {
+            (Some(person), ElicitationKind::Url { url, .. }) if !url.is_empty() => {
+                (person.elicit(&request).await, "user")
+            }
+            (Some(person), ElicitationKind::Form { .. }) => (person.elicit(&request).await, "user"),
+            (_, ElicitationKind::Form { schema, .. })
+                if self.elicitation == ElicitationPolicy::AcceptDefaults =>
+            {
+                match defaults_of(schema) {
+                    Some(Value::Object(content)) => {
+                        (ElicitationAnswer::Accept(content), "defaults")
+                    }
+                    _ => (ElicitationAnswer::Decline, "policy"),
+                }
+            }
+            _ => (ElicitationAnswer::Decline, "policy"),
+        };
+        // A form answer the server's own schema refuses is never sent.
+        if let (ElicitationAnswer::Accept(content), ElicitationKind::Form { schema, .. }) =
+            (&answer, &request.kind)
+            && let Err(why) = check_form(schema, content)
+        {
+            (self.events)(Event::Notice {
+                message: format!(
+                    "the answer to server `{}` does not fit its form ({why}); declined",
+                    self.server
+                ),
+            });
+            answer = ElicitationAnswer::Decline;
+        }
+        self.report(&request, &answer, answered_by);
+        match answer {
+            ElicitationAnswer::Accept(content) => {
+                let result = ElicitResult::new(ElicitationAction::Accept);
+                match request.kind {
+                    ElicitationKind::Form { .. } => result.with_content(Value::Object(content)),
+                    ElicitationKind::Url { .. } => result,
+                }
+            }
+            ElicitationAnswer::Decline => ElicitResult::new(ElicitationAction::Decline),
+            ElicitationAnswer::Cancel => ElicitResult::new(ElicitationAction::Cancel),
+        }
+    }
+
+    /// The event (and, when nobody was asked, the notice) of one elicitation.
+    fn report(&self, request: &ElicitationRequest, answer: &ElicitationAnswer, answered_by: &str) {
+        let (mode, message, url) = match &request.kind {
+            ElicitationKind::Form { message, .. } => ("form", message.clone(), None),
+            ElicitationKind::Url { message, url } => ("url", message.clone(), Some(url.clone())),
+        };
+        let (fields, content_sha256) = match answer {
+            ElicitationAnswer::Accept(content) if !content.is_empty() => (
+                content.keys().cloned().collect(),
+                Some(crate::table::hex(&Sha256::digest(
+                    Value::Object(content.clone()).to_string().as_bytes(),
+                ))),
             ),
+            _ => (Vec::new(), None),
+        };
+        if answered_by != "user" {
+            let said = match answer {
+                ElicitationAnswer::Accept(_) => "accepted with the defaults it declares",
+                _ => "declined (no one to ask in this run)",
+            };
+            let shown = match &url {
+                Some(u) => format!("{message} ({u})"),
+                None => message.clone(),
+            };
+            (self.events)(Event::Notice {
+                message: format!("server `{}` asked for input: {shown} — {said}", self.server),
+            });
+        }
+        (self.events)(Event::Elicitation {
+            server: self.server.clone(),
+            mode: mode.to_string(),
+            message,
+            url,
+            action: answer.action().to_string(),
+            answered_by: answered_by.to_string(),
+            fields,
+            content_sha256,
         });
-        result
     }
 }
 
@@ -153,7 +238,7 @@ impl ClientHandler for TernClient {
         request: ElicitRequestParams,
         _context: RequestContext<RoleClient>,
     ) -> Result<ElicitResult, rmcp::ErrorData> {
-        Ok(self.answers.elicit(&request))
+        Ok(self.answers.elicit(&request).await)
     }
 
     async fn on_progress(
@@ -199,8 +284,13 @@ impl ClientHandler for TernClient {
             roots.list_changed = Some(false);
             caps.roots = Some(roots);
         }
-        caps.elicitation =
-            Some(ElicitationCapability::new().with_form(FormElicitationCapability::new()));
+        // URL mode only where a person can be sent to one (the REPL).
+        let mut elicitation =
+            ElicitationCapability::new().with_form(FormElicitationCapability::new());
+        if self.answers.elicitor.is_some() {
+            elicitation = elicitation.with_url(UrlElicitationCapability::default());
+        }
+        caps.elicitation = Some(elicitation);
         let mut config =
             ClientConfig::new(caps, Implementation::new("tern", env!("CARGO_PKG_VERSION")));
         // What `initialize` offers. rmcp's default is its newest revision, 2026-07-28, which has

@@ -21,6 +21,7 @@ use crate::{
     client::TernClient,
     env::child_env,
     error::{StartError, init_error},
+    oauth::http::AuthHttpClient,
     spec::{Lifecycle, PoolOptions, ServerSpec, TransportSpec},
     stderr::StderrTail,
     transport::{StdoutNoise, TaskSupport, guard::Guarded, stdio::StdioTransport},
@@ -100,6 +101,22 @@ pub(crate) async fn connect(
         ClientLifecycleMode::Discover { .. } => spec.startup_timeout,
         _ => (spec.startup_timeout / 3).clamp(Duration::from_secs(1), Duration::from_secs(5)),
     };
+    // An HTTP server that asks for OAuth gets its token from its authorizer (none when a
+    // static bearer token is configured).
+    let auth = match &spec.transport {
+        TransportSpec::Http {
+            url,
+            bearer_token: None,
+            ..
+        } => {
+            let events = handler.answers.events.clone();
+            let notify: crate::oauth::Notify =
+                Arc::new(move |message| events(tern_protocol::Event::Notice { message }));
+            opts.oauth
+                .authorizer(&spec.name, url, spec.oauth.as_ref(), notify)
+        }
+        _ => None,
+    };
     let attempt = async {
         let (service, pid) = match &spec.transport {
             TransportSpec::Stdio {
@@ -173,7 +190,10 @@ pub(crate) async fn connect(
                 }
                 config = config.custom_headers(map);
                 config.retry_config = Arc::new(sse_retry_policy());
-                let transport = StreamableHttpClientTransport::from_config(config);
+                let transport = StreamableHttpClientTransport::with_client(
+                    AuthHttpClient::new(auth.clone()),
+                    config,
+                );
                 let service = handler
                     .serve_with_lifecycle(
                         Guarded::new(transport, probe_timeout, tools_changing.clone()),
@@ -222,12 +242,17 @@ pub(crate) async fn connect(
             startup: started.elapsed(),
         })
     };
-    match tokio::time::timeout(spec.startup_timeout, attempt).await {
+    let result = match tokio::time::timeout(spec.startup_timeout, attempt).await {
         Ok(result) => result,
         Err(_) => Err(StartError::Timeout {
             secs: spec.startup_timeout.as_secs_f64(),
         }),
-    }
+    };
+    // A refused authorization is the reason, whatever step it stopped.
+    result.map_err(|e| match auth.as_ref().and_then(|a| a.take_failure()) {
+        Some(failure) => StartError::Authorization(failure.to_string()),
+        None => e,
+    })
 }
 
 /// How often a broken SSE stream is resumed before the requests waiting on it fail. rmcp's

@@ -12,8 +12,10 @@ use rmcp::{
     transport::streamable_http_client::StreamableHttpError,
 };
 
-/// The error type of rmcp's streamable HTTP transport over reqwest.
-type HttpError = StreamableHttpError<reqwest::Error>;
+use crate::oauth::http::HttpClientError;
+
+/// The error type of tern's streamable HTTP transport (rmcp's, over tern's client).
+type HttpError = StreamableHttpError<crate::oauth::http::HttpClientError>;
 
 /// A server could not be started.
 #[derive(Debug, Clone, thiserror::Error)]
@@ -49,6 +51,9 @@ pub enum StartError {
     /// `tools/list` failed after initialize.
     #[error("tools/list failed: {0}")]
     ListTools(String),
+    /// The server asks for an authorization tern could not give (the message says what to do).
+    #[error("{0}")]
+    Authorization(String),
     /// Invalid configuration detected at spawn time (bad URL, bad header).
     #[error("invalid server configuration: {0}")]
     Config(String),
@@ -190,7 +195,8 @@ fn describe_chain(error: &(dyn StdError + 'static)) -> String {
 /// One line for a streamable HTTP failure.
 fn describe_http(e: &HttpError) -> String {
     match e {
-        StreamableHttpError::Client(e) => {
+        StreamableHttpError::Client(HttpClientError::Auth(e)) => e.to_string(),
+        StreamableHttpError::Client(HttpClientError::Http(e)) => {
             let url = e.url().map(|u| format!(" {u}")).unwrap_or_default();
             let what = if e.is_connect() {
                 format!("cannot connect to{url}")

@@ -19,12 +19,15 @@ mod cache;
 mod call;
 mod client;
 mod connect;
+mod elicitation;
 mod env;
 mod error;
 mod event;
+pub mod oauth;
 mod output;
 pub mod pins;
 mod pool;
+mod resources;
 mod roots;
 mod spec;
 mod stderr;
@@ -34,12 +37,18 @@ mod task;
 mod transport;
 
 pub use connect::Era;
+pub use elicitation::{
+    Choice, ElicitationAnswer, ElicitationKind, ElicitationRequest, Elicitor, FieldKind, FormField,
+    check as check_form, form_fields,
+};
 pub use error::{CallError, StartError};
 pub use event::{EventSink, Progress};
+pub use oauth::{Browser, OAuthOptions, OAuthSpec};
 pub use output::{DIFF_MIME, ToolOutput};
 pub use pool::{
     CallOptions, HeldKind, HeldTool, PromptInfo, ServerPool, ServerState, ServerStatus, StrayStdout,
 };
+pub use resources::{ResourceInfo, ResourceText};
 pub use spec::{
     DEFAULT_MAX_TOOL_BYTES, ElicitationPolicy, Lifecycle, PoolOptions, RootsSetting, ServerSpec,
     ToolFilter, TransportSpec,

@@ -68,19 +68,27 @@ impl From<CallToolResult> for ToolOutput {
                         mime_type,
                         blob,
                         ..
-                    } => text.push_str(&format!(
-                        "[resource {uri} ({}), {} base64 chars]",
-                        mime_type.as_deref().unwrap_or("binary"),
-                        blob.len()
-                    )),
+                    } => match mime_type.as_deref() {
+                        // An embedded image is an image the model can look at.
+                        Some(m) if m.starts_with("image/") => {
+                            text.push_str(&format!("[resource {uri} ({m})]"));
+                            images.push(Image {
+                                mime_type: m.to_string(),
+                                data: blob.clone(),
+                            });
+                        }
+                        other => text.push_str(&format!(
+                            "[resource {uri} ({}), {} base64 chars]",
+                            other.unwrap_or("binary"),
+                            blob.len()
+                        )),
+                    },
                     other => {
                         let json = serde_json::to_string(other).unwrap_or_default();
                         text.push_str(&format!("[resource] {json}"));
                     }
                 },
-                ContentBlock::ResourceLink(l) => {
-                    text.push_str(&format!("[resource link: {} {}]", l.name, l.uri))
-                }
+                ContentBlock::ResourceLink(l) => text.push_str(&resource_link(l)),
                 // Content kinds newer than this rmcp: show them as JSON rather than drop them.
                 other => {
                     let json = serde_json::to_string(other).unwrap_or_default();
@@ -102,5 +110,56 @@ impl From<CallToolResult> for ToolOutput {
             structured: result.structured_content,
             raw,
         }
+    }
+}
+
+/// A resource link as the model reads it: the URI first (what names it), then what the
+/// server says it is.
+fn resource_link(l: &rmcp::model::Resource) -> String {
+    let mut out = format!("[resource link: {}", l.uri);
+    if let Some(m) = &l.mime_type {
+        out.push_str(&format!(" ({m})"));
+    }
+    out.push_str(&format!(
+        " \u{2014} {}",
+        l.title.as_deref().unwrap_or(&l.name)
+    ));
+    if let Some(d) = l.description.as_deref().filter(|d| !d.is_empty()) {
+        out.push_str(&format!(": {d}"));
+    }
+    out.push(']');
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use rmcp::model::{EmbeddedResource, Resource};
+
+    use super::*;
+
+    #[test]
+    fn links_and_embedded_resources_reach_the_model() {
+        let mut link = Resource::new("demo://resource/dynamic/text/1", "Text 1");
+        link.mime_type = Some("text/plain".into());
+        link.description = Some("a dynamic text".into());
+        let result = CallToolResult::success(vec![
+            ContentBlock::text("Here:"),
+            ContentBlock::ResourceLink(link),
+            ContentBlock::Resource(EmbeddedResource::new(
+                ResourceContents::text("the body", "demo://doc").with_mime_type("text/markdown"),
+            )),
+            ContentBlock::Resource(EmbeddedResource::new(
+                ResourceContents::blob("iVBORw0KGgo=", "demo://logo").with_mime_type("image/png"),
+            )),
+        ]);
+        let out = ToolOutput::from(result);
+        assert_eq!(
+            out.text,
+            "Here:\n[resource link: demo://resource/dynamic/text/1 (text/plain) \u{2014} Text 1: a \
+             dynamic text]\n[resource demo://doc (text/markdown)]\nthe body\n[resource demo://logo \
+             (image/png)]"
+        );
+        assert_eq!(out.images.len(), 1);
+        assert_eq!(out.images[0].mime_type, "image/png");
     }
 }

@@ -255,6 +255,7 @@ impl ServerPool {
                 server: spec.name.clone(),
                 roots: spec.roots.resolve(&opts.roots).map(<[_]>::to_vec),
                 elicitation: opts.elicitation,
+                elicitor: opts.elicitor.clone(),
                 events: events.clone(),
             });
             let slot = Arc::new(Slot {

@@ -28,6 +28,9 @@ pub struct ServerSpec {
     /// Tools whose definition (name, description, schemas, as JSON) is longer than this are
     /// held out of the table: every byte is sent on every model request (issue 15, F15).
     pub max_tool_bytes: usize,
+    /// How tern authorizes to this server when it asks (HTTP servers only; `None`: it does
+    /// not, and a `401` is an ordinary failure).
+    pub oauth: Option<crate::oauth::OAuthSpec>,
 }
 
 /// Default [`ServerSpec::max_tool_bytes`]: 64 KiB of JSON, a hundred times a typical tool.
@@ -48,6 +51,7 @@ impl ServerSpec {
             lifecycle: Lifecycle::Auto,
             roots: RootsSetting::Pool,
             max_tool_bytes: DEFAULT_MAX_TOOL_BYTES,
+            oauth: None,
         }
     }
 }
@@ -168,7 +172,7 @@ impl TransportSpec {
 }
 
 /// Pool-wide settings.
-#[derive(Debug, Clone)]
+#[derive(Clone)]
 pub struct PoolOptions {
     /// Offered to servers as `roots/list` (`file://` URIs).
     pub roots: Vec<PathBuf>,
@@ -187,6 +191,24 @@ pub struct PoolOptions {
     /// Where each server's last tool list is remembered across runs, so a server still
     /// starting can be offered at once (none: nothing is remembered).
     pub tool_cache: Option<PathBuf>,
+    /// Where OAuth credentials live and how authorizations are opened.
+    pub oauth: crate::oauth::OAuthOptions,
+    /// Who to ask when a server asks for input (the REPL); `None`: [`Self::elicitation`]
+    /// answers.
+    pub elicitor: Option<std::sync::Arc<dyn crate::Elicitor>>,
+}
+
+impl std::fmt::Debug for PoolOptions {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("PoolOptions")
+            .field("roots", &self.roots)
+            .field("log_dir", &self.log_dir)
+            .field("elicitation", &self.elicitation)
+            .field("tool_cache", &self.tool_cache)
+            .field("oauth", &self.oauth)
+            .field("elicitor", &self.elicitor.as_ref().map(|_| "…"))
+            .finish_non_exhaustive()
+    }
 }
 
 /// How tern answers `elicitation/create` (and 2026-07-28 elicitation input requests) when no
@@ -212,6 +234,8 @@ impl Default for PoolOptions {
             host_env: std::env::vars().collect(),
             elicitation: ElicitationPolicy::Decline,
             tool_cache: None,
+            oauth: crate::oauth::OAuthOptions::default(),
+            elicitor: None,
         }
     }
 }

@@ -182,6 +182,33 @@ pub enum Event {
         #[serde(default, skip_serializing_if = "Option::is_none")]
         summary: Option<String>,
     },
+    /// A server asked the person for input (elicitation), and what it was answered. The values
+    /// of an accepted form are recorded only as a digest.
+    Elicitation {
+        server: String,
+        /// `form` or `url`.
+        mode: String,
+        message: String,
+        /// URL mode: where the person was sent.
+        url: Option<String>,
+        /// `accept`, `decline` or `cancel`.
+        action: String,
+        /// `user` (asked in the REPL), `defaults` (`--accept-elicitation-defaults`) or `policy`
+        /// (nobody to ask: declined).
+        answered_by: String,
+        /// The fields an accepted form filled in.
+        fields: Vec<String>,
+        /// sha256 of the accepted content's JSON.
+        content_sha256: Option<String>,
+    },
+    /// A server's resource was read into the user's message (`@server:uri` in the REPL).
+    ResourceAttached {
+        server: String,
+        uri: String,
+        mime_type: Option<String>,
+        /// Characters of text attached.
+        chars: usize,
+    },
     /// A notice from the engine (an ignored project config, a rule that could not be saved, …).
     Notice { message: String },
     /// `tern replay`: how one re-executed tool call compares with the recording.

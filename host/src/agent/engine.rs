@@ -25,7 +25,7 @@ use super::{
     model,
     run_loop::{Agent, AgentSettings, TurnOutcome},
     secrets,
-    servers::{link_agent_servers, specs, start_pool},
+    servers::{PoolHooks, link_agent_servers, specs, start_pool},
     session,
     trace_file::EventWriter,
 };
@@ -51,6 +51,9 @@ pub struct EngineOptions {
     /// REPL: none; `tern run`: `[agent] startup_grace_sec` when `None`). Later ones join the
     /// table as they come up.
     pub server_grace: Option<std::time::Duration>,
+    /// Who answers a server's request for input (the REPL asks the person); `None`: the
+    /// `--accept-elicitation-defaults` policy.
+    pub elicitor: Option<Arc<dyn tern_mcp::Elicitor>>,
 }
 
 impl std::fmt::Debug for EngineOptions {
@@ -63,6 +66,7 @@ impl std::fmt::Debug for EngineOptions {
             .field("system_extra", &self.system_extra)
             .field("tool_allow", &self.tool_allow)
             .field("server_grace", &self.server_grace)
+            .field("elicitor", &self.elicitor.as_ref().map(|_| "…"))
             .finish()
     }
 }
@@ -135,7 +139,7 @@ impl Engine {
         };
         let run_id = session::new_run_id();
         let bus = EventBus::new(&run_id, &session_id);
-        let redactor = Arc::new(Redactor::new(secrets::from_env(&ws.env)));
+        let redactor = Arc::new(Redactor::new(secrets::for_run(ws)));
         let writer = EventWriter::create(
             &ws.paths.run_dir(&run_id).join("events.jsonl"),
             redactor.clone(),
@@ -167,13 +171,33 @@ impl Engine {
         for notice in ws.notices() {
             bus.emit(Event::Notice { message: notice });
         }
+        // Every elicitation is also a line of the audit log (the gateway owns the log).
+        let audited_gateway: Arc<std::sync::OnceLock<Arc<Gateway>>> = Arc::default();
+        bus.subscribe(Box::new(ElicitationAudit(audited_gateway.clone())));
+        // Tokens an authorization gets during the run: redacted from then on, everywhere.
+        let gateway_redactor: Arc<std::sync::OnceLock<Arc<Redactor>>> = Arc::default();
+        let learn: super::servers::SecretSink = {
+            let events = redactor.clone();
+            let gateway = gateway_redactor.clone();
+            Arc::new(move |token: &str| {
+                events.add(tern_gateway::Secret::new(token));
+                if let Some(g) = gateway.get() {
+                    g.add(tern_gateway::Secret::new(token));
+                }
+            })
+        };
+        let hooks = PoolHooks {
+            events: Some(bus.sink()),
+            secrets: Some(learn),
+            elicitor: opts.elicitor.clone(),
+        };
         let pool = start_pool(
             server_specs,
             &ws.config,
             &ws.paths,
             &ws.cwd,
             ws.env.clone(),
-            Some(bus.sink()),
+            hooks,
         )?
         .pool;
         // The window: what the user configured, else what a local server says it runs with
@@ -198,9 +222,11 @@ impl Engine {
             ws.cwd.clone(),
             vec![ws.cwd.clone()],
             ws.var("HOME").map(Into::into),
-            secrets::from_env(&ws.env),
+            secrets::for_run(ws),
         );
         let gateway = Arc::new(Gateway::new(pool.clone(), settings, approver, bus.sink())?);
+        let _ = gateway_redactor.set(gateway.redactor());
+        let _ = audited_gateway.set(gateway.clone());
         let known = tern_model::catalog::lookup(model.name());
         let price = ws.config.model.price.or(known.and_then(|k| k.price));
         let context_window = resolved
@@ -422,6 +448,38 @@ impl Engine {
         self.pool.get_prompt(server, prompt, arguments).await
     }
 
+    /// The resources the servers offer (`@SERVER:URI` in the REPL, `/mcp`).
+    pub async fn resources(&self) -> Vec<tern_mcp::ResourceInfo> {
+        self.pool.resources().await
+    }
+
+    /// [`Self::resources`] as a task of its own (it holds the pool, not the engine), so the REPL
+    /// can refresh its completions while it waits for input.
+    pub fn resources_later(
+        &self,
+    ) -> impl std::future::Future<Output = Vec<tern_mcp::ResourceInfo>> + Send + 'static {
+        let pool = self.pool.clone();
+        async move { pool.resources().await }
+    }
+
+    /// Reads a server's resource for the user's next message; the read is an event, and the
+    /// text passes the redactor before it is attached.
+    pub async fn read_resource(
+        &self,
+        server: &str,
+        uri: &str,
+    ) -> Result<tern_mcp::ResourceText, tern_mcp::CallError> {
+        let mut read = self.pool.read_resource(server, uri).await?;
+        read.text = self.gateway.redactor().redact(&read.text);
+        self.bus.emit(Event::ResourceAttached {
+            server: server.to_string(),
+            uri: uri.to_string(),
+            mime_type: read.mime_type.clone(),
+            chars: read.text.chars().count(),
+        });
+        Ok(read)
+    }
+
     /// Allows calls matching `rule` for the rest of this run.
     pub fn allow(&self, rule: &str) -> Result<(), String> {
         self.gateway
@@ -477,5 +535,43 @@ impl Engine {
         });
         self.bus.close();
         self.pool.shutdown().await;
+    }
+}
+
+/// Writes each [`Event::Elicitation`] to the audit log, as a line of its own
+/// (`"kind": "elicitation"`; an accepted form's values only as their digest).
+struct ElicitationAudit(Arc<std::sync::OnceLock<Arc<Gateway>>>);
+
+impl Subscriber for ElicitationAudit {
+    fn on_event(&mut self, e: &tern_protocol::Envelope) {
+        let Event::Elicitation {
+            server,
+            mode,
+            action,
+            answered_by,
+            fields,
+            content_sha256,
+            ..
+        } = &e.event
+        else {
+            return;
+        };
+        // No event from here (this runs inside the bus): a failed write goes to the log.
+        if let Some(gateway) = self.0.get()
+            && let Err(e) = gateway.audit_line(&serde_json::json!({
+                "time": e.ts,
+                "run_id": e.run_id,
+                "session_id": e.session_id,
+                "kind": "elicitation",
+                "server": server,
+                "mode": mode,
+                "action": action,
+                "answered_by": answered_by,
+                "fields": fields,
+                "content_sha256": content_sha256,
+            }))
+        {
+            tracing::error!("could not write an elicitation to the audit log: {e}");
+        }
     }
 }

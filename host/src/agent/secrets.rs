@@ -18,3 +18,15 @@ pub fn from_env(env: &BTreeMap<String, String>) -> Vec<Secret> {
         .map(|(_, v)| Secret::new(v.clone()))
         .collect()
 }
+
+/// The secrets of a run: [`from_env`], and every OAuth token and client secret stored under
+/// `$TERN_HOME/oauth` (tokens obtained later in the run are added as they arrive).
+pub fn for_run(ws: &crate::workspace::Workspace) -> Vec<Secret> {
+    let mut out = from_env(&ws.env);
+    out.extend(
+        tern_mcp::oauth::stored_secrets(&ws.paths.oauth_dir())
+            .into_iter()
+            .map(Secret::new),
+    );
+    out
+}

@@ -11,8 +11,8 @@ use tern_config::{
     Builtin, Config, ConfigPaths, Launch, SandboxConfig, ServerConfig, ServerRoots, Transport,
 };
 use tern_mcp::{
-    DEFAULT_MAX_TOOL_BYTES, ElicitationPolicy, EventSink, PoolOptions, RootsSetting, ServerPool,
-    ServerSpec, ToolFilter, TransportSpec, pins::PinStore,
+    Browser, DEFAULT_MAX_TOOL_BYTES, ElicitationPolicy, EventSink, OAuthOptions, OAuthSpec,
+    PoolOptions, RootsSetting, ServerPool, ServerSpec, ToolFilter, TransportSpec, pins::PinStore,
 };
 use tern_protocol::Event;
 
@@ -113,6 +113,7 @@ fn spec(
             bearer_token_env_var,
             headers,
             env_headers,
+            oauth: _,
         } => {
             let bearer_token = match bearer_token_env_var {
                 Some(var) => Some(env.get(var).cloned().ok_or_else(|| SpecError::MissingEnv {
@@ -150,6 +151,7 @@ fn spec(
         ServerRoots::Paths(paths) => RootsSetting::Paths(paths.clone()),
     };
     spec.max_tool_bytes = server.max_tool_bytes.unwrap_or(DEFAULT_MAX_TOOL_BYTES);
+    spec.oauth = oauth_spec(server, env)?;
     Ok(spec)
 }
 
@@ -174,6 +176,54 @@ pub fn link_agent_servers(specs: &mut [ServerSpec], config: &Config, run_id: &st
             env.insert(PARENT_RUN_ENV.into(), run_id.into());
         }
     }
+}
+
+/// `[mcp_servers.NAME.oauth]` as the pool takes it, the client secret read from its variable.
+fn oauth_spec(
+    server: &ServerConfig,
+    env: &BTreeMap<String, String>,
+) -> Result<Option<OAuthSpec>, SpecError> {
+    let Transport::Http {
+        oauth: Some(oauth), ..
+    } = &server.transport
+    else {
+        return Ok(None);
+    };
+    let client_secret = match &oauth.client_secret_env {
+        Some(var) => Some(env.get(var).cloned().ok_or_else(|| SpecError::MissingEnv {
+            server: server.name.clone(),
+            key: "oauth.client_secret_env",
+            var: var.clone(),
+        })?),
+        None => None,
+    };
+    Ok(Some(OAuthSpec {
+        client_id: oauth.client_id.clone(),
+        client_secret,
+        scopes: oauth.scopes.clone(),
+        redirect_port: oauth.redirect_port,
+        client_metadata_url: oauth.client_metadata_url.clone(),
+    }))
+}
+
+/// Called with every token an authorization or a refresh gets during a run, so the redactors
+/// learn it before anything could echo it.
+pub type SecretSink = Arc<dyn Fn(&str) + Send + Sync>;
+
+/// The pool's OAuth settings: credentials under `$TERN_HOME/oauth`; `TERN_OAUTH_BROWSER` says
+/// how an authorization URL is opened and, when set, lets a run authorize by itself.
+pub fn oauth_options(
+    paths: &ConfigPaths,
+    env: &BTreeMap<String, String>,
+    secrets: Option<SecretSink>,
+) -> OAuthOptions {
+    let setting = env.get("TERN_OAUTH_BROWSER").map(String::as_str);
+    let mut options = OAuthOptions::default();
+    options.store_dir = Some(paths.oauth_dir());
+    options.browser = Browser::from_setting(setting);
+    options.unattended = setting.is_some_and(|s| !s.trim().is_empty());
+    options.on_token = secrets;
+    options
 }
 
 /// The built-in shell's sandbox flags from `[sandbox]`: `--sandbox`, `--network`, a `--writable`
@@ -218,18 +268,34 @@ pub struct StartedPool {
     pub events: Arc<Mutex<Vec<Event>>>,
 }
 
+/// What a pool's user hooks into it besides the config.
+#[derive(Default)]
+pub struct PoolHooks {
+    /// Also gets every event (the run's bus).
+    pub events: Option<EventSink>,
+    /// Learns the OAuth tokens the run obtains.
+    pub secrets: Option<SecretSink>,
+    /// Asks the person when a server asks for input (the REPL).
+    pub elicitor: Option<Arc<dyn tern_mcp::Elicitor>>,
+}
+
 /// Starts `specs` with tern's standard options (roots = `cwd`, logs and pins under `$TERN_HOME`,
-/// elicitation as `[agent]` says). Stdio servers run in `cwd` (a configured `cwd` is relative
-/// to it): the workspace, which is not this process's directory under `-C DIR` or in a
-/// sub-agent, and `--root .` must mean it.
+/// elicitation as `[agent]` says, unless `hooks` brings someone to ask). Stdio servers run in
+/// `cwd` (a configured `cwd` is relative to it): the workspace, which is not this process's
+/// directory under `-C DIR` or in a sub-agent, and `--root .` must mean it.
 pub fn start_pool(
     mut specs: Vec<ServerSpec>,
     config: &Config,
     paths: &ConfigPaths,
     cwd: &Path,
     env: BTreeMap<String, String>,
-    extra_sink: Option<EventSink>,
+    hooks: PoolHooks,
 ) -> Result<StartedPool, SpecError> {
+    let PoolHooks {
+        events: extra_sink,
+        secrets,
+        elicitor,
+    } = hooks;
     let events: Arc<Mutex<Vec<Event>>> = Arc::default();
     let collected = events.clone();
     let sink: EventSink = Arc::new(move |e: Event| {
@@ -253,12 +319,14 @@ pub fn start_pool(
         roots: vec![cwd.to_path_buf()],
         log_dir: Some(paths.logs_dir()),
         tool_cache: Some(paths.tern_home.join("tool-cache.json")),
+        oauth: oauth_options(paths, &env, secrets),
         host_env: env,
         elicitation: if config.agent.accept_elicitation_defaults {
             ElicitationPolicy::AcceptDefaults
         } else {
             ElicitationPolicy::Decline
         },
+        elicitor,
         ..PoolOptions::default()
     };
     Ok(StartedPool {

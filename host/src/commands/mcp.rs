@@ -6,7 +6,7 @@ use anyhow::Context as _;
 use serde::Serialize;
 use tern_mcp::{HeldKind, ServerState, ServerStatus, pins::PinStore};
 
-use crate::agent::servers::{StartedPool, specs, start_pool};
+use crate::agent::servers::{PoolHooks, StartedPool, specs, start_pool};
 use crate::{error::ConfigFailure, workspace::Workspace};
 
 /// Starts the configured servers (or only `only`) and waits until each is ready or failed.
@@ -26,7 +26,14 @@ pub async fn start_pool_of(
     {
         anyhow::bail!("no enabled server named `{name}` in the config");
     }
-    let started = start_pool(specs, &ws.config, &ws.paths, &ws.cwd, ws.env.clone(), None)?;
+    let started = start_pool(
+        specs,
+        &ws.config,
+        &ws.paths,
+        &ws.cwd,
+        ws.env.clone(),
+        PoolHooks::default(),
+    )?;
     started.pool.wait_settled().await;
     Ok(started)
 }

@@ -18,8 +18,13 @@
 //!   other tool's input schema exactly as the model received it: the scenario checks that
 //!   tern's table kept the schema intact on its way to the model.
 //! - Elicitation scenarios run with `--accept-elicitation-defaults`.
-//! - Auth scenarios (`auth/…`) will need `tern mcp login conformance` before the run; the hook
-//!   is [`login`], which does nothing until tern has that command.
+//! - Authorization scenarios (`auth/…`) start with `tern mcp login conformance` ([`login`]).
+//!   Every tern command of such a scenario runs with `TERN_OAUTH_BROWSER=fetch`: tern fetches
+//!   the authorization URL itself and follows the suite's redirect to its loopback listener
+//!   (the suite's authorization server grants without a person), and a run may authorize again
+//!   by itself (a step-up, a server that moved to another authorization server). The server's
+//!   `oauth` config names tern's Client ID Metadata Document URL (the one the suite expects),
+//!   and the pre-registered client a scenario's context gives (`client_id`, `client_secret`).
 //!
 //! Environment: `TERN_BIN` overrides the `tern` binary (default: next to this executable);
 //! `TERN_CONFORMANCE_KEEP=1` keeps the scratch `$TERN_HOME` and prints its path.
@@ -71,15 +76,23 @@ async fn drive() -> anyhow::Result<()> {
     std::fs::create_dir_all(&home)?;
     std::fs::create_dir_all(&work)?;
     let model = MockModelServer::start().await?;
-    std::fs::write(home.join("config.toml"), config(&url))?;
+    let context: Value = std::env::var("MCP_CONFORMANCE_CONTEXT")
+        .ok()
+        .and_then(|c| serde_json::from_str(&c).ok())
+        .unwrap_or(Value::Null);
+    let auth = scenario.starts_with("auth/");
+    let client_secret = context["client_secret"].as_str().map(str::to_string);
+    std::fs::write(home.join("config.toml"), config(&url, auth, &context))?;
     let env = Env {
         tern: &tern,
         home: &home,
         work: &work,
         model: &model,
+        auth,
+        client_secret,
     };
 
-    login(&env, &scenario)?;
+    login(&env)?;
     let list = env.tern(&["mcp", "list"])?;
     eprintln!("tern mcp list:\n{}", text(&list.stdout));
     let tools = env.tern(&["tools", "--json"])?;
@@ -103,10 +116,6 @@ async fn drive() -> anyhow::Result<()> {
     env.run("look at the tools", &scenario)?;
     let shown = shown_tools(&model)?;
 
-    let context: Value = std::env::var("MCP_CONFORMANCE_CONTEXT")
-        .ok()
-        .and_then(|c| serde_json::from_str(&c).ok())
-        .unwrap_or(Value::Null);
     let calls = plan(&entries, &shown, &context);
     for (i, (name, args)) in calls.iter().enumerate() {
         eprintln!("call {name} {args}");
@@ -143,23 +152,45 @@ async fn drive() -> anyhow::Result<()> {
     Ok(())
 }
 
-/// tern's config for one scenario: only the scenario's server (the built-ins off).
-fn config(url: &str) -> String {
-    format!(
+/// The Client ID Metadata Document URL the suite's `auth/basic-cimd` expects a client to use.
+const CLIENT_METADATA_URL: &str = "https://conformance-test.local/client-metadata.json";
+/// The variable the pre-registered client's secret is passed in (never written to the config).
+const SECRET_VAR: &str = "CONFORMANCE_CLIENT_SECRET";
+
+/// tern's config for one scenario: only the scenario's server (the built-ins off); for an
+/// authorization scenario, its `oauth` settings.
+fn config(url: &str, auth: bool, context: &Value) -> String {
+    let mut text = format!(
         "[model]\nmax_retries = 0\n\n\
          [mcp_servers.fs]\nenabled = false\n[mcp_servers.shell]\nenabled = false\n\
          [mcp_servers.web]\nenabled = false\n\n\
          [mcp_servers.{SERVER}]\nurl = {url:?}\nstartup_timeout_sec = 20\ntool_timeout_sec = 20\n"
-    )
+    );
+    if auth {
+        text.push_str(&format!(
+            "\n[mcp_servers.{SERVER}.oauth]\nclient_metadata_url = {CLIENT_METADATA_URL:?}\n"
+        ));
+        if let Some(id) = context["client_id"].as_str() {
+            text.push_str(&format!("client_id = {id:?}\n"));
+            if context["client_secret"].is_string() {
+                text.push_str(&format!("client_secret_env = {SECRET_VAR:?}\n"));
+            }
+        }
+    }
+    text
 }
 
-/// Authorization before anything else connects. `tern mcp login` does not exist yet: when it
-/// does, run `tern mcp login conformance` here for `auth/…` scenarios, with the step that opens
-/// the authorization URL made non-interactive (the suite's authorization server redirects
-/// without a person; `MCP_CONFORMANCE_CONTEXT` carries any client credentials a scenario gives).
-fn login(_env: &Env<'_>, scenario: &str) -> anyhow::Result<()> {
-    if scenario.starts_with("auth/") {
-        eprintln!("note: {scenario} needs `tern mcp login`, which tern does not have yet");
+/// `tern mcp login conformance` before anything else connects, for an authorization scenario.
+/// Its failure is no failure of the driver: several scenarios expect tern to refuse (a resource
+/// or issuer that does not match), and the suite scores what reached its servers.
+fn login(env: &Env<'_>) -> anyhow::Result<()> {
+    if env.auth {
+        let out = env.tern(&["mcp", "login", SERVER])?;
+        eprintln!(
+            "tern mcp login {SERVER}: exit {:?}\n{}",
+            out.status.code(),
+            text(&out.stdout)
+        );
     }
     Ok(())
 }
@@ -169,6 +200,10 @@ struct Env<'a> {
     home: &'a Path,
     work: &'a Path,
     model: &'a MockModelServer,
+    /// An authorization scenario: tern fetches authorization URLs itself.
+    auth: bool,
+    /// The pre-registered client's secret, passed in [`SECRET_VAR`].
+    client_secret: Option<String>,
 }
 
 impl Env<'_> {
@@ -181,7 +216,14 @@ impl Env<'_> {
             .env("ANTHROPIC_BASE_URL", self.model.url())
             .env_remove("OPENAI_API_KEY")
             .env_remove("OPENAI_BASE_URL")
+            .env_remove("TERN_OAUTH_BROWSER")
             .stdin(std::process::Stdio::null());
+        if self.auth {
+            cmd.env("TERN_OAUTH_BROWSER", "fetch");
+        }
+        if let Some(secret) = &self.client_secret {
+            cmd.env(SECRET_VAR, secret);
+        }
         cmd
     }
 

@@ -23,6 +23,7 @@ use std::{
 
 use clap::Parser;
 
+mod oauth;
 mod raw;
 use rmcp::{
     RoleServer, ServerHandler, ServiceExt,
@@ -77,6 +78,15 @@ struct Args {
     /// the bound address is printed on stdout as `listening on ADDR`.
     #[arg(long)]
     http: Option<String>,
+    /// Offer the tool `ask`, which asks the person to fill in a form (elicitation: an
+    /// `elicitation/create` request, or in the 2026-07-28 era an input request).
+    #[arg(long)]
+    ask: bool,
+    /// With `--http`: guard `/mcp` with OAuth 2.1 and serve a small authorization server on the
+    /// same origin (see `oauth.rs`); adds the tool `token`, which returns the bearer token the
+    /// call came with.
+    #[arg(long, requires = "http")]
+    oauth: bool,
     /// Speak hand-written JSON-RPC with the wire-level fault MODE (see `raw.rs`).
     #[arg(long, value_enum)]
     raw: Option<raw::RawMode>,
@@ -192,6 +202,23 @@ impl TestServer {
         ));
         if self.noop_removed.load(Ordering::SeqCst) {
             tools.retain(|t| t.name != "noop");
+        }
+        if self.args.ask {
+            tools.push(tool(
+                "ask",
+                "Ask the person for a name, an age, a colour and a yes/no (elicitation, form \
+                 mode) and return what came back.",
+                empty.clone(),
+                true,
+            ));
+        }
+        if self.args.oauth {
+            tools.push(tool(
+                "token",
+                "Return the bearer token this call arrived with (OAuth mode).",
+                empty.clone(),
+                true,
+            ));
         }
         if let Some(name) = &self.args.extra_tool {
             tools.push(tool(
@@ -487,6 +514,63 @@ impl ServerHandler for TestServer {
                     .unwrap_or_default();
                 Ok(text(Value::Object(headers).to_string()))
             }
+            "ask" => {
+                let form = json!({
+                    "mode": "form",
+                    "message": "Tell the test server about yourself",
+                    "requestedSchema": {"type": "object", "properties": {
+                        "name": {"type": "string", "title": "Name", "minLength": 1},
+                        "age": {"type": "integer", "title": "Age", "minimum": 0, "maximum": 150, "default": 30},
+                        "color": {"type": "string", "title": "Colour", "oneOf": [
+                            {"const": "r", "title": "Red"}, {"const": "g", "title": "Green"}]},
+                        "subscribe": {"type": "boolean", "title": "Subscribe", "default": false}
+                    }, "required": ["name", "color"]}
+                });
+                let Ok(params) = serde_json::from_value::<rmcp::model::ElicitRequestParams>(form)
+                else {
+                    return Ok(text("could not build the form"));
+                };
+                let stateless = context
+                    .meta
+                    .protocol_version()
+                    .is_some_and(|v| !v.has_initialize());
+                let answer: Value = if stateless {
+                    match request.input_responses.as_ref().and_then(|r| r.get("form")) {
+                        Some(answer) => answer.clone(),
+                        None => {
+                            let ask = rmcp::model::InputRequest::Elicitation(
+                                rmcp::model::ElicitRequest::new(params),
+                            );
+                            return Ok(CallToolResponse::InputRequired(
+                                rmcp::model::InputRequiredResult::from_input_requests(
+                                    [("form".to_string(), ask)].into(),
+                                ),
+                            ));
+                        }
+                    }
+                } else {
+                    match context.peer.create_elicitation(params).await {
+                        Ok(r) => serde_json::to_value(r).unwrap_or_default(),
+                        Err(e) => return Ok(text(format!("elicitation failed: {e}"))),
+                    }
+                };
+                Ok(text(format!(
+                    "answer: {} {}",
+                    answer["action"].as_str().unwrap_or("?"),
+                    answer.get("content").cloned().unwrap_or(Value::Null)
+                )))
+            }
+            "token" => {
+                let token = context
+                    .extensions
+                    .get::<http::request::Parts>()
+                    .and_then(|parts| parts.headers.get(http::header::AUTHORIZATION))
+                    .and_then(|v| v.to_str().ok())
+                    .and_then(|v| v.strip_prefix("Bearer "))
+                    .unwrap_or("(none)")
+                    .to_string();
+                Ok(text(token))
+            }
             "crash" => {
                 eprintln!("test-server: dying mid-call on purpose");
                 let _ = std::io::stderr().flush();
@@ -564,6 +648,7 @@ async fn main() {
 
 /// Streamable HTTP mode: `/mcp` on `addr`, for the pool's HTTP transport tests.
 async fn serve_http(server: TestServer, addr: &str) {
+    let oauth = server.args.oauth;
     use rmcp::transport::streamable_http_server::{
         StreamableHttpServerConfig, StreamableHttpService, session::local::LocalSessionManager,
     };
@@ -579,6 +664,10 @@ async fn serve_http(server: TestServer, addr: &str) {
             eprintln!("test-server: cannot bind {addr}: {e}");
             std::process::exit(1);
         }
+    };
+    let router = match (oauth, listener.local_addr()) {
+        (true, Ok(local)) => oauth::router(format!("http://{local}"), router),
+        _ => router,
     };
     if let Ok(local) = listener.local_addr() {
         println!("listening on {local}");

@@ -5,6 +5,7 @@ mod examples;
 mod expand;
 mod import;
 mod layers;
+mod oauth;
 mod parse;
 mod sandbox;
 mod trust;

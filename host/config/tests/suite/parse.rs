@@ -157,6 +157,7 @@ fn a_full_file_parses_into_the_expected_config() {
             bearer_token_env_var: Some("REMOTE_TOKEN".into()),
             headers: BTreeMap::from([("X-Team".into(), "core".into())]),
             env_headers: BTreeMap::from([("X-Org".into(), "ORG_ID".into())]),
+            oauth: None,
         },
         enabled: true,
         required: false,

@@ -56,10 +56,21 @@ impl fmt::Display for Secret {
 
 /// Removes secrets from text. Cheap to clone-share (`Arc` it); the gateway applies it to the
 /// audit line, the spill file, the events and the text handed back to the model.
-#[derive(Debug, Clone, Default)]
+#[derive(Debug, Default)]
 pub struct Redactor {
-    /// Longest first, so a secret that contains another is replaced whole.
-    secrets: Vec<Secret>,
+    /// Longest first, so a secret that contains another is replaced whole. Behind a lock
+    /// because a run learns secrets as it goes (an OAuth token obtained mid-run: [`Self::add`]).
+    secrets: std::sync::RwLock<Vec<Secret>>,
+}
+
+impl Clone for Redactor {
+    fn clone(&self) -> Self {
+        Self {
+            secrets: std::sync::RwLock::new(
+                self.secrets.read().map(|s| s.clone()).unwrap_or_default(),
+            ),
+        }
+    }
 }
 
 impl Redactor {
@@ -72,7 +83,23 @@ impl Redactor {
             .collect();
         secrets.sort_by_key(|s| std::cmp::Reverse(s.expose().len()));
         secrets.dedup();
-        Self { secrets }
+        Self {
+            secrets: std::sync::RwLock::new(secrets),
+        }
+    }
+
+    /// Adds a secret learned during the run (e.g. an OAuth token a refresh just returned), kept
+    /// in longest-first order; too short or known ones are ignored.
+    pub fn add(&self, secret: Secret) {
+        if secret.expose().len() < MIN_SECRET_LEN {
+            return;
+        }
+        if let Ok(mut secrets) = self.secrets.write()
+            && !secrets.contains(&secret)
+        {
+            let at = secrets.partition_point(|s| s.expose().len() >= secret.expose().len());
+            secrets.insert(at, secret);
+        }
     }
 
     /// `text` with every configured secret value and every secret-shaped span replaced.
@@ -91,7 +118,11 @@ impl Redactor {
 
     fn redact_visible(&self, text: &str) -> String {
         let mut out = text.to_owned();
-        for secret in &self.secrets {
+        let secrets = match self.secrets.read() {
+            Ok(s) => s,
+            Err(poisoned) => poisoned.into_inner(),
+        };
+        for secret in secrets.iter() {
             let value = secret.expose();
             if out.contains(value) {
                 out = out.replace(value, REDACTED);
@@ -127,6 +158,19 @@ impl Redactor {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn secrets_learned_during_a_run_are_redacted_from_then_on() {
+        let r = Redactor::new([Secret::new("abcdef")]);
+        let token = "opaque-oauth-token-1234";
+        assert_eq!(r.redact(token), token);
+        r.add(Secret::new(token));
+        r.add(Secret::new("abc"));
+        assert_eq!(r.redact(&format!("got {token}")), format!("got {REDACTED}"));
+        assert_eq!(r.redact("abc"), "abc");
+        // A clone carries what was learned.
+        assert_eq!(r.clone().redact(token), REDACTED);
+    }
 
     #[test]
     fn secret_never_prints() {

@@ -13,16 +13,17 @@ use crate::render::{Screen, sanitize};
 /// Asks the user, on the terminal, whether a tool call may run.
 pub(super) struct TerminalApprover {
     screen: Arc<Screen>,
-    /// One question at a time when read-only calls run concurrently.
-    lock: tokio::sync::Mutex<()>,
+    /// One question at a time when read-only calls run concurrently (shared with the
+    /// elicitor: a server's question waits for an approval and the other way round).
+    lock: Arc<tokio::sync::Mutex<()>>,
     color: bool,
 }
 
 impl TerminalApprover {
-    pub(super) fn new(screen: Arc<Screen>, color: bool) -> Self {
+    pub(super) fn new(screen: Arc<Screen>, lock: Arc<tokio::sync::Mutex<()>>, color: bool) -> Self {
         Self {
             screen,
-            lock: tokio::sync::Mutex::new(()),
+            lock,
             color,
         }
     }

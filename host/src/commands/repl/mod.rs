@@ -4,6 +4,8 @@
 //! empty prompt exits).
 
 mod approver;
+mod elicit;
+mod mentions;
 mod slash;
 
 use std::{
@@ -23,6 +25,8 @@ use tokio_util::sync::CancellationToken;
 
 use self::{
     approver::TerminalApprover,
+    elicit::TerminalElicitor,
+    mentions::ReplHelper,
     slash::{CostMeter, Next, Slash},
 };
 use crate::{
@@ -46,12 +50,15 @@ pub async fn run(ws: &Workspace, session: Option<String>) -> anyhow::Result<i32>
     let color = std::io::stdout().is_terminal() && std::env::var_os("NO_COLOR").is_none();
     let printer = TerminalPrinter::on(Screen::terminal(color), color, Mode::Interactive);
     let screen = printer.screen();
-    let approver = Arc::new(TerminalApprover::new(screen.clone(), color));
+    // One question on the screen at a time: an approval or a server's request for input.
+    let turn = Arc::new(tokio::sync::Mutex::new(()));
+    let approver = Arc::new(TerminalApprover::new(screen.clone(), turn.clone(), color));
     let options = EngineOptions {
         goal: "(interactive)".into(),
         session,
         // The prompt never waits for a server that is not required.
         server_grace: Some(std::time::Duration::ZERO),
+        elicitor: Some(Arc::new(TerminalElicitor::new(screen.clone(), turn))),
         ..EngineOptions::default()
     };
     let mut engine = Engine::start(ws, options, Box::new(printer), approver).await?;
@@ -62,8 +69,12 @@ pub async fn run(ws: &Workspace, session: Option<String>) -> anyhow::Result<i32>
     }
 
     let history = ws.paths.tern_home.join("history");
-    let mut editor: Editor<(), DefaultHistory> = Editor::new()?;
+    let mut editor: Editor<ReplHelper, DefaultHistory> = Editor::new()?;
+    let helper = ReplHelper::default();
+    editor.set_helper(Some(helper.clone()));
     let _ = editor.load_history(&history);
+    // What `@server:` completes to: listed now, and again after every turn.
+    helper.set(&engine.resources().await);
     let expand = Arc::new(AtomicBool::new(false));
     editor.bind_sequence(
         KeyEvent::KeySeq(vec![Key(KeyCode::Char('O'), Modifiers::CTRL)]),
@@ -134,7 +145,14 @@ pub async fn run(ws: &Workspace, session: Option<String>) -> anyhow::Result<i32>
                     Next::Send(text) => text,
                 }
             }
-            None => input.to_string(),
+            None => match attach(&engine, input, &mut out).await? {
+                Some(text) => text,
+                None => {
+                    // A mention could not be read: give the line back to fix it.
+                    keep = input.to_string();
+                    continue;
+                }
+            },
         };
         // A turn: Ctrl-C cancels this turn only.
         let cancel = CancellationToken::new();
@@ -146,6 +164,9 @@ pub async fn run(ws: &Workspace, session: Option<String>) -> anyhow::Result<i32>
         });
         let outcome = engine.submit(&text, &cancel).await;
         ctrl_c.abort();
+        let refresh = engine.resources_later();
+        let helper = helper.clone();
+        tokio::spawn(async move { helper.set(&refresh.await) });
         if outcome.status == RunStatus::Cancelled {
             writeln!(out, "\n(cancelled)")?;
         }
@@ -161,4 +182,40 @@ pub async fn run(ws: &Workspace, session: Option<String>) -> anyhow::Result<i32>
     };
     engine.finish(status, last.as_ref()).await;
     Ok(0)
+}
+
+/// `input` with every `@server:uri` it mentions read and attached after it; `None` (after
+/// saying why) when one cannot be read.
+async fn attach(
+    engine: &Engine,
+    input: &str,
+    out: &mut dyn Write,
+) -> std::io::Result<Option<String>> {
+    if !input.contains('@') {
+        return Ok(Some(input.to_string()));
+    }
+    let servers: Vec<String> = engine.servers().into_iter().map(|s| s.name).collect();
+    let listed = engine.resources().await;
+    let found = mentions::mentions(input, &servers, &listed);
+    let mut text = input.to_string();
+    for m in &found {
+        match engine.read_resource(&m.server, &m.uri).await {
+            Ok(read) => {
+                text.push_str("\n\n");
+                text.push_str(&mentions::block(m, read.mime_type.as_deref(), &read.text));
+            }
+            Err(e) => {
+                writeln!(out, "cannot read @{}:{}: {e}", m.server, m.uri)?;
+                return Ok(None);
+            }
+        }
+    }
+    if !found.is_empty() {
+        let names: Vec<String> = found
+            .iter()
+            .map(|m| format!("@{}:{}", m.server, m.uri))
+            .collect();
+        writeln!(out, "(attached {})", names.join(", "))?;
+    }
+    Ok(Some(text))
 }

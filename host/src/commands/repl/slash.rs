@@ -57,7 +57,7 @@ pub(super) const HELP: &str = "\
 Slash commands (answered by tern, never sent to the model):
   /help          this list
   /tools         the tools the model can call
-  /mcp           the MCP servers and their status
+  /mcp           the MCP servers, their status and their resources
   /cost          tokens used and what they cost, per model call and in total
   /expand        the last folded tool output in full (also Ctrl-O)
   /context       how full the context window is, and with what
@@ -66,7 +66,11 @@ Slash commands (answered by tern, never sent to the model):
   /allow RULE    allow calls matching RULE for the rest of this session
   /exit          leave (also Ctrl-D, or Ctrl-C twice at an empty prompt)
   /SERVER:PROMPT [ARG=VALUE | VALUE]…   expand a server's MCP prompt and send it
-Anything else is sent to the model. Ctrl-C during a turn cancels it.";
+Anything else is sent to the model; @SERVER:URI in it attaches that server's resource (Tab
+completes it). Ctrl-C during a turn cancels it.";
+
+/// Resources `/mcp` shows per server.
+const MAX_LISTED: usize = 20;
 
 /// What a slash command asks the loop to do next.
 pub(super) enum Next {
@@ -127,15 +131,7 @@ impl Slash<'_> {
                     writeln!(self.out, "  {}  {desc}", e.name)?;
                 }
             }
-            "mcp" => {
-                for s in self.engine.servers() {
-                    let state = serde_json::to_value(&s.state)
-                        .ok()
-                        .and_then(|v| v["status"].as_str().map(str::to_string))
-                        .unwrap_or_default();
-                    writeln!(self.out, "  {:<12} {:<10} {} tools", s.name, state, s.tools)?;
-                }
-            }
+            "mcp" => self.mcp().await?,
             "cost" => self.cost()?,
             "context" => {
                 let breakdown = self.engine.context();
@@ -164,6 +160,47 @@ impl Slash<'_> {
             _ => writeln!(self.out, "unknown command /{name}; /help lists them")?,
         }
         Ok(Next::Prompt)
+    }
+
+    /// `/mcp`: each server, its state and tools, and the resources it lists (`@server:uri`
+    /// attaches one to a message).
+    async fn mcp(&mut self) -> std::io::Result<()> {
+        let resources = self.engine.resources().await;
+        for s in self.engine.servers() {
+            let state = serde_json::to_value(&s.state)
+                .ok()
+                .and_then(|v| v["status"].as_str().map(str::to_string))
+                .unwrap_or_default();
+            let listed: Vec<_> = resources.iter().filter(|r| r.server == s.name).collect();
+            let extra = if listed.is_empty() {
+                String::new()
+            } else {
+                format!(", {} resources", listed.len())
+            };
+            writeln!(
+                self.out,
+                "  {:<12} {:<10} {} tools{extra}",
+                s.name, state, s.tools
+            )?;
+            for r in listed.iter().take(MAX_LISTED) {
+                let kind = r
+                    .mime_type
+                    .as_deref()
+                    .map(|m| format!(" ({m})"))
+                    .unwrap_or_default();
+                let about = r.title.as_deref().unwrap_or(&r.name);
+                writeln!(self.out, "    @{}:{}{kind}  {about}", s.name, r.uri)?;
+            }
+            if listed.len() > MAX_LISTED {
+                writeln!(
+                    self.out,
+                    "    … {} more (type @{}: and Tab)",
+                    listed.len() - MAX_LISTED,
+                    s.name
+                )?;
+            }
+        }
+        Ok(())
     }
 
     async fn help(&mut self) -> std::io::Result<()> {
