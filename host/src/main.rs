@@ -187,30 +187,17 @@ fn report(e: &anyhow::Error) -> ExitCode {
 /// `tern serve NAME`: the same code path as the standalone binaries (the agent server, tern
 /// itself, also takes the global config flags).
 fn serve(server: ServeCommand, global: &tern::cli::GlobalArgs) -> ExitCode {
+    use tern_tool_common::{Runtime, serve_main};
     tern_tool_common::init_tracing();
-    let runtime = match runtime() {
-        Ok(rt) => rt,
-        Err(e) => {
-            tracing::error!("cannot start the async runtime: {e}");
-            return ExitCode::FAILURE;
-        }
-    };
-    let result = runtime.block_on(async {
-        match server {
-            ServeCommand::Fs(args) => tern_fs::run(args).await,
-            ServeCommand::Shell(args) => tern_shell::run(args).await,
-            ServeCommand::Web(args) => tern_web::run(args).await,
-            ServeCommand::Catalog(args) => tern_catalog::run(args).await,
-            ServeCommand::Agent(args) => {
-                tern::serve_agent::serve(args, global.load_options(), global.cd.as_deref()).await
-            }
-        }
-    });
-    match result {
-        Ok(()) => ExitCode::SUCCESS,
-        Err(e) => {
-            tracing::error!("{e}");
-            ExitCode::FAILURE
-        }
+    match server {
+        ServeCommand::Fs(args) => serve_main(tern_fs::RUNTIME, tern_fs::run(args)),
+        ServeCommand::Shell(args) => serve_main(tern_shell::RUNTIME, tern_shell::run(args)),
+        ServeCommand::Web(args) => serve_main(tern_web::RUNTIME, tern_web::run(args)),
+        ServeCommand::Catalog(args) => serve_main(tern_catalog::RUNTIME, tern_catalog::run(args)),
+        // A sub-run drives a model and a pool of its own servers: the host's runtime.
+        ServeCommand::Agent(args) => serve_main(
+            Runtime::Workers(2),
+            tern::serve_agent::serve(args, global.load_options(), global.cd.as_deref()),
+        ),
     }
 }

@@ -1,4 +1,4 @@
-//! tern's tool servers served over the network (`tern serve fs|shell|web --http ADDR`, and the
+//! tern's tool servers served over the network (`tern serve fs|shell|web|agent --http ADDR`, and the
 //! standalone binaries with the same flag): tern's own pool uses them as `url` servers in a
 //! real `tern run`, with and without a bearer token, and the official Python SDK's streamable
 //! HTTP client lists and calls their tools in both of MCP's eras, with each server's
@@ -15,7 +15,7 @@ use std::{
 use serde_json::{Value, json};
 use tern_e2e::{
     bin, dep,
-    run_env::{RunEnv, all_files, of_type, pids_with},
+    run_env::{CANARY, RunEnv, all_files, of_type, pids_with},
     workspace_root,
 };
 use tern_model::mock::script::AnthropicTurn;
@@ -291,6 +291,77 @@ fn python_sdk_uses_tern_fs_over_http_in_both_eras() {
             report["calls"][1]["isError"], true,
             "the roots hold over HTTP: {report}"
         );
+    }
+}
+
+/// `tern serve agent --http`: the Python SDK hands tern a goal over streamable HTTP, once per
+/// era; each sub-run works in the server's `--root`, reads through its own tern-fs, and its
+/// answer and report come back.
+#[tokio::test]
+async fn python_sdk_hands_tern_serve_agent_a_goal_over_http_in_both_eras() {
+    let env = RunEnv::new().await;
+    let project = env.dir.path().canonicalize().unwrap();
+    std::fs::write(project.join("notes.txt"), "the needle\n").unwrap();
+    for _ in 0..2 {
+        env.server.enqueue(
+            AnthropicTurn::new()
+                .tool_use("t_read", "fs__read_file", &[r#"{"path":"notes.txt"}"#])
+                .finish("tool_use"),
+        );
+        env.server.enqueue(
+            AnthropicTurn::new()
+                .text(&["It says: the needle."])
+                .finish("end_turn"),
+        );
+    }
+    let home = s(env.home.path());
+    let model = env.server.url();
+    let server = Served::start(
+        &bin("tern"),
+        &["serve", "agent", "--root", &s(&project)],
+        &[
+            ("TERN_HOME", home.as_str()),
+            ("ANTHROPIC_API_KEY", CANARY),
+            ("ANTHROPIC_BASE_URL", model.as_str()),
+        ],
+    );
+    let calls = json!([{"name": "run", "arguments": {"goal": "What does notes.txt say?", "profile": "explore"}}]);
+    let url = server.url.clone();
+    // The Python client blocks; the mock model answers on this test's runtime meanwhile.
+    let reports = tokio::task::spawn_blocking(move || python_http(&url, &calls, None))
+        .await
+        .unwrap();
+    let mut run_ids = Vec::new();
+    for report in &reports {
+        assert_eq!(report["server_info"]["name"], "tern-agent", "{report}");
+        assert_eq!(report["tools"][0]["name"], "run", "{report}");
+        let result = &report["calls"][0];
+        assert_ne!(result["isError"], true, "{result}");
+        let structured = &result["structuredContent"];
+        assert_eq!(structured["status"], "success", "{result}");
+        assert_eq!(structured["answer"], "It says: the needle.");
+        assert_eq!(structured["steps"], 2);
+        assert_eq!(structured["cwd"], project.to_string_lossy().as_ref());
+        run_ids.push(structured["run_id"].as_str().unwrap().to_string());
+    }
+    assert_ne!(run_ids[0], run_ids[1], "one run per call");
+    // Each run read the file through its own fs server: the model saw its lines.
+    let requests = env.server.requests();
+    assert_eq!(requests.len(), 4);
+    for i in [1, 3] {
+        let body = requests[i].json()["messages"].to_string();
+        assert!(body.contains("the needle"), "{body}");
+    }
+    for run_id in &run_ids {
+        let events = std::fs::read_to_string(
+            env.home
+                .path()
+                .join("runs")
+                .join(run_id)
+                .join("events.jsonl"),
+        )
+        .unwrap();
+        assert!(events.contains("\"run_finished\""), "{events}");
     }
 }
 

@@ -19,6 +19,8 @@
 //!   tern runs several at once.
 //! - Nesting: `--depth` is how deep this server's runs are; beyond `--max-depth` (default 1)
 //!   `run` refuses with an error. tern passes both down to the agent servers of sub-runs.
+//! - Transport: stdio, or MCP streamable HTTP with `--http ADDR` (the same guard as the other
+//!   servers: a bearer token off loopback, Host and Origin checks).
 
 mod report;
 mod roots;
@@ -67,6 +69,9 @@ pub struct Args {
     /// its profile sets no `token_budget`. Default: no limit besides its steps.
     #[arg(long, value_name = "TOKENS")]
     pub token_budget: Option<u64>,
+    /// `--http ADDR` and its token and origin flags, as for `tern serve fs|shell|web`.
+    #[command(flatten)]
+    pub http: tern_tool_common::http::HttpArgs,
 }
 
 /// What every run of this server shares.
@@ -104,11 +109,12 @@ impl Drop for ActiveRun<'_> {
     }
 }
 
-/// Serves the agent over stdio until the client disconnects, then lets the runs still going
-/// (which rmcp has cancelled) finish cleanly. `options` are the global config flags; `cd` is
-/// `-C DIR`.
+/// Serves the agent over stdio until the client disconnects (or with `--http` over streamable
+/// HTTP until SIGTERM or Ctrl-C), then lets the runs still going (which rmcp has cancelled)
+/// finish cleanly. `options` are the global config flags; `cd` is `-C DIR`.
 pub async fn serve(args: Args, options: LoadOptions, cd: Option<&Path>) -> Result<(), ServeError> {
     let config_error = |e: String| ServeError::Config(e);
+    let http = args.http.config()?;
     let here = std::env::current_dir()
         .map_err(|e| config_error(format!("cannot read the current directory: {e}")))?;
     let here = cd
@@ -152,7 +158,13 @@ pub async fn serve(args: Args, options: LoadOptions, cd: Option<&Path>) -> Resul
         tern_exe,
         active,
     });
-    let served = tern_tool_common::serve_stdio(AgentServer::new(settings, &config.agents)).await;
+    let server = AgentServer::new(settings, &config.agents);
+    let served = match http {
+        None => tern_tool_common::serve_stdio(server).await,
+        // Every session (and every 2026-07-28 request) gets a clone: the same roots, mode,
+        // depth and budget; where a session's runs work still comes from its own roots.
+        Some(http) => tern_tool_common::http::serve(http, move || server.clone()).await,
+    };
     if tokio::time::timeout(WIND_DOWN, idle.wait_for(|n| *n == 0))
         .await
         .is_err()

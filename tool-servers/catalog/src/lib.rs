@@ -37,6 +37,11 @@ pub struct Args {
     pub catalog: PathBuf,
 }
 
+/// The runtime tern-catalog runs on (the standalone binary and `tern serve catalog` alike).
+///
+/// One thread: a search over an in-memory index finishes in microseconds.
+pub const RUNTIME: tern_tool_common::Runtime = tern_tool_common::Runtime::CurrentThread;
+
 /// Runs the server over stdio until the client disconnects.
 pub async fn run(args: Args) -> Result<(), tern_tool_common::ServeError> {
     tern_tool_common::serve_stdio(CatalogServer::new(args.catalog)).await

@@ -45,6 +45,52 @@ pub fn init_tracing() {
         .try_init();
 }
 
+/// The async runtime a server runs on.
+///
+/// Chosen per server because the right flavour depends on what its calls wait for, and both
+/// the standalone binary and `tern serve NAME` must run the server on the same one.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Runtime {
+    /// One thread: for servers whose calls finish in microseconds, where extra workers only
+    /// add cross-thread wake-ups to every request (heavy work goes to the blocking pool).
+    CurrentThread,
+    /// This many worker threads: for servers whose calls wait on processes or the network.
+    Workers(usize),
+}
+
+/// Runs a server future to completion on a runtime of its own and turns the outcome into the
+/// process's exit code, logging a failure to stderr (stdout is the protocol).
+///
+/// This is the whole `main` of every standalone server binary and of `tern serve NAME`, so
+/// the two run the same code on the same runtime.
+pub fn serve_main<F>(runtime: Runtime, serve: F) -> std::process::ExitCode
+where
+    F: std::future::Future<Output = Result<(), ServeError>>,
+{
+    let built = match runtime {
+        Runtime::CurrentThread => tokio::runtime::Builder::new_current_thread()
+            .enable_all()
+            .build(),
+        Runtime::Workers(n) => tokio::runtime::Builder::new_multi_thread()
+            .worker_threads(n.max(1))
+            .enable_all()
+            .build(),
+    };
+    let result = match built {
+        Ok(rt) => rt.block_on(serve),
+        Err(e) => Err(ServeError::Config(format!(
+            "cannot start the async runtime: {e}"
+        ))),
+    };
+    match result {
+        Ok(()) => std::process::ExitCode::SUCCESS,
+        Err(e) => {
+            tracing::error!("{e}");
+            std::process::ExitCode::FAILURE
+        }
+    }
+}
+
 /// Serves `server` over stdin/stdout until the client closes the pipe.
 ///
 /// Both of MCP's eras are served on the same pipe: a client that opens with `initialize`

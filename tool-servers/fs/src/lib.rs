@@ -31,8 +31,7 @@
 //!   `notifications/cancelled` still gets through (`src/transport.rs`).
 //!
 //! Run it standalone (`tern-fs --root DIR`) or as `tern serve fs --root DIR`; both
-//! should call [`run_blocking`], which gives the server the single-threaded runtime
-//! it is tuned for. Embedding the server in a program of your own, on your runtime:
+//! run [`run`] on [`RUNTIME`], the single-threaded runtime it is tuned for. Embedding the server in a program of your own, on your runtime:
 //!
 //! ```no_run
 //! # async fn demo() -> Result<(), tern_tool_common::ServeError> {
@@ -126,21 +125,13 @@ pub async fn run(args: Args) -> Result<(), ServeError> {
     }
 }
 
-/// Runs the server ([`run`]) on a runtime of its own: what `tern-fs` (and
-/// `tern serve fs`) should call.
+/// The runtime tern-fs runs on (the standalone binary and `tern serve fs` alike).
 ///
-/// The runtime is single-threaded. Every tool but the tree walks finishes in
-/// microseconds, so extra workers only add cross-thread wake-ups to each
-/// request (the profile showed ~15 % of the server's CPU per call in them);
-/// grep and glob run on the blocking pool and their own walker threads, so a
-/// long search never stalls other calls.
-pub fn run_blocking(args: Args) -> Result<(), ServeError> {
-    let runtime = tokio::runtime::Builder::new_current_thread()
-        .enable_all()
-        .build()
-        .map_err(|e| ServeError::Config(format!("cannot start the async runtime: {e}")))?;
-    runtime.block_on(run(args))
-}
+/// Single-threaded: every tool but the tree walks finishes in microseconds, so extra workers
+/// only add cross-thread wake-ups to each request (the profile showed ~15 % of the server's
+/// CPU per call in them); grep and glob run on the blocking pool and their own walker
+/// threads, so a long search never stalls other calls.
+pub const RUNTIME: tern_tool_common::Runtime = tern_tool_common::Runtime::CurrentThread;
 
 /// Serves over rmcp's non-blocking stdio pipes, with at most
 /// [`transport::DEFAULT_SLOTS`] requests in flight (see [`transport`]).

@@ -4,11 +4,5 @@ use clap::Parser;
 fn main() -> std::process::ExitCode {
     tern_tool_common::init_tracing();
     let args = tern_fs::Args::parse();
-    match tern_fs::run_blocking(args) {
-        Ok(()) => std::process::ExitCode::SUCCESS,
-        Err(e) => {
-            tracing::error!("{e}");
-            std::process::ExitCode::FAILURE
-        }
-    }
+    tern_tool_common::serve_main(tern_fs::RUNTIME, tern_fs::run(args))
 }

@@ -80,6 +80,12 @@ pub struct Args {
     pub http: tern_tool_common::http::HttpArgs,
 }
 
+/// The runtime tern-shell runs on (the standalone binary and `tern serve shell` alike).
+///
+/// Two workers: a call waits on a child process and streams its output while other calls
+/// (and cancellations) keep being answered.
+pub const RUNTIME: tern_tool_common::Runtime = tern_tool_common::Runtime::Workers(2);
+
 /// Runs the server over stdio until the client disconnects, or with `--http` over
 /// streamable HTTP until SIGTERM or Ctrl-C.
 pub async fn run(args: Args) -> Result<(), tern_tool_common::ServeError> {

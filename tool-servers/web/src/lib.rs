@@ -69,6 +69,12 @@ pub struct Args {
     pub http: tern_tool_common::http::HttpArgs,
 }
 
+/// The runtime tern-web runs on (the standalone binary and `tern serve web` alike).
+///
+/// Two workers: a call waits on the network (DNS, connect, a slow body) while other calls
+/// keep being answered.
+pub const RUNTIME: tern_tool_common::Runtime = tern_tool_common::Runtime::Workers(2);
+
 /// Runs the server over stdio until the client disconnects, or with `--http` over
 /// streamable HTTP until SIGTERM or Ctrl-C.
 pub async fn run(args: Args) -> Result<(), tern_tool_common::ServeError> {
