@@ -113,7 +113,7 @@ async fn main() {
         "| {:<44} | {:>12} | {:>15} |",
         "servers", "first time", "tools remembered"
     );
-    println!("|{:-<46}|{:->14}|{:->17}|", "", "", "");
+    println!("|{:-<46}|{:->14}|{:->18}|", "", "", "");
     let rows = [
         ("built-in servers (fs, shell)", Extra::None),
         (
@@ -126,7 +126,7 @@ async fn main() {
     for (label, extra) in rows {
         let first = first_time(extra).await;
         let warm = remembered(extra).await;
-        println!("| {label:<44} | {first:>9.1} ms | {warm:>12.1} ms |");
+        println!("| {label:<44} | {first:>9.1} ms | {warm:>13.1} ms |");
         results.push((first, warm));
     }
     let slow_adds = results[1].1 - results[0].1;

@@ -4,8 +4,6 @@
 //! the writer blocks and never exits) without letting memory grow. [`HeadTail`]
 //! keeps the first `limit/2` and the last `limit/2` characters and counts the rest.
 
-use std::collections::VecDeque;
-
 /// Keeps the head and the tail of a stream of text within a character budget.
 #[derive(Debug, Clone)]
 pub struct HeadTail {
@@ -14,9 +12,11 @@ pub struct HeadTail {
     head: String,
     head_chars: usize,
     /// The UTF-8 bytes of the last `tail_chars` characters (whole characters
-    /// only). Bytes, not `char`s: a flood replaces the tail once per read, and
-    /// copying bytes is a `memcpy` where pushing `char`s is a loop.
-    tail: VecDeque<u8>,
+    /// only). It may hold more than `tail_budget` characters between trims
+    /// ([`Self::trim_tail`]): dropping the oldest characters one read at a time
+    /// was a per-character loop, trimming once per [`Self::tail_slack`] bytes is
+    /// a `memmove`.
+    tail: Vec<u8>,
     tail_chars: usize,
     total_chars: u64,
     total_bytes: u64,
@@ -46,7 +46,7 @@ impl HeadTail {
             tail_budget: limit - head_budget,
             head: String::new(),
             head_chars: 0,
-            tail: VecDeque::new(),
+            tail: Vec::new(),
             tail_chars: 0,
             total_chars: 0,
             total_bytes: 0,
@@ -80,32 +80,41 @@ impl HeadTail {
             return;
         }
         // A flood pushes chunks larger than the tail: only their last
-        // `tail_budget` characters can survive. Find where they start by
-        // walking back from the end, so the cost is the tail's size, not the
-        // chunk's (a 1 GiB flood was spending a fifth of its time here).
+        // `tail_budget` characters can survive. Find where they start from the
+        // end, so the cost is the tail's size, not the chunk's.
         if n >= self.tail_budget {
-            let start = rest
-                .char_indices()
-                .rev()
-                .nth(self.tail_budget - 1)
-                .map_or(0, |(i, _)| i);
+            let start = last_chars_start(rest, self.tail_budget);
             self.tail.clear();
-            self.tail.extend(&rest.as_bytes()[start..]);
+            self.tail.extend_from_slice(&rest.as_bytes()[start..]);
             self.tail_chars = self.tail_budget;
         } else {
-            let mut overflow = (self.tail_chars + n).saturating_sub(self.tail_budget);
-            while overflow > 0 {
-                // Drop one character: its lead byte, then its continuation bytes.
-                self.tail.pop_front();
-                while self.tail.front().is_some_and(|b| b & 0xC0 == 0x80) {
-                    self.tail.pop_front();
-                }
-                overflow -= 1;
-                self.tail_chars -= 1;
-            }
-            self.tail.extend(rest.as_bytes());
+            self.tail.extend_from_slice(rest.as_bytes());
             self.tail_chars += n;
+            if self.tail.len() > self.tail_slack() {
+                self.trim_tail();
+            }
         }
+    }
+
+    /// How many bytes the tail may grow to before it is trimmed: twice the most
+    /// its budget can take (4 bytes a character), and at least 64 KiB, so a trim
+    /// comes at most once per that many bytes pushed.
+    fn tail_slack(&self) -> usize {
+        (self.tail_budget * 8).max(64 * 1024)
+    }
+
+    /// Keeps only the last `tail_budget` characters of the tail.
+    fn trim_tail(&mut self) {
+        if self.tail_chars <= self.tail_budget {
+            return;
+        }
+        // Only whole characters of valid `&str`s were ever stored.
+        let start = match std::str::from_utf8(&self.tail) {
+            Ok(text) => last_chars_start(text, self.tail_budget),
+            Err(_) => 0,
+        };
+        self.tail.drain(..start);
+        self.tail_chars = self.tail_budget;
     }
 
     /// Bytes pushed so far.
@@ -119,7 +128,8 @@ impl HeadTail {
     }
 
     /// Finishes the capture.
-    pub fn finish(self) -> Capped {
+    pub fn finish(mut self) -> Capped {
+        self.trim_tail();
         let kept = self.head_chars as u64 + self.tail_chars as u64;
         let omitted = self.total_chars - kept;
         let mut text = self.head;
@@ -132,9 +142,8 @@ impl HeadTail {
                 self.total_chars
             ));
         }
-        let tail: Vec<u8> = self.tail.into();
         // Only whole characters of valid `&str`s were ever stored.
-        text.push_str(&String::from_utf8_lossy(&tail));
+        text.push_str(&String::from_utf8_lossy(&self.tail));
         Capped {
             text,
             truncated: omitted > 0,
@@ -143,6 +152,30 @@ impl HeadTail {
             omitted_chars: omitted,
         }
     }
+}
+
+/// The byte index in `s` where its last `k` characters start (0 when it has
+/// fewer).
+///
+/// Steps back by the number of characters still missing (each is at least one
+/// byte), to the start of the character landed in, and counts what it passed
+/// with the standard library's fast counter: for ASCII one step, for any text a
+/// few — never a character-by-character walk.
+fn last_chars_start(s: &str, k: usize) -> usize {
+    let mut start = s.len();
+    let mut have = 0;
+    while have < k && start > 0 {
+        let mut next = start.saturating_sub(k - have);
+        while !s.is_char_boundary(next) {
+            next -= 1;
+        }
+        // [next, start) holds at most `k - have` characters: stepping back
+        // `k - have` bytes passes at most that many starts, and backing up to a
+        // boundary only happens when some of those bytes were continuations.
+        have += s[next..start].chars().count();
+        start = next;
+    }
+    start
 }
 
 #[cfg(test)]
@@ -205,6 +238,45 @@ mod tests {
     }
 
     #[test]
+    fn the_last_characters_are_found_in_any_text() {
+        for text in ["", "abc", "ééé", "a→b€c𝄞d", "𝄞𝄞𝄞x", "xé→𝄞"] {
+            let chars: Vec<(usize, char)> = text.char_indices().collect();
+            for k in 0..=chars.len() + 2 {
+                let want = if k >= chars.len() {
+                    0
+                } else if k == 0 {
+                    text.len()
+                } else {
+                    chars[chars.len() - k].0
+                };
+                assert_eq!(last_chars_start(text, k), want, "{text:?} k={k}");
+            }
+        }
+    }
+
+    #[test]
+    fn a_tail_trimmed_while_streaming_matches_one_push() {
+        // Small pieces of multi-byte text, far more than the tail's slack, so the
+        // tail is trimmed many times mid-stream.
+        let text: String = (0..60_000)
+            .map(|i| ['a', 'é', '→', '𝄞', '\n'][i % 5])
+            .collect();
+        let mut whole = HeadTail::new(1001);
+        whole.push_str(&text);
+        let whole = whole.finish();
+        let chars: Vec<char> = text.chars().collect();
+        for chunk in [1, 3, 499, 500, 501] {
+            let mut parts = HeadTail::new(1001);
+            for piece in chars.chunks(chunk) {
+                parts.push_str(&piece.iter().collect::<String>());
+            }
+            assert_eq!(parts.finish(), whole, "chunk {chunk}");
+        }
+        let tail: String = chars[chars.len() - 501..].iter().collect();
+        assert!(whole.text.ends_with(&tail));
+    }
+
+    #[test]
     fn memory_is_bounded_by_the_limit() {
         let mut c = HeadTail::new(1000);
         let chunk = "y\n".repeat(4096);
@@ -212,7 +284,10 @@ mod tests {
             c.push_str(&chunk);
         }
         assert!(c.head.len() <= 500);
-        assert!(c.tail.len() <= 500 * 4 && c.tail_chars <= 500);
+        assert!(c.tail.len() <= c.tail_slack() + chunk.len());
         assert_eq!(c.total_bytes(), 8192 * 1000);
+        let out = c.finish();
+        assert_eq!(out.omitted_chars, 8192 * 1000 - 1000);
+        assert!(out.text.ends_with(&"y\n".repeat(250)), "{}", out.text);
     }
 }
