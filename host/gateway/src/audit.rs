@@ -41,7 +41,7 @@ impl AuditLog {
             path: path.to_owned(),
             source,
         };
-        let file = crate::files::open_append(path).map_err(err)?;
+        let file = tern_protocol::files::open_append(path).map_err(err)?;
         Ok(Self {
             path: path.to_owned(),
             file: Mutex::new(file),

@@ -101,7 +101,7 @@ fn safe_name(id: &str) -> String {
 /// Writes the spill file (creating its directory): `0600` in a `0700` directory, never through
 /// a symlink.
 pub fn write_spill(path: &Path, text: &str) -> std::io::Result<()> {
-    crate::files::write(path, text.as_bytes())
+    tern_protocol::files::write(path, text.as_bytes())
 }
 
 #[cfg(test)]

@@ -54,7 +54,6 @@ pub mod audit;
 mod call;
 pub mod cap;
 pub mod dispatch;
-pub mod files;
 mod gateway;
 pub mod paths;
 pub mod permission;

@@ -8,7 +8,6 @@
 
 use std::{
     collections::BTreeMap,
-    io::Write,
     path::{Path, PathBuf},
     sync::Mutex,
 };
@@ -92,21 +91,11 @@ impl ToolCache {
     }
 }
 
-/// Writes whole then renames, 0600: the cache is under `$TERN_HOME` like everything of tern's.
+/// Written whole, then renamed over, `0600`: the cache is under `$TERN_HOME` like everything
+/// of tern's.
 fn write_private(path: &Path, file: &File) -> std::io::Result<()> {
     let bytes = serde_json::to_vec(file).map_err(std::io::Error::other)?;
-    let tmp = path.with_extension("json.tmp");
-    let mut options = std::fs::OpenOptions::new();
-    options.write(true).create(true).truncate(true);
-    #[cfg(unix)]
-    {
-        use std::os::unix::fs::OpenOptionsExt;
-        options.mode(0o600).custom_flags(libc::O_NOFOLLOW);
-    }
-    let mut out = options.open(&tmp)?;
-    out.write_all(&bytes)?;
-    out.flush()?;
-    std::fs::rename(&tmp, path)
+    tern_protocol::files::write_atomic(path, &bytes)
 }
 
 #[cfg(test)]

@@ -119,9 +119,6 @@ struct LogFile {
 impl LogFile {
     /// Opens (appends to) `path`, rotating first when it is already at the cap.
     async fn open(path: PathBuf, cap: u64) -> Option<Self> {
-        if let Some(dir) = path.parent() {
-            create_private_dir(dir).await;
-        }
         let written = tokio::fs::metadata(&path).await.map_or(0, |m| m.len());
         let mut log = Self {
             file: open_private(&path).await?,
@@ -163,27 +160,20 @@ impl LogFile {
     }
 }
 
-/// The logs directory, 0700 (created if missing, tightened if it exists).
-async fn create_private_dir(dir: &Path) {
-    let _ = tokio::fs::create_dir_all(dir).await;
-    use std::os::unix::fs::PermissionsExt;
-    let _ = tokio::fs::set_permissions(dir, std::fs::Permissions::from_mode(0o700)).await;
-}
-
-/// Opens `path` for appending, creating it 0600 (and tightening an older, looser file).
+/// Opens `path` for appending the way tern opens all its files: `0600` in a `0700` directory
+/// (an older, looser one is tightened), never through a symlink.
 async fn open_private(path: &Path) -> Option<tokio::fs::File> {
-    use std::os::unix::fs::PermissionsExt;
-    let file = tokio::fs::OpenOptions::new()
-        .create(true)
-        .append(true)
-        .mode(0o600)
-        .open(path)
+    let path = path.to_path_buf();
+    let opened = tokio::task::spawn_blocking(move || tern_protocol::files::open_append(&path))
         .await
         .ok()?;
-    let _ = file
-        .set_permissions(std::fs::Permissions::from_mode(0o600))
-        .await;
-    Some(file)
+    match opened {
+        Ok(file) => Some(tokio::fs::File::from_std(file)),
+        Err(e) => {
+            tracing::warn!("server log not written: {e}");
+            None
+        }
+    }
 }
 
 /// Reads one line, keeping at most [`MAX_LINE_BYTES`] of it and discarding the rest.
@@ -274,5 +264,27 @@ mod tests {
         assert_eq!(mode(&path), 0o600);
         assert_eq!(mode(&logs.join("flood.log.1")), 0o600);
         assert_eq!(mode(&logs), 0o700);
+    }
+
+    #[tokio::test]
+    async fn a_symlink_planted_at_the_log_is_not_followed() {
+        let dir = tempfile::tempdir().unwrap();
+        let logs = dir.path().join("logs");
+        std::fs::create_dir_all(&logs).unwrap();
+        let victim = dir.path().join("victim.txt");
+        std::fs::write(&victim, "keep").unwrap();
+        let path = logs.join("evil.log");
+        std::os::unix::fs::symlink(&victim, &path).unwrap();
+        let tail = StderrTail::new();
+        tail.drain(
+            std::io::Cursor::new(b"written through the link?\n".to_vec()),
+            Some(path.clone()),
+            "evil".into(),
+            MAX_LOG_BYTES,
+        );
+        tail.settle(Duration::from_secs(5)).await;
+        assert_eq!(std::fs::read_to_string(&victim).unwrap(), "keep");
+        // The tail still has the line: only the file is refused.
+        assert_eq!(tail.last(1), ["written through the link?"]);
     }
 }

@@ -3,10 +3,12 @@
 //! A tool call, a tool result and an event each have exactly one type, defined here and used by
 //! the model adapters, the server pool, the gateway and the agent alike — so no layer converts one
 //! shape into another by hand, and a field added here reaches the events file, the trace and the
-//! renderers at once. This crate has no behaviour beyond (de)serialisation and small helpers.
+//! renderers at once. This crate has no behaviour beyond (de)serialisation and small helpers —
+//! and [`files`], the one way every layer writes tern's private files.
 #![deny(clippy::print_stdout, clippy::print_stderr)]
 
 mod event;
+pub mod files;
 mod time;
 mod tool;
 mod usage;

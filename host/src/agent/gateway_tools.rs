@@ -71,7 +71,7 @@ impl Deferral {
         let tmp = self.catalog.with_extension("json.tmp");
         let ok = serde_json::to_vec(&entries)
             .ok()
-            .and_then(|bytes| tern_gateway::files::write(&tmp, &bytes).ok())
+            .and_then(|bytes| tern_protocol::files::write(&tmp, &bytes).ok())
             .and_then(|()| std::fs::rename(&tmp, &self.catalog).ok())
             .is_some();
         if ok {

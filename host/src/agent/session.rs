@@ -163,7 +163,7 @@ fn write_lines(
         path: path.clone(),
         source,
     };
-    let mut f = tern_gateway::files::open_append(&path).map_err(io)?;
+    let mut f = tern_protocol::files::open_append(&path).map_err(io)?;
     for l in lines {
         let line = serde_json::to_string(l).map_err(|e| io(std::io::Error::other(e)))?;
         writeln!(f, "{}", redact(&line)).map_err(io)?;

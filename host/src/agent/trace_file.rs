@@ -24,7 +24,7 @@ impl EventWriter {
     /// Creates `path` (and its directory): `0600` in a `0700` directory, never through a
     /// symlink.
     pub fn create(path: &Path, redactor: std::sync::Arc<Redactor>) -> std::io::Result<Self> {
-        let file = tern_gateway::files::open_append(path)?;
+        let file = tern_protocol::files::open_append(path)?;
         Ok(Self {
             path: path.to_path_buf(),
             out: Some(BufWriter::new(file)),

@@ -8,16 +8,12 @@
 
 use std::{
     collections::BTreeMap,
-    fs::OpenOptions,
-    io::Write,
     path::{Path, PathBuf},
     time::{SystemTime, UNIX_EPOCH},
 };
 
-#[cfg(unix)]
-use std::os::unix::fs::{DirBuilderExt, OpenOptionsExt, PermissionsExt};
-
 use serde::{Deserialize, Serialize};
+use tern_protocol::files;
 
 use super::AuthError;
 
@@ -181,34 +177,9 @@ impl Store {
 
     /// Replaces the file with `auth`: written to a private temporary file, then renamed over.
     pub(crate) fn save(&self, auth: &ServerAuth) -> Result<(), AuthError> {
-        let dir = self.path.parent().unwrap_or(Path::new("."));
-        private_dir(dir).map_err(|e| self.io_error("create the directory of", &e))?;
         let json = serde_json::to_vec_pretty(auth)
             .map_err(|e| AuthError::Local(format!("cannot encode credentials: {e}")))?;
-        let tmp = dir.join(format!(
-            ".{}.{}.tmp",
-            self.path
-                .file_name()
-                .map(|n| n.to_string_lossy().into_owned())
-                .unwrap_or_default(),
-            std::process::id()
-        ));
-        let _ = std::fs::remove_file(&tmp);
-        let mut options = OpenOptions::new();
-        options.write(true).create_new(true);
-        #[cfg(unix)]
-        options.mode(0o600).custom_flags(libc::O_NOFOLLOW);
-        let written = options.open(&tmp).and_then(|mut f| {
-            #[cfg(unix)]
-            f.set_permissions(std::fs::Permissions::from_mode(0o600))?;
-            f.write_all(&json)?;
-            f.sync_all()
-        });
-        if let Err(e) = written.and_then(|()| std::fs::rename(&tmp, &self.path)) {
-            let _ = std::fs::remove_file(&tmp);
-            return Err(self.io_error("write", &e));
-        }
-        Ok(())
+        files::write_atomic(&self.path, &json).map_err(|e| self.io_error("write", &e))
     }
 
     /// Deletes the file; `false` when there was none.
@@ -223,18 +194,6 @@ impl Store {
     fn io_error(&self, what: &str, e: &std::io::Error) -> AuthError {
         AuthError::Local(format!("cannot {what} {}: {e}", self.path.display()))
     }
-}
-
-/// Creates `dir` `0700` (and makes it so if it existed).
-fn private_dir(dir: &Path) -> std::io::Result<()> {
-    let mut builder = std::fs::DirBuilder::new();
-    builder.recursive(true);
-    #[cfg(unix)]
-    builder.mode(0o700);
-    builder.create(dir)?;
-    #[cfg(unix)]
-    std::fs::set_permissions(dir, std::fs::Permissions::from_mode(0o700))?;
-    Ok(())
 }
 
 /// Every token, refresh token and client secret stored under `dir`, for the redactor.
@@ -277,6 +236,7 @@ mod tests {
         let oauth = dir.path().join("oauth");
         let store = Store::new(&oauth, "remote");
         store.save(&sample()).unwrap();
+        use std::os::unix::fs::PermissionsExt;
         let mode = |p: &Path| std::fs::metadata(p).unwrap().permissions().mode() & 0o777;
         assert_eq!(mode(store.path()), 0o600);
         assert_eq!(mode(&oauth), 0o700);

@@ -112,7 +112,7 @@ pub fn with_tool_search<'c>(
     if !deferrable {
         return Ok(std::borrow::Cow::Borrowed(config));
     }
-    tern_gateway::files::write(catalog, b"[]")
+    tern_protocol::files::write(catalog, b"[]")
         .map_err(|e| format!("cannot write the tool catalog {}: {e}", catalog.display()))?;
     let mut config = config.clone();
     config.mcp_servers.insert(

@@ -1,8 +1,9 @@
-//! How tern writes the files under `$TERN_HOME` that hold what a run saw (issue 15): the audit
-//! log, events, session transcripts and spill files. They carry source code, command output
-//! and, despite redaction, possibly secrets — so they are `0600` in `0700` directories, and
-//! never opened through a symlink: one planted at `audit.jsonl` (by a tool command, say) must
-//! not redirect the log somewhere else, or truncate a file of the user's.
+//! How tern writes its own files under `$TERN_HOME` (issue 15): the audit log, events, session
+//! transcripts, spill files, server logs, the tool cache and OAuth credentials. They carry
+//! source code, command output, tokens and, despite redaction, possibly secrets — so they are
+//! `0600` in `0700` directories, and never opened through a symlink: one planted at
+//! `audit.jsonl` (by a tool command, say) must not redirect the log somewhere else, or truncate
+//! a file of the user's. One home, so no layer writes such a file any other way.
 
 use std::{
     fs::{File, OpenOptions},
@@ -40,6 +41,29 @@ pub fn write(path: &Path, bytes: &[u8]) -> io::Result<()> {
     let mut file = open_private(path, &mut options)?;
     file.write_all(bytes)?;
     file.flush()
+}
+
+/// Replaces `path` with `bytes` atomically: written (and synced) to a private temporary file
+/// beside it, then renamed over it, so a reader — another tern process — sees the old content
+/// or the new, never half of it.
+pub fn write_atomic(path: &Path, bytes: &[u8]) -> io::Result<()> {
+    let name = path
+        .file_name()
+        .map(|n| n.to_string_lossy().into_owned())
+        .unwrap_or_default();
+    let tmp = path.with_file_name(format!(".{name}.{}.tmp", std::process::id()));
+    let _ = std::fs::remove_file(&tmp);
+    let mut options = OpenOptions::new();
+    options.write(true).create_new(true);
+    let written = open_private(&tmp, &mut options).and_then(|mut f| {
+        f.write_all(bytes)?;
+        f.sync_all()
+    });
+    if let Err(e) = written.and_then(|()| std::fs::rename(&tmp, path)) {
+        let _ = std::fs::remove_file(&tmp);
+        return Err(e);
+    }
+    Ok(())
 }
 
 fn open_private(path: &Path, options: &mut OpenOptions) -> io::Result<File> {
@@ -99,5 +123,21 @@ mod tests {
         assert!(err.to_string().contains("symlink"), "{err}");
         assert!(write(&link, b"gone").is_err());
         assert_eq!(std::fs::read_to_string(&victim).unwrap(), "keep");
+    }
+
+    #[test]
+    fn atomic_writes_replace_whole_files_privately_and_leave_no_temporary() {
+        let dir = tempfile::tempdir().unwrap();
+        let file = dir.path().join("state/cache.json");
+        write_atomic(&file, b"one").unwrap();
+        write_atomic(&file, b"two").unwrap();
+        assert_eq!(std::fs::read_to_string(&file).unwrap(), "two");
+        assert_eq!(mode(&file), 0o600);
+        assert_eq!(mode(&dir.path().join("state")), 0o700);
+        let names: Vec<_> = std::fs::read_dir(dir.path().join("state"))
+            .unwrap()
+            .map(|e| e.unwrap().file_name())
+            .collect();
+        assert_eq!(names, ["cache.json"]);
     }
 }
