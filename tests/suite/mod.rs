@@ -18,6 +18,7 @@ mod replay;
 mod resources;
 mod roots;
 mod run;
+mod run_faults;
 mod security;
 mod serve;
 mod serve_http;
