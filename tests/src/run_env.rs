@@ -92,6 +92,18 @@ impl RunEnv {
     }
 }
 
+/// Fails the test unless `out` (a finished `tern` process) exited with `code`, showing its
+/// stderr.
+#[track_caller]
+pub fn assert_exit(out: &Output, code: i32) {
+    assert_eq!(
+        out.status.code(),
+        Some(code),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+}
+
 pub fn of_type<'a>(events: &'a [Value], t: &str) -> Vec<&'a Value> {
     events.iter().filter(|e| e["type"] == t).collect()
 }

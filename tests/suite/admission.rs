@@ -142,7 +142,7 @@ async fn a_server_flooding_stderr_gets_a_capped_rotated_private_log() {
 
 #[tokio::test]
 async fn tern_run_offers_the_model_the_relisted_tools_on_the_very_next_request() {
-    use tern_e2e::run_env::RunEnv;
+    use tern_e2e::run_env::{RunEnv, assert_exit};
     use tern_model::mock::script::AnthropicTurn;
 
     let env = RunEnv::new().await;
@@ -166,12 +166,7 @@ async fn tern_run_offers_the_model_the_relisted_tools_on_the_very_next_request()
             "jsonl",
         ])
         .await;
-    assert_eq!(
-        out.status.code(),
-        Some(0),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
+    assert_exit(&out, 0);
     let requests = env.server.requests();
     assert_eq!(requests.len(), 2);
     let names = |i: usize| -> Vec<String> {

@@ -5,7 +5,7 @@
 use std::time::Duration;
 
 use serde_json::Value;
-use tern_e2e::run_env::{RunEnv, of_type};
+use tern_e2e::run_env::{RunEnv, assert_exit, of_type};
 use tern_model::mock::{
     MockResponse, RecordedRequest,
     script::{AnthropicTurn, OpenAiTurn},
@@ -117,12 +117,7 @@ async fn a_long_session_finishes_inside_the_window(api: Api) {
         ],
     )
     .await;
-    assert_eq!(
-        out.status.code(),
-        Some(0),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
+    assert_exit(&out, 0);
     let sim = env.server.simulation().unwrap();
     assert!(
         sim.overflows <= 1,
@@ -173,12 +168,7 @@ async fn a_request_refused_as_too_long_is_compacted_and_retried_once() {
         &["run", GOAL, "--output-format", "jsonl"],
     )
     .await;
-    assert_eq!(
-        out.status.code(),
-        Some(0),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
+    assert_exit(&out, 0);
     let sim = env.server.simulation().unwrap();
     assert_eq!(sim.overflows, 1);
     let events = env.events();
@@ -217,12 +207,7 @@ async fn twelve_chapters_in_a_30k_window() -> RunEnv {
         ],
     )
     .await;
-    assert_eq!(
-        out.status.code(),
-        Some(0),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
+    assert_exit(&out, 0);
     env
 }
 
@@ -268,12 +253,7 @@ async fn continuing_a_compacted_session_starts_from_the_compacted_state() {
         ],
     )
     .await;
-    assert_eq!(
-        out.status.code(),
-        Some(0),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
+    assert_exit(&out, 0);
     let body: Value = env.server.model_requests().last().unwrap().json();
     let sent = body["messages"].to_string();
     assert!(sent.contains("which chapter came first?"));
@@ -316,12 +296,7 @@ async fn a_local_servers_reported_window_is_the_budget() {
         .output()
         .await
         .unwrap();
-    assert_eq!(
-        out.status.code(),
-        Some(0),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
+    assert_exit(&out, 0);
     let finished = env
         .events()
         .into_iter()
@@ -356,12 +331,7 @@ async fn a_local_servers_reported_window_is_the_budget() {
         .output()
         .await
         .unwrap();
-    assert_eq!(
-        out.status.code(),
-        Some(0),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
+    assert_exit(&out, 0);
     let finished = env
         .events()
         .into_iter()

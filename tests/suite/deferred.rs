@@ -3,7 +3,7 @@
 //! the tool it found is callable — on both providers.
 
 use serde_json::Value;
-use tern_e2e::run_env::{RunEnv, of_type};
+use tern_e2e::run_env::{RunEnv, assert_exit, of_type};
 use tern_model::mock::{
     MockResponse,
     script::{AnthropicTurn, OpenAiTurn},
@@ -84,12 +84,7 @@ async fn a_deferred_tool_is_found_and_called(api: Api) {
             .args(["--provider", "openai", "--model", "gpt-4o"]);
     }
     let out = cmd.output().await.unwrap();
-    assert_eq!(
-        out.status.code(),
-        Some(0),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
+    assert_exit(&out, 0);
     let requests = env.server.model_requests();
     assert_eq!(requests.len(), 3);
     let (first, first_bytes) = offered(&requests[0].json());

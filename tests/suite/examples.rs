@@ -2,7 +2,7 @@
 
 use tern_model::mock::script::AnthropicTurn;
 
-use tern_e2e::run_env::{RunEnv, of_type};
+use tern_e2e::run_env::{RunEnv, assert_exit, of_type};
 
 #[tokio::test]
 async fn the_python_example_server_is_a_tern_tool_server() {
@@ -40,12 +40,7 @@ async fn the_python_example_server_is_a_tern_tool_server() {
             "notes__*",
         ])
         .await;
-    assert_eq!(
-        out.status.code(),
-        Some(0),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
+    assert_exit(&out, 0);
     assert_eq!(
         std::fs::read_to_string(&notes).unwrap(),
         "ship the first wave\n"

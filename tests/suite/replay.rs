@@ -4,7 +4,7 @@
 use std::path::Path;
 
 use serde_json::Value;
-use tern_e2e::run_env::{RunEnv, of_type};
+use tern_e2e::run_env::{RunEnv, assert_exit, of_type};
 use tern_model::mock::script::AnthropicTurn;
 
 fn write_fixture(dir: &Path) {
@@ -56,12 +56,7 @@ async fn record(env: &RunEnv) -> String {
             "shell__run(sh check.sh)",
         ])
         .await;
-    assert_eq!(
-        out.status.code(),
-        Some(0),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
+    assert_exit(&out, 0);
     env.events()[0]["run_id"].as_str().unwrap().to_string()
 }
 

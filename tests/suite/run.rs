@@ -3,7 +3,7 @@
 //! when something goes wrong is in `run_faults.rs`.
 
 use serde_json::Value;
-use tern_e2e::run_env::{CANARY, RunEnv, all_files, of_type};
+use tern_e2e::run_env::{CANARY, RunEnv, all_files, assert_exit, of_type};
 use tern_model::mock::{
     RecordedRequest,
     script::{AnthropicTurn, OpenAiTurn},
@@ -272,12 +272,7 @@ async fn parallel_read_only_calls_each_get_their_paired_result() {
             "accept-edits",
         ])
         .await;
-    assert_eq!(
-        out.status.code(),
-        Some(0),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
+    assert_exit(&out, 0);
     let results = tool_results(&env.server.requests()[1]);
     let ids: Vec<&str> = results.iter().map(|r| r.0.as_str()).collect();
     assert_eq!(
@@ -309,12 +304,7 @@ async fn continue_resumes_the_latest_session() {
     assert_eq!(out.status.code(), Some(0));
     env.answer("It was heron.");
     let out = env.run(&["run", "--continue", "what was the word?"]).await;
-    assert_eq!(
-        out.status.code(),
-        Some(0),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
+    assert_exit(&out, 0);
     let second = env.server.requests()[1].json();
     let msgs = second["messages"].as_array().unwrap();
     assert_eq!(msgs.len(), 3, "{msgs:?}");
@@ -346,12 +336,7 @@ async fn a_key_in_the_goal_or_a_tool_output_is_redacted_from_every_file_tern_wri
     env.answer("Found a key; I will not repeat it.");
     let goal = format!("my key is {CANARY}, check .env.local");
     let out = env.run(&["run", &goal, "--output-format", "jsonl"]).await;
-    assert_eq!(
-        out.status.code(),
-        Some(0),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
+    assert_exit(&out, 0);
     let files = all_files(env.home.path());
     assert!(files.iter().any(|f| f.ends_with("events.jsonl")));
     assert!(

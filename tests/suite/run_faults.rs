@@ -5,7 +5,7 @@
 use std::time::Duration;
 
 use serde_json::json;
-use tern_e2e::run_env::{RunEnv, of_type, pids_with};
+use tern_e2e::run_env::{RunEnv, assert_exit, of_type, pids_with};
 use tern_model::mock::{MockResponse, script::AnthropicTurn};
 
 use super::run::tool_results;
@@ -209,12 +209,7 @@ async fn ctrl_c_during_a_shell_tool_cancels_it_and_finishes_the_run() {
         .await
         .expect("tern did not exit after Ctrl-C")
         .unwrap();
-    assert_eq!(
-        out.status.code(),
-        Some(130),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
+    assert_exit(&out, 130);
     assert!(
         started.elapsed() < Duration::from_secs(15),
         "took {:?}",
@@ -267,12 +262,7 @@ async fn a_server_crashing_mid_run_gives_an_error_result_and_the_run_goes_on() {
             "flaky__crash",
         ])
         .await;
-    assert_eq!(
-        out.status.code(),
-        Some(0),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
+    assert_exit(&out, 0);
     let events = env.events();
     let call = of_type(&events, "tool_call_finished")[0].clone();
     assert_eq!(call["is_error"], true);
@@ -303,12 +293,7 @@ async fn calling_a_tool_of_a_server_that_failed_to_start_says_which_and_why() {
     let out = env
         .run(&["run", "use ghost", "--output-format", "jsonl"])
         .await;
-    assert_eq!(
-        out.status.code(),
-        Some(0),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
+    assert_exit(&out, 0);
     let results = tool_results(&env.server.requests()[1]);
     let (_, text, is_error) = &results[0];
     assert!(is_error);

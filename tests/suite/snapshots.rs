@@ -3,7 +3,7 @@
 
 use tern_model::mock::script::AnthropicTurn;
 
-use tern_e2e::run_env::RunEnv;
+use tern_e2e::run_env::{RunEnv, assert_exit};
 
 pub(crate) fn filters(cwd: &str) -> Vec<(String, String)> {
     vec![
@@ -61,12 +61,7 @@ async fn terminal_rendering_and_trace_of_a_scripted_run() {
     let out = env
         .run(&["run", "fix the answer", "--mode", "accept-edits"])
         .await;
-    assert_eq!(
-        out.status.code(),
-        Some(0),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
+    assert_exit(&out, 0);
     let cwd = dir.canonicalize().unwrap().to_string_lossy().into_owned();
     let rendered = String::from_utf8_lossy(&out.stdout).into_owned();
     let settings_filters = filters(&cwd);

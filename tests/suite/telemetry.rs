@@ -10,7 +10,7 @@ use std::{
 };
 
 use serde_json::Value;
-use tern_e2e::run_env::{CANARY, RunEnv, of_type};
+use tern_e2e::run_env::{CANARY, RunEnv, assert_exit, of_type};
 use tern_model::mock::script::AnthropicTurn;
 use tokio::io::{AsyncBufReadExt, BufReader};
 
@@ -149,12 +149,7 @@ async fn a_run_exports_one_genai_trace_and_the_tool_server_sees_its_traceparent(
         .output()
         .await
         .unwrap();
-    assert_eq!(
-        out.status.code(),
-        Some(0),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
+    assert_exit(&out, 0);
     let events = env.events();
     let run_id = events[0]["run_id"].as_str().unwrap().to_string();
 
@@ -297,12 +292,7 @@ async fn content_is_exported_only_when_asked_redacted_and_json_works_too() {
         .output()
         .await
         .unwrap();
-    assert_eq!(
-        out.status.code(),
-        Some(0),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
+    assert_exit(&out, 0);
     let entries = received(&rx);
     assert!(
         entries

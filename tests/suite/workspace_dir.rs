@@ -1,7 +1,7 @@
 //! The servers of a run work in the run's directory (`-C DIR`), not in the directory the
 //! process was started from: `--root .` of the built-ins means the workspace.
 
-use tern_e2e::run_env::{RunEnv, of_type};
+use tern_e2e::run_env::{RunEnv, assert_exit, of_type};
 use tern_model::mock::script::AnthropicTurn;
 
 #[tokio::test]
@@ -27,12 +27,7 @@ async fn under_dash_c_the_built_in_servers_are_rooted_in_that_directory() {
             "jsonl",
         ])
         .await;
-    assert_eq!(
-        out.status.code(),
-        Some(0),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
+    assert_exit(&out, 0);
     let events = env.events();
     let read = of_type(&events, "tool_call_finished");
     assert_eq!(read.len(), 1);

@@ -5,7 +5,7 @@
 use std::time::{Duration, Instant};
 
 use serde_json::Value;
-use tern_e2e::run_env::{RunEnv, of_type};
+use tern_e2e::run_env::{RunEnv, assert_exit, of_type};
 use tern_model::mock::{Gate, MockResponse, RecordedRequest, script::AnthropicTurn};
 
 use super::{goal_of, messages, only, runs, tool_results, tools_of};
@@ -135,12 +135,7 @@ async fn a_parent_delegates_to_two_explore_sub_agents_that_run_in_parallel() {
         env.run(&["run", PARENT_GOAL, "--output-format", "jsonl"]),
         both_asked
     );
-    assert_eq!(
-        out.status.code(),
-        Some(0),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
+    assert_exit(&out, 0);
     assert!(parallel, "the two sub-agents did not run at the same time");
     for file in ["alpha.txt", "beta.txt"] {
         assert!(!env.dir.path().join(file).exists(), "{file} was written");
@@ -281,12 +276,7 @@ async fn a_sub_agent_cannot_delegate_beyond_the_depth_limit() {
     let out = env
         .run(&["run", "Go deep.", "--output-format", "jsonl"])
         .await;
-    assert_eq!(
-        out.status.code(),
-        Some(0),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
+    assert_exit(&out, 0);
     let all = runs(env.home.path());
     assert_eq!(all.len(), 2, "no grandchild run was started");
     let (parent_id, _) = parent(&all);
@@ -352,12 +342,7 @@ async fn ctrl_c_in_the_parent_cancels_its_sub_agent() {
         .await
         .expect("tern did not exit after Ctrl-C")
         .unwrap();
-    assert_eq!(
-        out.status.code(),
-        Some(130),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
+    assert_exit(&out, 130);
     assert!(
         env.server
             .wait_for_disconnect(Duration::from_secs(10))
