@@ -232,3 +232,34 @@ async fn a_path_deny_rule_holds_through_links_searches_and_the_shell() {
         assert!(!e.to_string().contains(secret), "the secret reached {e}");
     }
 }
+
+/// A bare pattern on a file tool (`fs__read_file(**/.env)`, no `path:`) denies the files it
+/// names, as a person writing it means, and allows nothing by itself.
+#[tokio::test]
+async fn a_bare_pattern_on_a_file_tool_denies_its_paths() {
+    let env = RunEnv::new().await;
+    let dir = env.dir.path();
+    let secret = "BARE-RULE-SECRET-77";
+    std::fs::create_dir(dir.join("conf")).unwrap();
+    std::fs::write(dir.join("conf/.env"), format!("TOKEN={secret}\n")).unwrap();
+    std::fs::write(dir.join("notes.txt"), "plain notes\n").unwrap();
+    let calls = [
+        ("toolu_env", "fs__read_file", json!({"path": "conf/.env"})),
+        ("toolu_notes", "fs__read_file", json!({"path": "notes.txt"})),
+    ];
+    turn(&env, &calls);
+    env.answer("done");
+    let events = run_ok(&env, "read", &["--deny", "fs__read_file(**/.env)"]).await;
+    let d = decision(&events, "toolu_env");
+    assert_eq!(d["decision"], "deny", "{d}");
+    assert_eq!(d["rule"], "--deny:1", "{d}");
+    assert!(
+        finished(&events, "toolu_notes")["output"]
+            .as_str()
+            .unwrap()
+            .contains("plain notes")
+    );
+    for e in &events {
+        assert!(!e.to_string().contains(secret), "the secret reached {e}");
+    }
+}

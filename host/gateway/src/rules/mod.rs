@@ -133,6 +133,18 @@ impl Rule {
                 Target::Value(name, v) => {
                     m.matches_value(v, is_path_arg(name), f.ws, Quantifier::Any)
                 }
+                // A bare pattern on a tool that takes no command (`fs__read_file(**/.env)`):
+                // the person means its files. Deny and ask read it as a pattern over the
+                // call's path arguments (matching more is the safe side); allow never does
+                // (`covers`), so it cannot widen what a rule permits.
+                Target::Missing
+                    if matches!(target, ArgTarget::Command) && f.command_arg.is_none() =>
+                {
+                    f.args
+                        .iter()
+                        .filter(|(name, _)| is_path_arg(name))
+                        .any(|(_, v)| m.matches_value(v, true, f.ws, Quantifier::Any))
+                }
                 Target::Missing => false,
             })
     }
@@ -443,7 +455,15 @@ mod tests {
             rule("fs__*(domain:docs.rs)", RuleList::Allow).covers(&f),
             Coverage::Whole
         );
-        // A bare command pattern on a tool without a command argument never matches.
+        // A bare pattern on a tool without a command argument is about its paths when it
+        // denies (`sub/../.env` is `.env`), and never allows anything.
         assert!(!rule("fs__read_file(cat *)", RuleList::Deny).matches_any(&f));
+        assert!(rule("fs__read_file(**/.env)", RuleList::Deny).matches_any(&f));
+        assert!(rule("fs__read_file(.env)", RuleList::Ask).matches_any(&f));
+        assert!(!rule("fs__read_file(**/*.rs)", RuleList::Deny).matches_any(&f));
+        assert_eq!(
+            rule("fs__read_file(**/.env)", RuleList::Allow).covers(&f),
+            Coverage::Nothing
+        );
     }
 }
