@@ -1,5 +1,6 @@
 //! `tern serve agent` under another MCP client: the official Python SDK hands it goals, with
-//! its own roots, and gets the answer, the report, progress — and can cancel.
+//! its own roots, and gets the answer, the report, progress — and can cancel; SIGTERM ends it
+//! cleanly.
 
 use std::{path::Path, time::Duration};
 
@@ -342,4 +343,92 @@ async fn a_sub_run_stops_at_its_token_budget_and_at_the_steps_the_call_allows() 
         "{ends:?}"
     );
     assert!(ends.iter().any(|(s, _)| s == "max_steps"), "{ends:?}");
+}
+
+/// SIGTERM to `tern serve agent` (a client shutting it down) ends it cleanly: the running
+/// sub-run is cancelled, writes its `run_finished`, and leaves no server or command behind.
+#[tokio::test]
+async fn sigterm_to_the_agent_server_cancels_its_runs_and_leaves_nothing_behind() {
+    use tokio::io::{AsyncBufReadExt, AsyncWriteExt, BufReader};
+    let env = RunEnv::new().await;
+    let project = env.dir.path().canonicalize().unwrap();
+    // The command line of `sleep` as /proc shows it is `sleep\0271828`: it is looked for by
+    // its argument.
+    let marker = "271828";
+    env.server.enqueue(
+        AnthropicTurn::new()
+            .tool_use(
+                "t_sleep",
+                "shell__run",
+                &[&json!({"command": "sleep 271828"}).to_string()],
+            )
+            .finish("tool_use"),
+    );
+    let root = project.to_string_lossy().into_owned();
+    let mut server = tokio::process::Command::new(bin("tern"))
+        .args(["serve", "agent", "--root", &root, "--mode", "default"])
+        .args(["--allow", "shell__run(sleep *)"])
+        .current_dir(&project)
+        .env("TERN_HOME", env.home.path())
+        .env("ANTHROPIC_API_KEY", CANARY)
+        .env("ANTHROPIC_BASE_URL", env.server.url())
+        .env_remove("OPENAI_API_KEY")
+        .env_remove("OPENAI_BASE_URL")
+        .stdin(std::process::Stdio::piped())
+        .stdout(std::process::Stdio::piped())
+        .kill_on_drop(true)
+        .spawn()
+        .unwrap();
+    let mut stdin = server.stdin.take().unwrap();
+    let mut stdout = BufReader::new(server.stdout.take().unwrap()).lines();
+    for message in [
+        json!({"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {
+            "protocolVersion": "2025-11-25", "capabilities": {},
+            "clientInfo": {"name": "e2e", "version": "1"}}}),
+        json!({"jsonrpc": "2.0", "method": "notifications/initialized"}),
+        json!({"jsonrpc": "2.0", "id": 2, "method": "tools/call", "params": {
+            "name": "run", "arguments": {"goal": "Wait a long time."}}}),
+    ] {
+        stdin
+            .write_all(format!("{message}\n").as_bytes())
+            .await
+            .unwrap();
+    }
+    let first = stdout.next_line().await.unwrap().unwrap();
+    assert!(first.contains("\"id\":1"), "{first}");
+    let started = std::time::Instant::now();
+    while tern_e2e::run_env::pids_with(marker).is_empty() {
+        assert!(
+            started.elapsed() < Duration::from_secs(60),
+            "the sub-run's command never started: {:?}",
+            runs(env.home.path())
+        );
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+    let pid = server.id().unwrap().to_string();
+    let killed = std::process::Command::new("kill")
+        .args(["-TERM", &pid])
+        .status()
+        .unwrap();
+    assert!(killed.success());
+    let status = tokio::time::timeout(Duration::from_secs(30), server.wait())
+        .await
+        .expect("the agent server did not exit within 30 s of SIGTERM")
+        .unwrap();
+    assert!(status.success(), "{status:?}");
+    let started = std::time::Instant::now();
+    while !tern_e2e::run_env::pids_with(marker).is_empty() {
+        assert!(
+            started.elapsed() < Duration::from_secs(10),
+            "the sub-run's command outlived the server"
+        );
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+    let all = runs(env.home.path());
+    assert_eq!(all.len(), 1);
+    let (_, events) = &all[0];
+    let last = events.last().unwrap();
+    assert_eq!(last["type"], "run_finished", "{last}");
+    assert_eq!(last["status"], "cancelled", "{last}");
+    drop(stdin);
 }

@@ -10,6 +10,7 @@
 mod cap;
 pub mod http;
 pub mod schema;
+mod signals;
 
 pub use cap::{Capped, HeadTail};
 
@@ -102,14 +103,36 @@ where
 /// (every MCP client does) reads and writes run on the IO reactor instead of
 /// Tokio's blocking pool, which halves the round trip (see RMCP-NOTES.md).
 pub async fn serve_stdio<S: ServerHandler>(server: S) -> Result<(), ServeError> {
+    let signals = signals::Signals::register();
     let service = server
         .serve(rmcp::transport::stdio_pipes())
         .await
         .map_err(|e| ServeError::Initialize(e.to_string()))?;
-    service
-        .waiting()
-        .await
-        .map_err(|e| ServeError::Session(e.to_string()))?;
+    wait_or_signal(service, signals).await
+}
+
+/// Waits for a running stdio session to end: the client closing the pipe, or SIGTERM / Ctrl-C,
+/// which cancels the session and every call in flight (see the `signals` module), then lets
+/// the server return normally.
+pub async fn serve_until_closed<S: ServerHandler>(
+    service: rmcp::service::RunningService<rmcp::RoleServer, S>,
+) -> Result<(), ServeError> {
+    wait_or_signal(service, signals::Signals::register()).await
+}
+
+async fn wait_or_signal<S: ServerHandler>(
+    service: rmcp::service::RunningService<rmcp::RoleServer, S>,
+    signals: signals::Signals,
+) -> Result<(), ServeError> {
+    let cancel = service.cancellation_token();
+    let watcher = tokio::spawn(async move {
+        signals.recv().await;
+        tracing::info!("shutting down: cancelling the session and its calls");
+        cancel.cancel();
+    });
+    let ended = service.waiting().await;
+    watcher.abort();
+    ended.map_err(|e| ServeError::Session(e.to_string()))?;
     Ok(())
 }
 

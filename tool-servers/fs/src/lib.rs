@@ -146,9 +146,5 @@ async fn serve_stdio(server: FsServer) -> Result<(), ServeError> {
         .serve(transport)
         .await
         .map_err(|e| ServeError::Initialize(e.to_string()))?;
-    service
-        .waiting()
-        .await
-        .map_err(|e| ServeError::Session(e.to_string()))?;
-    Ok(())
+    tern_tool_common::serve_until_closed(service).await
 }

@@ -28,12 +28,11 @@ use rmcp::ServerHandler;
 use rmcp::transport::streamable_http_server::{
     StreamableHttpServerConfig, StreamableHttpService, session::local::LocalSessionManager,
 };
-use tokio::signal::unix::{Signal, SignalKind, signal};
 use tokio_util::sync::CancellationToken;
 
 pub use args::{HttpArgs, HttpConfig, MIN_TOKEN_LEN};
 
-use crate::ServeError;
+use crate::{ServeError, signals::Signals};
 
 /// The one endpoint: `http://ADDR/mcp`.
 pub const MCP_PATH: &str = "/mcp";
@@ -126,44 +125,4 @@ async fn shut_down_on_signal(signals: Signals, stop: CancellationToken) {
         "connections still open {} s after the shutdown signal; closing them",
         SHUTDOWN_GRACE.as_secs()
     );
-}
-
-/// SIGTERM and SIGINT, registered before the server announces itself: a signal sent as
-/// soon as the URL is printed must already mean "shut down", not the default "die".
-struct Signals {
-    term: Option<Signal>,
-    int: Option<Signal>,
-}
-
-impl Signals {
-    fn register() -> Self {
-        let register = |kind: SignalKind, name: &str| {
-            signal(kind)
-                .inspect_err(|e| tracing::warn!("cannot watch for {name}: {e}"))
-                .ok()
-        };
-        Self {
-            term: register(SignalKind::terminate(), "SIGTERM"),
-            int: register(SignalKind::interrupt(), "SIGINT"),
-        }
-    }
-
-    async fn recv(mut self) {
-        let one = |s: &mut Option<Signal>| {
-            let s = s.take();
-            async move {
-                match s {
-                    Some(mut s) => {
-                        s.recv().await;
-                    }
-                    None => std::future::pending::<()>().await,
-                }
-            }
-        };
-        let (term, int) = (one(&mut self.term), one(&mut self.int));
-        tokio::select! {
-            () = term => {}
-            () = int => {}
-        }
-    }
 }
