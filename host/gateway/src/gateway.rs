@@ -328,7 +328,20 @@ impl Gateway {
         ctx: &CallContext,
         trace: &mut Trace,
     ) -> Result<(), Box<ToolResult>> {
-        let verdict = {
+        let outside_profile = self
+            .settings
+            .tool_allow
+            .as_ref()
+            .is_some_and(|allow| !allow.is_match(&p.entry.name));
+        let verdict = if outside_profile {
+            Verdict::Deny {
+                rule: "profile".into(),
+                reason: format!(
+                    "`{}` is not among the tools this agent's profile may use",
+                    p.entry.name
+                ),
+            }
+        } else {
             let session = self.session.read().map(|s| s.clone()).unwrap_or_default();
             let tool = ToolFacts {
                 annotations: &p.entry.def.annotations,

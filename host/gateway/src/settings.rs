@@ -40,6 +40,10 @@ pub struct GatewaySettings {
     pub user_config: PathBuf,
     /// Values to redact wherever they appear (configured API keys and tokens).
     pub secrets: Vec<Secret>,
+    /// When set, only tools whose `server__tool` name matches are callable in this run (an
+    /// agent profile's `tools`); a call to any other is denied by the permission stage with
+    /// rule `profile`, so it has its decision event and audit line like every call.
+    pub tool_allow: Option<globset::GlobSet>,
 }
 
 impl GatewaySettings {
@@ -55,6 +59,7 @@ impl GatewaySettings {
             runs_dir: home.join("runs"),
             user_config: home.join("config.toml"),
             secrets: Vec::new(),
+            tool_allow: None,
         }
     }
 

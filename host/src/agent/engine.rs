@@ -216,14 +216,18 @@ impl Engine {
             let _ = tokio::time::timeout(grace, pool.wait_for_tools()).await;
         });
 
-        let settings = GatewaySettings::from_config(
-            &config,
-            &ws.paths,
-            ws.cwd.clone(),
-            vec![ws.cwd.clone()],
-            ws.var("HOME").map(Into::into),
-            secrets::for_run(ws),
-        );
+        let tool_allow = opts.tool_allow.clone().map(ToolAllow::new).transpose()?;
+        let settings = GatewaySettings {
+            tool_allow: tool_allow.as_ref().map(ToolAllow::globs),
+            ..GatewaySettings::from_config(
+                &config,
+                &ws.paths,
+                ws.cwd.clone(),
+                vec![ws.cwd.clone()],
+                ws.var("HOME").map(Into::into),
+                secrets::for_run(ws),
+            )
+        };
         let gateway = Arc::new(Gateway::new(pool.clone(), settings, approver, bus.sink())?);
         let _ = gateway_redactor.set(gateway.redactor());
         let _ = audited_gateway.set(gateway.clone());
@@ -264,7 +268,7 @@ impl Engine {
                     active: Default::default(),
                     written: Default::default(),
                 },
-                allow: opts.tool_allow.clone().map(ToolAllow::new).transpose()?,
+                allow: tool_allow,
                 trace_context: telemetry.is_some(),
                 delegated: delegated.clone(),
             }),

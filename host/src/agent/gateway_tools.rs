@@ -109,6 +109,12 @@ impl ToolAllow {
     pub fn allows(&self, name: &str) -> bool {
         self.0.is_match(name)
     }
+
+    /// The patterns, for the gateway's permission stage (which denies and audits a call to any
+    /// other tool).
+    pub fn globs(&self) -> globset::GlobSet {
+        self.0.clone()
+    }
 }
 
 /// [`ToolExecutor`] over the [`Gateway`].
@@ -116,7 +122,8 @@ pub struct GatewayTools {
     pub gateway: Arc<Gateway>,
     pub bus: EventBus,
     pub deferral: Deferral,
-    /// When set, only these tools exist for this run.
+    /// When set, only these tools are offered to the model; the gateway (which has the same
+    /// patterns) denies a call to any other.
     pub allow: Option<ToolAllow>,
     /// Send each call's W3C `traceparent` in the request's `_meta` (telemetry is on).
     pub trace_context: bool,
@@ -161,13 +168,6 @@ impl ToolExecutor for GatewayTools {
     }
 
     async fn call(&self, call: &ToolCall, cancel: CancellationToken) -> ToolResult {
-        if !self.allowed(&call.name) {
-            return ToolResult::failed(
-                call.id.clone(),
-                tern_protocol::ErrorKind::Denied,
-                format!("`{}` is not available to this agent", call.name),
-            );
-        }
         let (tx, mut rx) = tokio::sync::mpsc::unbounded_channel::<tern_mcp::Progress>();
         let bus = self.bus.clone();
         let call_id = call.id.clone();

@@ -143,6 +143,13 @@ async fn a_parent_delegates_to_two_explore_sub_agents_that_run_in_parallel() {
 
     let all = runs(env.home.path());
     assert_eq!(all.len(), 3, "a parent and two children");
+    let audit = std::fs::read_to_string(env.home.path().join("audit.jsonl")).unwrap();
+    let refused = audit
+        .lines()
+        .map(|l| serde_json::from_str::<Value>(l).unwrap())
+        .filter(|r| r["call_id"] == "c_write" && r["decision"] == "deny" && r["rule"] == "profile")
+        .count();
+    assert_eq!(refused, 2, "each child's refused write is audited: {audit}");
     let (parent_id, parent_events) = parent(&all);
     let kids = children(&all, parent_id);
     assert_eq!(kids.len(), 2);
@@ -185,6 +192,10 @@ async fn a_parent_delegates_to_two_explore_sub_agents_that_run_in_parallel() {
         assert_eq!(write["tool"], "fs__write_file");
         assert_eq!(write["is_error"], true);
         assert_eq!(write["error_type"], "denied", "{write}");
+        // Refused by the gateway's permission stage, so it has a decision and an audit line.
+        let decided = only(child_events, "permission_decided");
+        assert_eq!(decided["decision"], "deny", "{decided}");
+        assert_eq!(decided["rule"], "profile", "{decided}");
         assert_eq!(only(child_events, "run_finished")["status"], "success");
         // Only the servers its profile's tools come from were started.
         assert_eq!(
