@@ -10,25 +10,17 @@
 
 use std::{
     collections::BTreeMap,
-    path::{Path, PathBuf},
+    path::Path,
     time::{Duration, Instant},
 };
+
+use tern_e2e::release_bin;
 
 use serde_json::Value;
 use tern_model::mock::{MockModelServer, script::AnthropicTurn};
 
 const COMMAND: &str = "yes | head -c 1G";
 const RUNS: usize = 3;
-
-fn release_bin(name: &str) -> PathBuf {
-    let p = tern_e2e::workspace_root().join("target/release").join(name);
-    assert!(
-        p.exists(),
-        "{} missing: run `cargo build --release --workspace --bins` first",
-        p.display()
-    );
-    p
-}
 
 /// `VmHWM` (peak resident set) of a live process, in KiB.
 fn hwm_kib(pid: u32) -> Option<u64> {

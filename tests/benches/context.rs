@@ -11,24 +11,14 @@
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::print_stdout)]
 
 use std::{
-    path::PathBuf,
     sync::{Arc, Mutex},
     time::Instant,
 };
 
+use tern_e2e::release_bin;
 use tern_model::mock::{MockModelServer, RecordedRequest, script::AnthropicTurn, simulate::Api};
 
 const STEPS: usize = 500;
-
-fn release_bin(name: &str) -> PathBuf {
-    let p = tern_e2e::workspace_root().join("target/release").join(name);
-    assert!(
-        p.exists(),
-        "{} missing: run `cargo build --release --workspace --bins` first",
-        p.display()
-    );
-    p
-}
 
 /// (utime + stime in ms, RSS in KiB) of a live process.
 fn sample(pid: u32) -> (f64, u64) {

@@ -9,25 +9,17 @@
 
 use std::{
     collections::BTreeMap,
-    path::{Path, PathBuf},
+    path::Path,
     process::Command,
     sync::Arc,
     time::{Duration, Instant},
 };
 
+use tern_e2e::release_bin;
+
 use tern_mcp::{
     EventSink, PoolOptions, ServerPool, ServerSpec, ServerState, TransportSpec, pins::PinStore,
 };
-
-fn release_bin(name: &str) -> PathBuf {
-    let p = tern_e2e::workspace_root().join("target/release").join(name);
-    assert!(
-        p.exists(),
-        "{} missing: run `cargo build --release --workspace --bins` first",
-        p.display()
-    );
-    p
-}
 
 fn median(mut v: Vec<f64>) -> f64 {
     v.sort_by(|a, b| a.partial_cmp(b).unwrap());

@@ -9,23 +9,15 @@
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::print_stdout)]
 
 use std::{
-    path::{Path, PathBuf},
+    path::Path,
     time::{Duration, Instant},
 };
+
+use tern_e2e::release_bin;
 
 use tern_model::mock::{MockModelServer, script::AnthropicTurn};
 
 const RUNS: usize = 7;
-
-fn release_bin(name: &str) -> PathBuf {
-    let p = tern_e2e::workspace_root().join("target/release").join(name);
-    assert!(
-        p.exists(),
-        "{} missing: run `cargo build --release --workspace --bins` first",
-        p.display()
-    );
-    p
-}
 
 /// Which extra server a run has besides the built-ins.
 #[derive(Clone, Copy)]

@@ -19,6 +19,17 @@ pub fn workspace_root() -> PathBuf {
 ///
 /// The README's test command builds every binary first, so a missing binary is a
 /// setup error we report loudly rather than a test we skip.
+/// A release build of a workspace binary, for the benches (which measure what users run).
+pub fn release_bin(name: &str) -> PathBuf {
+    let p = workspace_root().join("target/release").join(name);
+    assert!(
+        p.exists(),
+        "{} missing: run `cargo build --release --workspace --bins` first",
+        p.display()
+    );
+    p
+}
+
 pub fn bin(name: &str) -> PathBuf {
     let exe = std::env::current_exe().expect("current_exe");
     // target/debug/deps/e2e-xxxx -> target/debug/

@@ -19,6 +19,7 @@ use crate::{
     error::CallError,
     event::{EventSink, Progress},
     pins::PinStore,
+    resources::LIST_TIMEOUT,
     spec::{PoolOptions, ServerSpec},
     stderr::StderrTail,
     supervise::{RELIST_TIMEOUT, supervise},
@@ -442,17 +443,8 @@ impl ServerPool {
     /// with `true` when required). Servers without prompts are skipped.
     pub async fn prompts(&self) -> Vec<PromptInfo> {
         let mut out = Vec::new();
-        for (name, slot) in &self.slots {
-            let peer = slot.live.borrow().peer.clone();
-            let Some(peer) = peer else { continue };
-            let supports = peer
-                .peer_info()
-                .is_some_and(|i| i.capabilities.prompts.is_some());
-            if !supports {
-                continue;
-            }
-            let Ok(Ok(prompts)) =
-                tokio::time::timeout(Duration::from_secs(10), peer.list_all_prompts()).await
+        for (name, peer) in self.peers_with(|c| c.prompts.is_some()) {
+            let Ok(Ok(prompts)) = tokio::time::timeout(LIST_TIMEOUT, peer.list_all_prompts()).await
             else {
                 continue;
             };
@@ -471,6 +463,22 @@ impl ServerPool {
             }
         }
         out
+    }
+
+    /// The ready servers whose declared capabilities pass `has`, in server order, with their
+    /// peers: what listing prompts or resources asks of every server.
+    pub(crate) fn peers_with(
+        &self,
+        has: impl Fn(&rmcp::model::ServerCapabilities) -> bool,
+    ) -> Vec<(String, Peer<RoleClient>)> {
+        self.slots
+            .iter()
+            .filter_map(|(name, slot)| {
+                let peer = slot.live.borrow().peer.clone()?;
+                let supports = peer.peer_info().is_some_and(|i| has(&i.capabilities));
+                supports.then(|| (name.clone(), peer))
+            })
+            .collect()
     }
 
     /// Expands a server's prompt into text (its messages' text, in order).

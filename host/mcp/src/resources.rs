@@ -13,8 +13,8 @@ use crate::{
     pool::{ServerPool, Slot},
 };
 
-/// How long listing one server's resources may take.
-const LIST_TIMEOUT: Duration = Duration::from_secs(10);
+/// How long listing one server's resources (or prompts) may take.
+pub(crate) const LIST_TIMEOUT: Duration = Duration::from_secs(10);
 /// Input-request rounds one read may take (2026-07-28).
 const MAX_INPUT_ROUNDS: usize = 8;
 
@@ -49,15 +49,7 @@ impl ServerPool {
     /// answer in time, are skipped), in server order.
     pub async fn resources(&self) -> Vec<ResourceInfo> {
         let mut out = Vec::new();
-        for (name, slot) in &self.slots {
-            let peer = slot.live.borrow().peer.clone();
-            let Some(peer) = peer else { continue };
-            let supports = peer
-                .peer_info()
-                .is_some_and(|i| i.capabilities.resources.is_some());
-            if !supports {
-                continue;
-            }
+        for (name, peer) in self.peers_with(|c| c.resources.is_some()) {
             let Ok(Ok(listed)) =
                 tokio::time::timeout(LIST_TIMEOUT, peer.list_all_resources()).await
             else {
