@@ -10,8 +10,13 @@ use tern_model::mock::script::AnthropicTurn;
 use super::repl::drive_with;
 
 fn with_test_server(env: &RunEnv, extra_args: &[&str]) {
+    with_test_server_and(env, extra_args, "");
+}
+
+/// The test server, with `extra` keys in its table.
+fn with_test_server_and(env: &RunEnv, extra_args: &[&str], extra: &str) {
     env.add_servers(&format!(
-        "[mcp_servers.shell]\nenabled = false\n[mcp_servers.ts]\ncommand = {:?}\nargs = {:?}\nrequired = true\n",
+        "[mcp_servers.shell]\nenabled = false\n[mcp_servers.ts]\ncommand = {:?}\nargs = {:?}\nrequired = true\n{extra}",
         tern_e2e::bin("tern-test-server").to_string_lossy(),
         extra_args
     ));
@@ -26,9 +31,10 @@ fn audit_lines(env: &RunEnv) -> Vec<Value> {
 }
 
 /// The REPL asks; the answers reach the server; the model gets what the server made of them.
+/// The tool's timeout (2 s) is shorter than the person takes: their time does not count.
 async fn form_in_the_repl(server_args: &[&str], protocol: &str) {
     let env = RunEnv::new().await;
-    with_test_server(&env, server_args);
+    with_test_server_and(&env, server_args, "tool_timeout_sec = 2\n");
     env.server.enqueue(
         AnthropicTurn::new()
             .tool_use("toolu_1", "ts__ask", &["{}"])
@@ -45,7 +51,8 @@ async fn form_in_the_repl(server_args: &[&str], protocol: &str) {
         // The server's order (its JSON sorts the keys).
         {"expect": "Age (a whole number) [30]: "},
         // The question stays on screen while the call waits (no spinner over it).
-        {"screen": "Age (a whole number) [30]:", "hold": 1.0},
+        // Longer than the tool's timeout.
+        {"screen": "Age (a whole number) [30]:", "hold": 2.5},
         {"send": "200\r"},
         {"expect": "200 is outside 0 to 150"},
         {"send": "\r"},

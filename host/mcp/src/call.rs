@@ -89,8 +89,12 @@ impl ServerPool {
         }
         let mut state_only_rounds = 0u32;
         let mut urls_visited = false;
+        // The person's time between rounds (answering input requests, visiting URLs) moves
+        // the deadline; time within a round is handled by `round_checked`.
+        let person_at_start = slot.answers.person.spent();
         for _ in 0..MAX_INPUT_ROUNDS {
             let request = ClientRequest::CallToolRequest(Request::new(params.clone()));
+            let deadline = deadline + slot.answers.person.spent().saturating_sub(person_at_start);
             let result = match self
                 .round_checked(slot, &peer, request, deadline, &opts)
                 .await?
@@ -188,8 +192,11 @@ impl ServerPool {
         if remaining.is_zero() {
             return Err(timeout);
         }
+        // The deadline is kept here, not by rmcp: a question the server asks the person during
+        // the request (2025-11-25 `elicitation/create`) moves it by the person's time.
+        let person_at_start = slot.answers.person.spent();
         let handle = peer
-            .send_cancellable_request(request, PeerRequestOptions::with_timeout(remaining))
+            .send_cancellable_request(request, PeerRequestOptions::no_options())
             .await
             .map_err(|e| self.map_error(slot, e))?;
         let _route = opts
@@ -202,6 +209,10 @@ impl ServerPool {
             _ = opts.cancel.cancelled() => {
                 cancel(peer, id, "cancelled by the user").await;
                 return Err(CallError::Cancelled);
+            }
+            () = slot.answers.person.deadline(tokio::time::Instant::from_std(deadline), person_at_start) => {
+                cancel(peer, id, "timed out").await;
+                return Err(timeout);
             }
         };
         match response {

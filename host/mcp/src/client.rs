@@ -58,6 +58,79 @@ pub(crate) struct Answers {
     /// Who asks the person, when there is one to ask.
     pub(crate) elicitor: Option<Arc<dyn Elicitor>>,
     pub(crate) events: EventSink,
+    /// Time this server's questions spent waiting for the person, which its calls' timeouts
+    /// do not count ([`PersonClock`]).
+    pub(crate) person: PersonClock,
+}
+
+/// How long a person has spent answering a server's questions, so a call's timeout measures
+/// the server's time, not the person's: a form that takes two minutes to fill in must not
+/// fail the call that asked for it. Shared by every call of the server (a question cannot
+/// always be tied to one call in the 2025-11-25 era), so they all wait while one asks.
+#[derive(Debug, Default)]
+pub(crate) struct PersonClock(tokio::sync::watch::Sender<Asking>);
+
+#[derive(Debug, Default, Clone, Copy)]
+struct Asking {
+    /// Time of questions already answered.
+    total: std::time::Duration,
+    /// Questions being asked now, and since when (the first of them).
+    open: usize,
+    since: Option<tokio::time::Instant>,
+}
+
+impl PersonClock {
+    /// The person's time so far, including a question open now.
+    pub(crate) fn spent(&self) -> std::time::Duration {
+        let a = *self.0.borrow();
+        a.total + a.since.map_or(std::time::Duration::ZERO, |s| s.elapsed())
+    }
+
+    /// Resolves when `deadline`, moved later by the person's time since `base` (a
+    /// [`Self::spent`] taken when the call began), has passed with no question open.
+    pub(crate) async fn deadline(&self, deadline: tokio::time::Instant, base: std::time::Duration) {
+        let mut rx = self.0.subscribe();
+        loop {
+            let open = rx.borrow_and_update().open > 0;
+            if open {
+                if rx.changed().await.is_err() {
+                    return;
+                }
+                continue;
+            }
+            let moved = deadline + self.spent().saturating_sub(base);
+            tokio::select! {
+                () = tokio::time::sleep_until(moved) => return,
+                changed = rx.changed() => if changed.is_err() { return },
+            }
+        }
+    }
+
+    /// Counts the time until the guard drops as the person's.
+    fn asking(&self) -> AskingGuard<'_> {
+        self.0.send_modify(|a| {
+            if a.open == 0 {
+                a.since = Some(tokio::time::Instant::now());
+            }
+            a.open += 1;
+        });
+        AskingGuard(self)
+    }
+}
+
+struct AskingGuard<'a>(&'a PersonClock);
+
+impl Drop for AskingGuard<'_> {
+    fn drop(&mut self) {
+        self.0.0.send_modify(|a| {
+            a.open = a.open.saturating_sub(1);
+            if a.open == 0
+                && let Some(since) = a.since.take()
+            {
+                a.total += since.elapsed();
+            }
+        });
+    }
 }
 
 impl Answers {
@@ -111,9 +184,13 @@ impl Answers {
         };
         let (mut answer, answered_by) = match (&self.elicitor, &request.kind) {
             (Some(person), ElicitationKind::Url { url, .. }) if !url.is_empty() => {
+                let _asking = self.person.asking();
                 (person.elicit(&request).await, "user")
             }
-            (Some(person), ElicitationKind::Form { .. }) => (person.elicit(&request).await, "user"),
+            (Some(person), ElicitationKind::Form { .. }) => {
+                let _asking = self.person.asking();
+                (person.elicit(&request).await, "user")
+            }
             (_, ElicitationKind::Form { schema, .. })
                 if self.elicitation == ElicitationPolicy::AcceptDefaults =>
             {

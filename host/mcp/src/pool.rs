@@ -258,6 +258,7 @@ impl ServerPool {
                 elicitation: opts.elicitation,
                 elicitor: opts.elicitor.clone(),
                 events: events.clone(),
+                person: Default::default(),
             });
             let slot = Arc::new(Slot {
                 live: watch::Sender::new(Live {

@@ -105,6 +105,7 @@ pub async fn login(
                 elicitation: ElicitationPolicy::Decline,
                 elicitor: None,
                 events: Arc::new(|_| {}),
+                person: Default::default(),
             }),
             progress: Arc::default(),
         };
