@@ -480,6 +480,12 @@ fn doctor_says_when_roots_narrow_the_directories_a_server_was_given() {
     p.user_config(&entry("roots = false\n"));
     let doctor = stdout(&p.run(&["mcp", "doctor", "files"]));
     assert!(!doctor.contains("its arguments name"), "{doctor}");
+    // The built-ins are confined by their own --root: the shell's `--protect $TERN_HOME`
+    // (outside the project, as ~/.tern always is) is policy, not a directory to serve.
+    p.user_config("");
+    let doctor = stdout(&p.run(&["mcp", "doctor"]));
+    assert!(doctor.contains("shell [ok]"), "{doctor}");
+    assert!(!doctor.contains("its arguments name"), "{doctor}");
 }
 
 #[test]

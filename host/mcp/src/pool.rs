@@ -376,10 +376,11 @@ impl ServerPool {
                     tools: live.tools.len(),
                     held: live.held,
                     dropped: live.dropped,
-                    narrowed_by_roots: crate::roots::narrowed(
-                        &slot.spec.transport,
-                        roots.as_deref(),
-                    ),
+                    narrowed_by_roots: if slot.spec.narrows_to_roots {
+                        crate::roots::narrowed(&slot.spec.transport, roots.as_deref())
+                    } else {
+                        Vec::new()
+                    },
                     roots,
                     restarts: live.restarts,
                     last_error: live.last_error,

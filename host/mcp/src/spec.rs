@@ -25,6 +25,11 @@ pub struct ServerSpec {
     pub lifecycle: Lifecycle,
     /// The roots this server is offered (`roots` in its config).
     pub roots: RootsSetting,
+    /// Whether the server may narrow the directories its arguments name to the roots it is
+    /// offered (server-filesystem does), so `tern mcp doctor` warns when they do not cover
+    /// them. False for tern's built-ins: they are confined by their own `--root` and read
+    /// other directories in their arguments (the shell's `--protect`) as policy, not as data.
+    pub narrows_to_roots: bool,
     /// Tools whose definition (name, description, schemas, as JSON) is longer than this are
     /// held out of the table: every byte is sent on every model request (issue 15, F15).
     pub max_tool_bytes: usize,
@@ -50,6 +55,7 @@ impl ServerSpec {
             tool_filter: ToolFilter::all(),
             lifecycle: Lifecycle::Auto,
             roots: RootsSetting::Pool,
+            narrows_to_roots: true,
             max_tool_bytes: DEFAULT_MAX_TOOL_BYTES,
             oauth: None,
         }

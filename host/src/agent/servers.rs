@@ -150,6 +150,13 @@ fn spec(
         ServerRoots::Off => RootsSetting::Off,
         ServerRoots::Paths(paths) => RootsSetting::Paths(paths.clone()),
     };
+    spec.narrows_to_roots = !matches!(
+        &server.transport,
+        Transport::Stdio {
+            launch: Launch::Builtin(_),
+            ..
+        }
+    );
     spec.max_tool_bytes = server.max_tool_bytes.unwrap_or(DEFAULT_MAX_TOOL_BYTES);
     spec.oauth = oauth_spec(server, env)?;
     Ok(spec)
