@@ -322,18 +322,22 @@ impl Gateway {
     }
 
     /// Stage 3: decides, asks when it must, and records the outcome.
+    /// Whether this run may call `name` at all (an agent profile's tools); one outside is
+    /// neither offered to the model nor let through the permission stage.
+    pub fn may_call(&self, name: &str) -> bool {
+        self.settings
+            .tool_allow
+            .as_ref()
+            .is_none_or(|allow| allow.is_match(name))
+    }
+
     async fn permit(
         &self,
         p: &Pending<'_>,
         ctx: &CallContext,
         trace: &mut Trace,
     ) -> Result<(), Box<ToolResult>> {
-        let outside_profile = self
-            .settings
-            .tool_allow
-            .as_ref()
-            .is_some_and(|allow| !allow.is_match(&p.entry.name));
-        let verdict = if outside_profile {
+        let verdict = if !self.may_call(&p.entry.name) {
             Verdict::Deny {
                 rule: "profile".into(),
                 reason: format!(

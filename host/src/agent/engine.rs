@@ -21,7 +21,7 @@ use super::{
     },
     conversation::{Ask, Conversation, Reason},
     delegated::{Delegated, DelegatedUsage},
-    gateway_tools::{Deferral, GatewayTools, ToolAllow},
+    gateway_tools::{Deferral, GatewayTools, tool_allow},
     model,
     run_loop::{Agent, AgentSettings, TurnOutcome},
     secrets,
@@ -216,9 +216,8 @@ impl Engine {
             let _ = tokio::time::timeout(grace, pool.wait_for_tools()).await;
         });
 
-        let tool_allow = opts.tool_allow.clone().map(ToolAllow::new).transpose()?;
         let settings = GatewaySettings {
-            tool_allow: tool_allow.as_ref().map(ToolAllow::globs),
+            tool_allow: opts.tool_allow.as_deref().map(tool_allow).transpose()?,
             ..GatewaySettings::from_config(
                 &config,
                 &ws.paths,
@@ -268,7 +267,6 @@ impl Engine {
                     active: Default::default(),
                     written: Default::default(),
                 },
-                allow: tool_allow,
                 trace_context: telemetry.is_some(),
                 delegated: delegated.clone(),
             }),

@@ -88,33 +88,19 @@ fn spec(e: &ToolEntry) -> ToolSpec {
     }
 }
 
-/// The tools a restricted run (an agent profile) may use: glob patterns over model-facing names.
-pub struct ToolAllow(globset::GlobSet);
-
-impl ToolAllow {
-    /// Compiles `patterns`; a bad one is a usage error naming it.
-    pub fn new(patterns: Vec<String>) -> Result<Self, crate::error::UsageError> {
-        let mut set = globset::GlobSetBuilder::new();
-        for p in &patterns {
-            let glob = globset::Glob::new(p).map_err(|e| {
-                crate::error::UsageError(format!("tool pattern `{p}` is not a valid glob: {e}"))
-            })?;
-            set.add(glob);
-        }
-        set.build()
-            .map(ToolAllow)
-            .map_err(|e| crate::error::UsageError(e.to_string()))
+/// Compiles the tools a restricted run (an agent profile) may use: glob patterns over
+/// model-facing names, which the gateway holds ([`tern_gateway::GatewaySettings::tool_allow`]).
+/// A bad pattern is a usage error naming it.
+pub fn tool_allow(patterns: &[String]) -> Result<globset::GlobSet, crate::error::UsageError> {
+    let mut set = globset::GlobSetBuilder::new();
+    for p in patterns {
+        let glob = globset::Glob::new(p).map_err(|e| {
+            crate::error::UsageError(format!("tool pattern `{p}` is not a valid glob: {e}"))
+        })?;
+        set.add(glob);
     }
-
-    pub fn allows(&self, name: &str) -> bool {
-        self.0.is_match(name)
-    }
-
-    /// The patterns, for the gateway's permission stage (which denies and audits a call to any
-    /// other tool).
-    pub fn globs(&self) -> globset::GlobSet {
-        self.0.clone()
-    }
+    set.build()
+        .map_err(|e| crate::error::UsageError(e.to_string()))
 }
 
 /// [`ToolExecutor`] over the [`Gateway`].
@@ -122,19 +108,10 @@ pub struct GatewayTools {
     pub gateway: Arc<Gateway>,
     pub bus: EventBus,
     pub deferral: Deferral,
-    /// When set, only these tools are offered to the model; the gateway (which has the same
-    /// patterns) denies a call to any other.
-    pub allow: Option<ToolAllow>,
     /// Send each call's W3C `traceparent` in the request's `_meta` (telemetry is on).
     pub trace_context: bool,
     /// Tokens tools reported spending for this run (`_meta["tern/usage"]`: sub-agents).
     pub delegated: Arc<DelegatedUsage>,
-}
-
-impl GatewayTools {
-    fn allowed(&self, name: &str) -> bool {
-        self.allow.as_ref().is_none_or(|a| a.allows(name))
-    }
 }
 
 #[async_trait]
@@ -152,7 +129,7 @@ impl ToolExecutor for GatewayTools {
         let entries: Vec<ToolEntry> = table
             .entries()
             .iter()
-            .filter(|e| self.allowed(&e.name))
+            .filter(|e| self.gateway.may_call(&e.name))
             .cloned()
             .collect();
         let plan = self.deferral.plan(&entries);
