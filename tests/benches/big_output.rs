@@ -22,16 +22,6 @@ use tern_model::mock::{MockModelServer, script::AnthropicTurn};
 const COMMAND: &str = "yes | head -c 1G";
 const RUNS: usize = 3;
 
-/// `VmHWM` (peak resident set) of a live process, in KiB.
-fn hwm_kib(pid: u32) -> Option<u64> {
-    let status = std::fs::read_to_string(format!("/proc/{pid}/status")).ok()?;
-    status
-        .lines()
-        .find(|l| l.starts_with("VmHWM:"))
-        .and_then(|l| l.split_whitespace().nth(1))
-        .and_then(|n| n.parse().ok())
-}
-
 /// Children of every thread of `pid` (a child belongs to the thread that spawned it).
 fn children(pid: u32) -> Vec<u32> {
     let Ok(tasks) = std::fs::read_dir(format!("/proc/{pid}/task")) else {
@@ -97,7 +87,7 @@ async fn run_once() -> Measured {
     let mut peaks: BTreeMap<u32, (u64, String)> = BTreeMap::new();
     loop {
         for p in std::iter::once(pid).chain(children(pid)) {
-            if let Some(kib) = hwm_kib(p) {
+            if let Some(kib) = tern_e2e::proc_status_kib(p, "VmHWM") {
                 // Read each time: a child first seen between fork and exec still has
                 // tern's command line.
                 let entry = peaks.entry(p).or_default();

@@ -15,25 +15,15 @@ use std::{
     time::{Duration, Instant},
 };
 
-use tern_e2e::release_bin;
+use tern_e2e::{median, release_bin};
 
 use tern_mcp::{
     EventSink, PoolOptions, ServerPool, ServerSpec, ServerState, TransportSpec, pins::PinStore,
 };
 
-fn median(mut v: Vec<f64>) -> f64 {
-    v.sort_by(|a, b| a.partial_cmp(b).unwrap());
-    v[v.len() / 2]
-}
-
+/// Current resident set of `pid`, in KiB (0 when it is gone).
 fn rss_kib(pid: u32) -> u64 {
-    let status = std::fs::read_to_string(format!("/proc/{pid}/status")).unwrap_or_default();
-    status
-        .lines()
-        .find(|l| l.starts_with("VmRSS:"))
-        .and_then(|l| l.split_whitespace().nth(1))
-        .and_then(|n| n.parse().ok())
-        .unwrap_or(0)
+    tern_e2e::proc_status_kib(pid, "VmRSS").unwrap_or(0)
 }
 
 fn spec(name: &str, program: &Path, args: &[&str]) -> ServerSpec {

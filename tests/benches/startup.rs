@@ -13,7 +13,7 @@ use std::{
     time::{Duration, Instant},
 };
 
-use tern_e2e::release_bin;
+use tern_e2e::{median, release_bin};
 
 use tern_model::mock::{MockModelServer, script::AnthropicTurn};
 
@@ -62,11 +62,6 @@ async fn first_request_ms(home: &Path) -> f64 {
     let ms = started.elapsed().as_secs_f64() * 1000.0;
     child.wait().await.unwrap();
     ms
-}
-
-fn median(mut v: Vec<f64>) -> f64 {
-    v.sort_by(f64::total_cmp);
-    v[v.len() / 2]
 }
 
 /// Median over [`RUNS`] runs, each in a fresh `TERN_HOME` (nothing remembered).

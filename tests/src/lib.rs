@@ -19,6 +19,26 @@ pub fn workspace_root() -> PathBuf {
 ///
 /// The README's test command builds every binary first, so a missing binary is a
 /// setup error we report loudly rather than a test we skip.
+/// The median of `v` (the upper one of an even count), for the benches' tables.
+pub fn median(mut v: Vec<f64>) -> f64 {
+    v.sort_by(f64::total_cmp);
+    v[v.len() / 2]
+}
+
+/// A `kB` field of `/proc/PID/status` (`VmRSS`, `VmHWM`, …) in KiB; `None` when the process
+/// is gone.
+pub fn proc_status_kib(pid: u32, field: &str) -> Option<u64> {
+    let status = std::fs::read_to_string(format!("/proc/{pid}/status")).ok()?;
+    status
+        .lines()
+        .find(|l| {
+            l.strip_prefix(field)
+                .is_some_and(|rest| rest.starts_with(':'))
+        })
+        .and_then(|l| l.split_whitespace().nth(1))
+        .and_then(|n| n.parse().ok())
+}
+
 /// A release build of a workspace binary, for the benches (which measure what users run).
 pub fn release_bin(name: &str) -> PathBuf {
     let p = workspace_root().join("target/release").join(name);
