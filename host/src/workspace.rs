@@ -55,6 +55,22 @@ impl Workspace {
         self.config.notices.iter().map(|n| n.to_string()).collect()
     }
 
+    /// A workspace in `dir` with exactly `env` and the built-in config (for unit tests).
+    #[cfg(test)]
+    pub fn for_test(dir: &Path, env: BTreeMap<String, String>) -> Workspace {
+        let lookup = |k: &str| env.get(k).cloned();
+        let paths = ConfigPaths::resolve(dir, &lookup).unwrap_or_else(|e| panic!("{e}"));
+        let config = Config::load(&paths, &LoadOptions::default(), &lookup)
+            .unwrap_or_else(|e| panic!("{e}"));
+        Workspace {
+            cwd: dir.to_path_buf(),
+            env,
+            paths,
+            config,
+            tern_exe: PathBuf::from("tern"),
+        }
+    }
+
     /// Looks a variable up in the workspace's environment.
     pub fn var(&self, name: &str) -> Option<String> {
         self.env.get(name).cloned()

@@ -14,7 +14,8 @@ use std::{
 
 use serde_json::json;
 use tern_gateway::{
-    CallContext, Gateway, GatewaySettings, HeadlessApprover, PathScope, ToolCall, ignore_events,
+    CallContext, Gateway, GatewaySettings, HeadlessApprover, PathScope, Recorders, ToolCall,
+    ignore_events,
 };
 use tern_mcp::{CallOptions, PoolOptions, ServerPool, ServerSpec, TransportSpec, pins::PinStore};
 
@@ -79,7 +80,12 @@ async fn main() {
         pool.clone(),
         settings,
         Arc::new(HeadlessApprover),
-        ignore_events(),
+        Recorders::open(
+            &dir.path().join("tern-home/audit.jsonl"),
+            [],
+            ignore_events(),
+        )
+        .unwrap(),
     )
     .unwrap();
 

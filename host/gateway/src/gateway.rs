@@ -44,6 +44,32 @@ fn list(errors: &[RuleParseError]) -> String {
         .join("\n")
 }
 
+/// Where a gateway records what it does: the run's events, the one redactor every writer of the
+/// run shares, and the one audit log. The host builds them before the pool (which learns
+/// secrets and audits elicitations through the same two) and hands them to [`Gateway::new`], so
+/// nothing is bound late and no second redactor has to be kept in step.
+#[derive(Clone)]
+pub struct Recorders {
+    pub events: EventSink,
+    pub redactor: Arc<Redactor>,
+    pub audit: Arc<AuditLog>,
+}
+
+impl Recorders {
+    /// Opens the audit log at `audit_log` (for tests and tools that build a gateway alone).
+    pub fn open(
+        audit_log: &std::path::Path,
+        secrets: impl IntoIterator<Item = crate::redact::Secret>,
+        events: EventSink,
+    ) -> Result<Self, AuditOpenError> {
+        Ok(Self {
+            events,
+            redactor: Arc::new(Redactor::new(secrets)),
+            audit: Arc::new(AuditLog::open(audit_log)?),
+        })
+    }
+}
+
 /// The one path from the agent to any tool.
 pub struct Gateway {
     pub(crate) pool: Arc<ServerPool>,
@@ -55,7 +81,7 @@ pub struct Gateway {
     validators: Validators,
     pub(crate) approver: Arc<dyn Approver>,
     pub(crate) events: EventSink,
-    audit: AuditLog,
+    audit: Arc<AuditLog>,
     pub(crate) redactor: Arc<Redactor>,
 }
 
@@ -91,19 +117,21 @@ impl Pending<'_> {
 }
 
 impl Gateway {
-    /// Builds a gateway over a running pool. Fails on a rule that cannot be compiled (with its
-    /// `file:line`) or an audit log that cannot be opened: a gateway that cannot audit must not
-    /// run tools.
+    /// Builds a gateway over a running pool, recording into `recorders`. Fails on a rule that
+    /// cannot be compiled (with its `file:line`).
     pub fn new(
         pool: Arc<ServerPool>,
         settings: GatewaySettings,
         approver: Arc<dyn Approver>,
-        events: EventSink,
+        recorders: Recorders,
     ) -> Result<Self, GatewayError> {
         let rules = RuleSet::from_permissions(&settings.permissions, &settings.scope)
             .map_err(GatewayError::Rules)?;
-        let audit = AuditLog::open(&settings.audit_log)?;
-        let redactor = Arc::new(Redactor::new(settings.secrets.iter().cloned()));
+        let Recorders {
+            events,
+            redactor,
+            audit,
+        } = recorders;
         let (table, _) = pool.table();
         Ok(Self {
             pool,

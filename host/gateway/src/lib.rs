@@ -27,10 +27,11 @@
 //!     cwd.clone(),
 //!     vec![cwd],
 //!     std::env::home_dir(),
-//!     vec![Secret::new(std::env::var("ANTHROPIC_API_KEY").unwrap_or_default())],
 //! );
 //! let events: EventSink = Arc::new(|event| { let _ = event; /* onto the bus */ });
-//! let gateway = Gateway::new(pool, settings, Arc::new(HeadlessApprover), events)?;
+//! let secrets = [Secret::new(std::env::var("ANTHROPIC_API_KEY").unwrap_or_default())];
+//! let recorders = Recorders::open(&paths.audit_log(), secrets, events)?;
+//! let gateway = Gateway::new(pool, settings, Arc::new(HeadlessApprover), recorders)?;
 //! let tools = gateway.table(); // what to offer the model
 //! let outcome = gateway
 //!     .call(
@@ -72,7 +73,7 @@ pub use approver::{
 pub use ask::{USER_ALWAYS, USER_ONCE, save_rules};
 pub use audit::AuditRecord;
 pub use call::{CallContext, CallMeta, Outcome};
-pub use gateway::{Gateway, GatewayError};
+pub use gateway::{Gateway, GatewayError, Recorders};
 pub use paths::PathScope;
 pub use redact::{REDACTED, Redactor, Secret};
 pub use settings::{GatewaySettings, ToolPolicy};

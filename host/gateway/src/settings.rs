@@ -6,7 +6,7 @@ use std::{collections::BTreeMap, path::PathBuf};
 use tern_config::{Config, ConfigPaths, PermissionMode, Permissions, ServerConfig, ToolLimits};
 use tern_mcp::ToolEntry;
 
-use crate::{paths::PathScope, redact::Secret};
+use crate::paths::PathScope;
 
 /// What the gateway knows about one tool when it decides a call: every fact in one place.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -32,14 +32,10 @@ pub struct GatewaySettings {
     pub permissions: Permissions,
     /// By server name; a server missing here is untrusted with default limits.
     pub servers: BTreeMap<String, ServerConfig>,
-    /// `$TERN_HOME/audit.jsonl`.
-    pub audit_log: PathBuf,
     /// `$TERN_HOME/runs/` (spill files go to `<run_id>/spill/`).
     pub runs_dir: PathBuf,
     /// Where "always" answers are saved: the user's `config.toml`.
     pub user_config: PathBuf,
-    /// Values to redact wherever they appear (configured API keys and tokens).
-    pub secrets: Vec<Secret>,
     /// When set, only tools whose `server__tool` name matches are callable in this run (an
     /// agent profile's `tools`); a call to any other is denied by the permission stage with
     /// rule `profile`, so it has its decision event and audit line like every call.
@@ -55,23 +51,19 @@ impl GatewaySettings {
             mode: PermissionMode::Default,
             permissions: Permissions::default(),
             servers: BTreeMap::new(),
-            audit_log: home.join("audit.jsonl"),
             runs_dir: home.join("runs"),
             user_config: home.join("config.toml"),
-            secrets: Vec::new(),
             tool_allow: None,
         }
     }
 
-    /// From the loaded config. `cwd` and `roots` are where the run works (the pool's roots);
-    /// `secrets` are the values to redact (e.g. the model API key and bearer tokens).
+    /// From the loaded config. `cwd` and `roots` are where the run works (the pool's roots).
     pub fn from_config(
         config: &Config,
         paths: &ConfigPaths,
         cwd: PathBuf,
         roots: Vec<PathBuf>,
         home: Option<PathBuf>,
-        secrets: Vec<Secret>,
     ) -> Self {
         let scope = PathScope {
             cwd,
@@ -83,10 +75,8 @@ impl GatewaySettings {
             mode: config.permissions.mode,
             permissions: config.permissions.clone(),
             servers: config.mcp_servers.clone(),
-            audit_log: paths.audit_log(),
             runs_dir: paths.runs_dir(),
             user_config: paths.user_config.clone(),
-            secrets,
             ..Self::new(scope)
         }
     }
@@ -142,7 +132,7 @@ mod tests {
         let env = |k: &str| (k == "HOME").then(|| home.display().to_string());
         let paths = ConfigPaths::resolve(dir.path(), &env).unwrap();
         let config = Config::load(&paths, &Default::default(), &env).unwrap();
-        GatewaySettings::from_config(&config, &paths, dir.path().into(), vec![], None, vec![])
+        GatewaySettings::from_config(&config, &paths, dir.path().into(), vec![], None)
     }
 
     #[test]

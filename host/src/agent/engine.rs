@@ -23,11 +23,10 @@ use super::{
     delegated::{Delegated, DelegatedUsage},
     gateway_tools::{Deferral, GatewayTools, tool_allow},
     model,
+    resources::{Outputs, RunResources},
     run_loop::{Agent, AgentSettings, TurnOutcome},
-    secrets,
     servers::{PoolHooks, link_agent_servers, specs, start_pool},
     session,
-    trace_file::EventWriter,
 };
 use crate::{error::UsageError, workspace::Workspace};
 
@@ -119,12 +118,13 @@ pub struct Engine {
 }
 
 impl Engine {
-    /// Assembles a run: model adapter, events file, pool (waiting briefly for servers), gateway.
-    /// `printer` renders the events; the events file is always written.
+    /// Assembles a run in four phases, each using only what the ones before it built:
+    /// resources (bus, redactor, audit log, events file, `outputs`) → pool (servers starting,
+    /// waited for briefly) → gateway → agent. The events file is always written.
     pub async fn start(
         ws: &Workspace,
         opts: EngineOptions,
-        printer: Box<dyn Subscriber>,
+        outputs: Outputs,
         approver: Arc<dyn Approver>,
     ) -> anyhow::Result<Engine> {
         // A model given by the caller (a replay) needs no provider, key or endpoint.
@@ -138,68 +138,15 @@ impl Engine {
             None => (session::new_session_id(), Vec::new()),
         };
         let run_id = session::new_run_id();
-        let bus = EventBus::new(&run_id, &session_id);
-        let redactor = Arc::new(Redactor::new(secrets::for_run(ws)));
-        let writer = EventWriter::create(
-            &ws.paths.run_dir(&run_id).join("events.jsonl"),
-            redactor.clone(),
-        )?;
-        bus.subscribe(Box::new(writer));
-        bus.subscribe(printer);
-        let telemetry = crate::telemetry::Settings::resolve(&ws.config.telemetry, &ws.env)
-            .map_err(|e| UsageError(format!("telemetry: {e}")))?;
-        if let Some(settings) = &telemetry {
-            bus.subscribe(Box::new(crate::telemetry::OtelSubscriber::start(
-                settings.clone(),
-                redactor.clone(),
-            )));
-        }
+        let trace_context = outputs.exporter.is_some();
 
+        // 1. Resources.
+        let res = RunResources::open(ws, &run_id, &session_id, outputs)?;
+
+        // 2. Pool.
         let catalog = ws.paths.run_dir(&run_id).join("catalog.json");
         let config = with_tool_search(&ws.config, &catalog).map_err(UsageError)?;
-        let mut server_specs =
-            specs(&config, &ws.tern_exe, &ws.env, None).map_err(|e| UsageError(e.to_string()))?;
-        link_agent_servers(&mut server_specs, &config, &run_id);
-        bus.emit(Event::RunStarted {
-            goal: opts.goal.clone(),
-            model: model.name().to_string(),
-            provider: model.provider().to_string(),
-            servers: server_specs.iter().map(|s| s.name.clone()).collect(),
-            cwd: ws.cwd.display().to_string(),
-            parent_run_id: opts.parent_run_id.clone(),
-        });
-        for notice in ws.notices() {
-            bus.emit(Event::Notice { message: notice });
-        }
-        // Every elicitation is also a line of the audit log (the gateway owns the log).
-        let audited_gateway: Arc<std::sync::OnceLock<Arc<Gateway>>> = Arc::default();
-        bus.subscribe(Box::new(ElicitationAudit(audited_gateway.clone())));
-        // Tokens an authorization gets during the run: redacted from then on, everywhere.
-        let gateway_redactor: Arc<std::sync::OnceLock<Arc<Redactor>>> = Arc::default();
-        let learn: super::servers::SecretSink = {
-            let events = redactor.clone();
-            let gateway = gateway_redactor.clone();
-            Arc::new(move |token: &str| {
-                events.add(tern_gateway::Secret::new(token));
-                if let Some(g) = gateway.get() {
-                    g.add(tern_gateway::Secret::new(token));
-                }
-            })
-        };
-        let hooks = PoolHooks {
-            events: Some(bus.sink()),
-            secrets: Some(learn),
-            elicitor: opts.elicitor.clone(),
-        };
-        let pool = start_pool(
-            server_specs,
-            &ws.config,
-            &ws.paths,
-            &ws.cwd,
-            ws.env.clone(),
-            hooks,
-        )?
-        .pool;
+        let pool = start_servers(ws, &config, &res, &opts, model.as_ref(), &run_id)?;
         // The window: what the user configured, else what a local server says it runs with
         // (asked while the servers start), else the model family's.
         let probe = async {
@@ -216,6 +163,7 @@ impl Engine {
             let _ = tokio::time::timeout(grace, pool.wait_for_tools()).await;
         });
 
+        // 3. Gateway.
         let settings = GatewaySettings {
             tool_allow: opts.tool_allow.as_deref().map(tool_allow).transpose()?,
             ..GatewaySettings::from_config(
@@ -224,12 +172,16 @@ impl Engine {
                 ws.cwd.clone(),
                 vec![ws.cwd.clone()],
                 ws.var("HOME").map(Into::into),
-                secrets::for_run(ws),
             )
         };
-        let gateway = Arc::new(Gateway::new(pool.clone(), settings, approver, bus.sink())?);
-        let _ = gateway_redactor.set(gateway.redactor());
-        let _ = audited_gateway.set(gateway.clone());
+        let gateway = Arc::new(Gateway::new(
+            pool.clone(),
+            settings,
+            approver,
+            res.recorders(),
+        )?);
+
+        // 4. Agent.
         let known = tern_model::catalog::lookup(model.name());
         let price = ws.config.model.price.or(known.and_then(|k| k.price));
         let context_window = resolved
@@ -253,6 +205,7 @@ impl Engine {
         );
         let conv = Conversation::new(transcript, budget, ws.config.context.summarize);
         let delegated = Arc::new(DelegatedUsage::default());
+        let RunResources { bus, redactor, .. } = res;
         let agent = Agent {
             model,
             tools: Arc::new(GatewayTools {
@@ -267,7 +220,7 @@ impl Engine {
                     active: Default::default(),
                     written: Default::default(),
                 },
-                trace_context: telemetry.is_some(),
+                trace_context,
                 delegated: delegated.clone(),
             }),
             bus: bus.clone(),
@@ -540,40 +493,42 @@ impl Engine {
     }
 }
 
-/// Writes each [`Event::Elicitation`] to the audit log, as a line of its own
-/// (`"kind": "elicitation"`; an accepted form's values only as their digest).
-struct ElicitationAudit(Arc<std::sync::OnceLock<Arc<Gateway>>>);
-
-impl Subscriber for ElicitationAudit {
-    fn on_event(&mut self, e: &tern_protocol::Envelope) {
-        let Event::Elicitation {
-            server,
-            mode,
-            action,
-            answered_by,
-            fields,
-            content_sha256,
-            ..
-        } = &e.event
-        else {
-            return;
-        };
-        // No event from here (this runs inside the bus): a failed write goes to the log.
-        if let Some(gateway) = self.0.get()
-            && let Err(e) = gateway.audit_line(&serde_json::json!({
-                "time": e.ts,
-                "run_id": e.run_id,
-                "session_id": e.session_id,
-                "kind": "elicitation",
-                "server": server,
-                "mode": mode,
-                "action": action,
-                "answered_by": answered_by,
-                "fields": fields,
-                "content_sha256": content_sha256,
-            }))
-        {
-            tracing::error!("could not write an elicitation to the audit log: {e}");
-        }
+/// Phase 2 of [`Engine::start`]: the servers of `config` starting, with `run_started` and the
+/// config's notices emitted first (the servers' own events follow them on the bus).
+fn start_servers(
+    ws: &Workspace,
+    config: &tern_config::Config,
+    res: &RunResources,
+    opts: &EngineOptions,
+    model: &dyn ModelAdapter,
+    run_id: &str,
+) -> anyhow::Result<Arc<ServerPool>> {
+    let mut server_specs =
+        specs(config, &ws.tern_exe, &ws.env, None).map_err(|e| UsageError(e.to_string()))?;
+    link_agent_servers(&mut server_specs, config, run_id);
+    res.bus.emit(Event::RunStarted {
+        goal: opts.goal.clone(),
+        model: model.name().to_string(),
+        provider: model.provider().to_string(),
+        servers: server_specs.iter().map(|s| s.name.clone()).collect(),
+        cwd: ws.cwd.display().to_string(),
+        parent_run_id: opts.parent_run_id.clone(),
+    });
+    for notice in ws.notices() {
+        res.bus.emit(Event::Notice { message: notice });
     }
+    let hooks = PoolHooks {
+        events: Some(res.bus.sink()),
+        secrets: Some(res.secret_sink()),
+        elicitor: opts.elicitor.clone(),
+    };
+    Ok(start_pool(
+        server_specs,
+        &ws.config,
+        &ws.paths,
+        &ws.cwd,
+        ws.env.clone(),
+        hooks,
+    )?
+    .pool)
 }

@@ -55,7 +55,13 @@ pub async fn run(
         session,
         ..EngineOptions::default()
     };
-    let mut engine = Engine::start(ws, options, printer, approver).await?;
+    let mut engine = Engine::start(
+        ws,
+        options,
+        crate::agent::Outputs::for_workspace(ws, printer)?,
+        approver,
+    )
+    .await?;
 
     let cancel = CancellationToken::new();
     let on_ctrl_c = cancel.clone();

@@ -80,7 +80,9 @@ pub async fn run(
         tool_allow: profile.as_ref().and_then(|p| p.tools.clone()),
         ..EngineOptions::default()
     };
-    let mut engine = Engine::start(&ws, options, Box::new(watch), Arc::new(HeadlessApprover))
+    let outputs = crate::agent::Outputs::for_workspace(&ws, Box::new(watch))
+        .map_err(|e| format!("the sub-agent could not start: {e}"))?;
+    let mut engine = Engine::start(&ws, options, outputs, Arc::new(HeadlessApprover))
         .await
         .map_err(|e| format!("the sub-agent could not start: {e:#}"))?;
     let mut outcome = match engine.required_failure() {

@@ -38,6 +38,30 @@ pub struct Settings {
     pub capture_content: bool,
 }
 
+/// The OpenTelemetry export of one run, when export is on. The caller makes it (like the printer)
+/// and the engine turns it into the run's subscriber once the run's redactor exists.
+pub struct Exporter(Settings);
+
+impl Exporter {
+    /// The exporter `[telemetry]` and the `OTEL_*` variables of `ws` ask for; `None` when export
+    /// is off; a bad setting is a usage error.
+    pub fn for_workspace(
+        ws: &crate::workspace::Workspace,
+    ) -> Result<Option<Self>, crate::error::UsageError> {
+        Settings::resolve(&ws.config.telemetry, &ws.env)
+            .map(|s| s.map(Self))
+            .map_err(|e| crate::error::UsageError(format!("telemetry: {e}")))
+    }
+
+    /// The run's subscriber: spans and metrics from its events, content through `redactor`.
+    pub fn subscriber(
+        self,
+        redactor: std::sync::Arc<tern_gateway::Redactor>,
+    ) -> Box<dyn crate::agent::Subscriber> {
+        Box::new(OtelSubscriber::start(self.0, redactor))
+    }
+}
+
 /// The OTLP/HTTP port of a local collector.
 const DEFAULT_ENDPOINT: &str = "http://localhost:4318";
 

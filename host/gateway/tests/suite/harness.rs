@@ -12,7 +12,7 @@ use serde_json::Value;
 use tern_config::{Config, ConfigPaths, Launch, LoadOptions, Transport};
 use tern_gateway::{
     Approval, ApprovalRequest, Approver, CallContext, Event, EventSink, Gateway, GatewaySettings,
-    HeadlessApprover, Outcome, Secret, ToolCall,
+    HeadlessApprover, Outcome, Recorders, Secret, ToolCall,
 };
 use tern_mcp::{PoolOptions, ServerPool, ServerSpec, TransportSpec, pins::PinStore};
 
@@ -182,8 +182,17 @@ impl Env {
             self.project.clone(),
             vec![self.project.clone()],
             Some(self.dir.path().join("home")),
-            vec![Secret::new(CANARY)],
         )
+    }
+
+    /// The run's recorders: `events`, the audit log under `$TERN_HOME`, the canary redacted.
+    pub fn recorders(&self, events: EventSink) -> Recorders {
+        Recorders::open(
+            &self.tern_home.join("audit.jsonl"),
+            [Secret::new(CANARY)],
+            events,
+        )
+        .unwrap()
     }
 
     pub fn audit_lines(&self) -> Vec<Value> {
@@ -244,7 +253,8 @@ impl Rig {
         let mut settings = env.settings(&config);
         tweak(&mut settings);
         let (events, log) = sink();
-        let gateway = Gateway::new(pool.clone(), settings, approver, events).unwrap();
+        let recorders = env.recorders(events);
+        let gateway = Gateway::new(pool.clone(), settings, approver, recorders).unwrap();
         Rig {
             env,
             pool,

@@ -235,7 +235,7 @@ async fn always_is_saved_to_config_and_honoured_by_the_next_gateway() {
         pool.clone(),
         env.settings(&config),
         Arc::new(HeadlessApprover),
-        events,
+        env.recorders(events),
     )
     .unwrap();
     let call = tern_gateway::ToolCall {

@@ -105,7 +105,13 @@ pub async fn replay(
         model: Some(model),
         ..EngineOptions::default()
     };
-    let mut engine = Engine::start(ws, options, printer, approver).await?;
+    let mut engine = Engine::start(
+        ws,
+        options,
+        crate::agent::Outputs::for_workspace(ws, printer)?,
+        approver,
+    )
+    .await?;
     for s in extra {
         engine.subscribe(s);
     }

@@ -61,7 +61,13 @@ pub async fn run(ws: &Workspace, session: Option<String>) -> anyhow::Result<i32>
         elicitor: Some(Arc::new(TerminalElicitor::new(screen.clone(), turn))),
         ..EngineOptions::default()
     };
-    let mut engine = Engine::start(ws, options, Box::new(printer), approver).await?;
+    let mut engine = Engine::start(
+        ws,
+        options,
+        crate::agent::Outputs::for_workspace(ws, Box::new(printer))?,
+        approver,
+    )
+    .await?;
     let costs = Arc::new(Mutex::new(Vec::new()));
     engine.subscribe(Box::new(CostMeter(costs.clone())));
     if let Some(msg) = engine.required_failure() {

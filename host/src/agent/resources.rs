@@ -1,0 +1,219 @@
+//! A run's resources: what every later phase of [`Engine::start`](super::Engine::start) writes
+//! to, built first and in one place.
+//!
+//! The pool needs the run's redactor (it learns OAuth tokens as they arrive) and audit log (every
+//! elicitation is an audit line) before the gateway exists, and the gateway needs the same two.
+//! Building them here, before either, means one `Arc<Redactor>` and one `Arc<AuditLog>` for the
+//! whole run: nothing is bound late and no second redactor has to be kept in step with the first.
+
+use std::sync::Arc;
+
+use tern_gateway::{Recorders, Redactor, Secret, audit::AuditLog};
+use tern_protocol::{Envelope, Event};
+
+use super::{
+    bus::{EventBus, Subscriber},
+    secrets,
+    servers::SecretSink,
+    trace_file::EventWriter,
+};
+use crate::workspace::Workspace;
+
+/// Where a run's events go besides its events file, given by the caller like the printer.
+pub struct Outputs {
+    /// Renders the events (the terminal, JSONL, a sub-run's watcher, an eval's counter).
+    pub printer: Box<dyn Subscriber>,
+    /// Exports them (OpenTelemetry), when export is on for this workspace.
+    pub exporter: Option<crate::telemetry::Exporter>,
+}
+
+impl Outputs {
+    /// `printer`, and the exporter `[telemetry]` and the `OTEL_*` variables ask for (a bad
+    /// setting is a usage error).
+    pub fn for_workspace(
+        ws: &Workspace,
+        printer: Box<dyn Subscriber>,
+    ) -> Result<Self, crate::error::UsageError> {
+        Ok(Self {
+            printer,
+            exporter: crate::telemetry::Exporter::for_workspace(ws)?,
+        })
+    }
+}
+
+/// The bus, the redactor and the audit log of one run.
+pub struct RunResources {
+    pub bus: EventBus,
+    /// Applied to everything the run writes: events, transcript, audit, spills, exports.
+    pub redactor: Arc<Redactor>,
+    pub audit: Arc<AuditLog>,
+}
+
+impl RunResources {
+    /// Opens the run's events file and the audit log and subscribes, in order, the events file,
+    /// the caller's outputs and the audit of elicitations to a new bus.
+    pub fn open(
+        ws: &Workspace,
+        run_id: &str,
+        session_id: &str,
+        outputs: Outputs,
+    ) -> anyhow::Result<Self> {
+        let bus = EventBus::new(run_id, session_id);
+        let redactor = Arc::new(Redactor::new(secrets::for_run(ws)));
+        let audit = Arc::new(AuditLog::open(&ws.paths.audit_log())?);
+        let events = ws.paths.run_dir(run_id).join("events.jsonl");
+        bus.subscribe(Box::new(EventWriter::create(&events, redactor.clone())?));
+        bus.subscribe(outputs.printer);
+        if let Some(exporter) = outputs.exporter {
+            bus.subscribe(exporter.subscriber(redactor.clone()));
+        }
+        bus.subscribe(Box::new(ElicitationAudit {
+            audit: audit.clone(),
+            redactor: redactor.clone(),
+        }));
+        Ok(Self {
+            bus,
+            redactor,
+            audit,
+        })
+    }
+
+    /// Teaches the run's redactor every token an authorization obtains during the run, before
+    /// anything could echo it.
+    pub fn secret_sink(&self) -> SecretSink {
+        let redactor = self.redactor.clone();
+        Arc::new(move |token: &str| redactor.add(Secret::new(token)))
+    }
+
+    /// What the gateway records into: the bus, and this run's redactor and audit log.
+    pub fn recorders(&self) -> Recorders {
+        Recorders {
+            events: self.bus.sink(),
+            redactor: self.redactor.clone(),
+            audit: self.audit.clone(),
+        }
+    }
+}
+
+/// Writes each [`Event::Elicitation`] to the audit log, as a line of its own
+/// (`"kind": "elicitation"`; an accepted form's values only as their digest).
+struct ElicitationAudit {
+    audit: Arc<AuditLog>,
+    redactor: Arc<Redactor>,
+}
+
+impl Subscriber for ElicitationAudit {
+    fn on_event(&mut self, e: &Envelope) {
+        let Event::Elicitation {
+            server,
+            mode,
+            action,
+            answered_by,
+            fields,
+            content_sha256,
+            ..
+        } = &e.event
+        else {
+            return;
+        };
+        let line = serde_json::json!({
+            "time": e.ts,
+            "run_id": e.run_id,
+            "session_id": e.session_id,
+            "kind": "elicitation",
+            "server": server,
+            "mode": mode,
+            "action": action,
+            "answered_by": answered_by,
+            "fields": fields,
+            "content_sha256": content_sha256,
+        });
+        // No event from here (this runs inside the bus): a failed write goes to the log.
+        if let Err(e) = self.audit.append_value(&line, &self.redactor) {
+            tracing::error!("could not write an elicitation to the audit log: {e}");
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    struct Nothing;
+    impl Subscriber for Nothing {
+        fn on_event(&mut self, _: &Envelope) {}
+    }
+
+    fn workspace(dir: &std::path::Path) -> Workspace {
+        let home = dir.join("tern-home");
+        std::fs::create_dir_all(&home).unwrap();
+        let env = [
+            ("TERN_HOME".to_string(), home.display().to_string()),
+            (
+                "ANTHROPIC_API_KEY".to_string(),
+                "sk-ant-from-the-env-1".into(),
+            ),
+        ]
+        .into_iter()
+        .collect();
+        Workspace::for_test(dir, env)
+    }
+
+    fn outputs() -> Outputs {
+        Outputs {
+            printer: Box::new(Nothing),
+            exporter: None,
+        }
+    }
+
+    #[test]
+    fn one_redactor_sees_what_the_pool_learns_and_what_the_environment_had() {
+        let dir = tempfile::tempdir().unwrap();
+        let ws = workspace(dir.path());
+        let res = RunResources::open(&ws, "r1", "s1", outputs()).unwrap();
+        // What the gateway will redact with is the run's redactor itself, not a copy.
+        let gateway_side = res.recorders().redactor;
+        assert!(Arc::ptr_eq(&gateway_side, &res.redactor));
+        // A token the pool obtains mid-run…
+        (res.secret_sink())("oauth-token-learned-late");
+        // …is scrubbed by every writer, like the key the environment held from the start.
+        let text = "k=sk-ant-from-the-env-1 t=oauth-token-learned-late";
+        for redactor in [&res.redactor, &gateway_side] {
+            let out = redactor.redact(text);
+            assert!(!out.contains("oauth-token-learned-late"), "{out}");
+            assert!(!out.contains("sk-ant-from-the-env-1"), "{out}");
+        }
+        res.bus.close();
+    }
+
+    #[test]
+    fn elicitations_and_calls_go_to_one_audit_file() {
+        let dir = tempfile::tempdir().unwrap();
+        let ws = workspace(dir.path());
+        let res = RunResources::open(&ws, "r1", "s1", outputs()).unwrap();
+        res.bus.emit(Event::Elicitation {
+            server: "ts".into(),
+            mode: "form".into(),
+            action: "accept".into(),
+            answered_by: "user".into(),
+            message: "Tell me".into(),
+            url: None,
+            fields: vec!["name".into()],
+            content_sha256: Some("abc".into()),
+        });
+        // The gateway's side writes through the same open log.
+        let recorders = res.recorders();
+        assert!(Arc::ptr_eq(&recorders.audit, &res.audit));
+        recorders
+            .audit
+            .append_value(&serde_json::json!({"kind": "call"}), &recorders.redactor)
+            .unwrap();
+        res.bus.close();
+        let text = std::fs::read_to_string(ws.paths.audit_log()).unwrap();
+        let kinds: Vec<String> = text
+            .lines()
+            .map(|l| serde_json::from_str::<serde_json::Value>(l).unwrap()["kind"].to_string())
+            .collect();
+        assert_eq!(kinds, ["\"elicitation\"", "\"call\""], "{text}");
+    }
+}
