@@ -19,8 +19,8 @@ use std::collections::BTreeMap;
 use serde::Deserialize;
 use toml::Spanned;
 
+use crate::check::{invalid, valid_server_name};
 use crate::error::{Location, Result};
-use crate::layers::{invalid, valid_server_name};
 use crate::locate::SourceText;
 
 /// One profile, resolved.

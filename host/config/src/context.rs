@@ -4,8 +4,8 @@
 use serde::Deserialize;
 use toml::Spanned;
 
+use crate::check::invalid;
 use crate::error::Result;
-use crate::layers::invalid;
 use crate::locate::SourceText;
 
 /// `[context]` as written in one layer.

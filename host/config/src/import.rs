@@ -14,8 +14,8 @@ use serde::de::{MapAccess, Visitor};
 use serde_json::Value;
 use toml_edit::{Array, DocumentMut, InlineTable, Item, Table};
 
+use crate::check::valid_server_name;
 use crate::error::{ConfigError, Result};
-use crate::layers::valid_server_name;
 use crate::load::parse_layer;
 use crate::locate::SourceName;
 

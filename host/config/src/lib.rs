@@ -23,9 +23,10 @@
 //! ```
 #![deny(clippy::print_stdout, clippy::print_stderr)]
 
+mod agent;
 mod agents;
+mod check;
 mod context;
-mod edit;
 mod error;
 mod expand;
 mod import;
@@ -33,18 +34,17 @@ mod layers;
 mod load;
 mod locate;
 mod paths;
+mod permissions;
 mod raw;
-mod resolve;
-mod rules;
 mod sandbox;
 mod sections;
-mod server;
+mod servers;
 mod telemetry;
 mod trust;
 
+pub use agent::{AgentSection, DEFAULT_MAX_STEPS, DEFAULT_STARTUP_GRACE};
 pub use agents::AgentProfile;
 pub use context::ContextSection;
-pub use edit::append_rule;
 pub use error::{ConfigError, Location, Result};
 pub use expand::{EnvLookup, ExpandError, expand};
 pub use import::{ImportReport, import_mcp_json};
@@ -52,13 +52,12 @@ pub use load::{
     Config, DEFAULT_CONFIG, DEFAULTS_SOURCE, LayerKind, LoadOptions, LoadedLayer, Notice,
 };
 pub use paths::{ConfigPaths, PROJECT_CONFIG};
-pub use rules::{RuleList, RuleSource, check_rule_shape};
-pub use sandbox::SandboxConfig;
-pub use sections::{
-    AgentSection, DEFAULT_MAX_STEPS, DEFAULT_STARTUP_GRACE, ModelConfig, PermissionMode,
-    Permissions, Provider,
+pub use permissions::{
+    PermissionMode, Permissions, RuleList, RuleSource, append_rule, check_rule_shape,
 };
-pub use server::{
+pub use sandbox::SandboxConfig;
+pub use sections::{ModelConfig, Provider};
+pub use servers::{
     Builtin, DEFAULT_MAX_OUTPUT_CHARS, DEFAULT_STARTUP_TIMEOUT, DEFAULT_TOOL_TIMEOUT, Defer,
     Launch, OAuthConfig, ServerConfig, ServerRoots, ToolLimits, ToolSettings, Transport,
 };

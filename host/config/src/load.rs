@@ -4,21 +4,17 @@ use std::collections::BTreeMap;
 use std::fmt;
 use std::path::{Path, PathBuf};
 
-use crate::error::Location;
+use crate::agent::AgentSection;
 use crate::error::{ConfigError, Result};
 use crate::expand::EnvLookup;
-use crate::layers::{Layer, Merged, override_text, rule_source};
+use crate::layers::{Layer, override_text};
 use crate::locate::{SourceName, SourceText};
 use crate::paths::ConfigPaths;
+use crate::permissions::{PermissionMode, Permissions, RuleList};
 use crate::raw;
-use crate::resolve::expand_server;
-use crate::rules::RuleList;
 use crate::sandbox::SandboxConfig;
-use crate::sections::{
-    AgentSection, DEFAULT_MAX_STEPS, DEFAULT_STARTUP_GRACE, ModelConfig, PermissionMode,
-    Permissions,
-};
-use crate::server::ServerConfig;
+use crate::sections::ModelConfig;
+use crate::servers::ServerConfig;
 use crate::trust::{TrustStatus, TrustStore};
 
 /// The defaults every config starts from: `config/default.toml`, compiled in.
@@ -141,16 +137,16 @@ impl Config {
     /// Loads the config for `paths` (see [`ConfigPaths::resolve`]): defaults < user < trusted project <
     /// `--config` < `-c` < `--allow`/`--ask`/`--deny`/`--mode`.
     pub fn load(paths: &ConfigPaths, options: &LoadOptions, env: EnvLookup<'_>) -> Result<Self> {
-        let mut merged = Merged::default();
+        let mut merged = Layer::default();
         let mut layers = Vec::new();
         let mut notices = Vec::new();
 
         let defaults = SourceName::File(PathBuf::from(DEFAULTS_SOURCE));
-        merged.apply(parse_layer(&defaults, DEFAULT_CONFIG)?);
+        merged.merge(parse_layer(&defaults, DEFAULT_CONFIG)?);
         layers.push(loaded(LayerKind::Defaults, DEFAULTS_SOURCE));
 
         if let Some(text) = read_optional(&paths.user_config)? {
-            merged.apply(parse_layer(
+            merged.merge(parse_layer(
                 &SourceName::File(paths.user_config.clone()),
                 &text,
             )?);
@@ -164,7 +160,7 @@ impl Config {
                 let store = TrustStore::for_paths(paths);
                 match store.status(project_dir, text.as_bytes())? {
                     TrustStatus::Trusted => {
-                        merged.apply(parse_layer(&SourceName::File(config.clone()), &text)?);
+                        merged.merge(parse_layer(&SourceName::File(config.clone()), &text)?);
                         layers.push(loaded(LayerKind::Project, &config));
                     }
                     TrustStatus::Untrusted => notices.push(Notice::ProjectUntrusted {
@@ -181,7 +177,7 @@ impl Config {
 
         if let Some(file) = &options.config_file {
             let text = std::fs::read_to_string(file).map_err(|err| ConfigError::io(file, err))?;
-            merged.apply(parse_layer(&SourceName::File(file.clone()), &text)?);
+            merged.merge(parse_layer(&SourceName::File(file.clone()), &text)?);
             layers.push(loaded(LayerKind::ConfigFlag, file));
         }
 
@@ -190,26 +186,13 @@ impl Config {
                 name: "-c",
                 position: i + 1,
             };
-            merged.apply(parse_layer(&name, &override_text(arg)?)?);
+            merged.merge(parse_layer(&name, &override_text(arg)?)?);
             layers.push(loaded(LayerKind::Override, "-c"));
         }
 
-        let mut positions: BTreeMap<RuleList, usize> = BTreeMap::new();
-        for (list, rule) in &options.rules {
-            let position = positions.entry(*list).or_insert(0);
-            *position += 1;
-            let at = Location {
-                file: PathBuf::from(list.flag()),
-                line: *position,
-                column: 0,
-            };
-            merged
-                .rules
-                .push((*list, rule_source(*list, rule.clone(), at)?));
-        }
-        if options.mode.is_some() {
-            merged.mode = options.mode;
-        }
+        merged
+            .permissions
+            .apply_flags(&options.rules, options.mode)?;
 
         resolve(merged, env, &paths.tern_home, layers, notices)
     }
@@ -221,46 +204,19 @@ impl Config {
 }
 
 fn resolve(
-    merged: Merged,
+    merged: Layer,
     env: EnvLookup<'_>,
     tern_home: &Path,
     layers: Vec<LoadedLayer>,
     notices: Vec<Notice>,
 ) -> Result<Config> {
-    let mut mcp_servers = BTreeMap::new();
-    for (name, raw) in merged.servers {
-        let mut server = ServerConfig::try_from((name.clone(), raw))?;
-        let mut expanded = server.clone();
-        match expand_server(&mut expanded, env) {
-            Ok(()) => server = expanded,
-            Err(err) if server.enabled => return Err(err),
-            Err(_) => {}
-        }
-        mcp_servers.insert(name, server);
-    }
-    let mut permissions = Permissions {
-        mode: merged.mode.unwrap_or_default(),
-        ..Permissions::default()
-    };
-    for (list, rule) in merged.rules {
-        match list {
-            RuleList::Allow => permissions.allow.push(rule),
-            RuleList::Ask => permissions.ask.push(rule),
-            RuleList::Deny => permissions.deny.push(rule),
-        }
-    }
-    let sandbox = merged.sandbox.resolve(env, tern_home)?;
     Ok(Config {
-        mcp_servers,
-        sandbox,
+        mcp_servers: merged.servers.resolve(env)?,
+        sandbox: merged.sandbox.resolve(env, tern_home)?,
         agents: merged.agents.resolve()?,
         model: merged.model,
-        permissions,
-        agent: AgentSection {
-            max_steps: merged.max_steps.unwrap_or(DEFAULT_MAX_STEPS),
-            accept_elicitation_defaults: false,
-            startup_grace: merged.startup_grace.unwrap_or(DEFAULT_STARTUP_GRACE),
-        },
+        permissions: merged.permissions.resolve(),
+        agent: merged.agent.resolve(),
         context: merged.context.resolve(),
         telemetry: merged.telemetry.resolve(),
         layers,
@@ -268,7 +224,6 @@ fn resolve(
     })
 }
 
-/// Parses and checks one layer's text.
 pub(crate) fn parse_layer(name: &SourceName, text: &str) -> Result<Layer> {
     let source = SourceText { name, text };
     Layer::from_raw(raw::parse(&source)?, &source)

@@ -18,9 +18,9 @@ use serde::Deserialize;
 use tern_sandbox::{Mode, Network};
 use toml::Spanned;
 
+use crate::check::invalid;
 use crate::error::{Location, Result};
 use crate::expand::EnvLookup;
-use crate::layers::invalid;
 use crate::locate::SourceText;
 
 /// The resolved `[sandbox]` section.

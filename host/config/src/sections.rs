@@ -1,10 +1,6 @@
-//! The non-server sections of config.toml: `[model]`, `[permissions]`, `[agent]`.
-
-use std::fmt;
+//! `[model]`: which provider and model, and how requests are sent.
 
 use serde::{Deserialize, Serialize};
-
-use crate::rules::RuleSource;
 
 /// A model provider's wire protocol.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
@@ -81,73 +77,5 @@ impl ModelConfig {
             idle_timeout_secs,
             price
         );
-    }
-}
-
-/// `permissions.mode`: the default decision when no rule matches (issue 4, item 5).
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Hash, Serialize, Deserialize)]
-#[serde(rename_all = "kebab-case")]
-pub enum PermissionMode {
-    /// Ask unless a rule or a trusted read-only annotation allows.
-    #[default]
-    Default,
-    /// Also allow file edits inside the roots.
-    AcceptEdits,
-    /// Deny every tool not marked read-only.
-    ReadOnly,
-    /// Allow everything not denied.
-    Yolo,
-}
-
-impl fmt::Display for PermissionMode {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.write_str(match self {
-            Self::Default => "default",
-            Self::AcceptEdits => "accept-edits",
-            Self::ReadOnly => "read-only",
-            Self::Yolo => "yolo",
-        })
-    }
-}
-
-/// `[permissions]`. Rule lists accumulate over every layer, in layer order.
-#[derive(Debug, Clone, Default, PartialEq, Eq)]
-pub struct Permissions {
-    /// `mode` (default `default`).
-    pub mode: PermissionMode,
-    /// `allow` rules.
-    pub allow: Vec<RuleSource>,
-    /// `ask` rules.
-    pub ask: Vec<RuleSource>,
-    /// `deny` rules.
-    pub deny: Vec<RuleSource>,
-}
-
-/// The agent loop's step budget when `agent.max_steps` is unset.
-pub const DEFAULT_MAX_STEPS: u32 = 50;
-
-/// `[agent]`.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct AgentSection {
-    /// `max_steps` (default 50): model turns per run before the loop stops.
-    pub max_steps: u32,
-    /// Accept a server's form elicitation with the defaults its schema declares instead of
-    /// declining it (no file key: only `tern run --accept-elicitation-defaults` sets it).
-    pub accept_elicitation_defaults: bool,
-    /// `startup_grace_sec` (default 2): how long a headless run waits for servers that are not
-    /// `required` before its first model request; later ones join the table as they come up.
-    pub startup_grace: std::time::Duration,
-}
-
-/// How long a headless run waits for servers that are not required.
-pub const DEFAULT_STARTUP_GRACE: std::time::Duration = std::time::Duration::from_secs(2);
-
-impl Default for AgentSection {
-    fn default() -> Self {
-        Self {
-            max_steps: DEFAULT_MAX_STEPS,
-            accept_elicitation_defaults: false,
-            startup_grace: DEFAULT_STARTUP_GRACE,
-        }
     }
 }

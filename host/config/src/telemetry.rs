@@ -16,8 +16,8 @@
 use serde::Deserialize;
 use toml::Spanned;
 
+use crate::check::invalid;
 use crate::error::Result;
-use crate::layers::invalid;
 use crate::locate::SourceText;
 
 /// `[telemetry]` as written in one layer.

@@ -1,6 +1,4 @@
 //! `[mcp_servers.NAME]`, resolved: what the server pool needs to start and talk to one MCP server.
-//!
-//! Key names follow Codex's `config.toml` so users can paste their existing entries.
 
 use std::collections::BTreeMap;
 use std::fmt;

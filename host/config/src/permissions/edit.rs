@@ -2,8 +2,8 @@
 
 use toml_edit::{Array, DocumentMut, Item, Table, Value};
 
+use super::rules::{RuleList, check_rule_shape};
 use crate::error::{ConfigError, Result};
-use crate::rules::{RuleList, check_rule_shape};
 
 /// Adds `rule` to `[permissions] <list>` of a config.toml's text, keeping its comments and layout.
 ///

@@ -1,18 +1,19 @@
-//! Merged layers → validated, typed config.
+//! Merged `[mcp_servers]` layers → validated, typed [`ServerConfig`]s.
 //!
 //! Structure is checked by `TryFrom` (which transport, which keys belong to it); `${VAR}` expansion is a
 //! separate pass over the result because it needs the injected environment.
 
 use std::collections::BTreeMap;
 
-use crate::error::{ConfigError, Result};
-use crate::expand::{EnvLookup, expand};
-use crate::layers::{ServerLayer, ToolLayer, invalid};
-use crate::raw::{RawOAuth, RawRoots};
-use crate::server::{
+use super::layer::{ServerLayer, ServersLayer, ToolLayer};
+use super::raw::{RawOAuth, RawRoots};
+use super::resolved::{
     DEFAULT_STARTUP_TIMEOUT, DEFAULT_TOOL_TIMEOUT, Launch, OAuthConfig, ServerConfig, ServerRoots,
     ToolSettings, Transport,
 };
+use crate::check::invalid;
+use crate::error::{ConfigError, Result};
+use crate::expand::{EnvLookup, expand};
 
 impl From<ToolLayer> for ToolSettings {
     fn from(raw: ToolLayer) -> Self {
@@ -212,7 +213,7 @@ fn oauth_config(
 }
 
 /// Expands `${VAR}`s in a server's `args`, `env` values, `url` and `http_headers` values.
-pub(crate) fn expand_server(server: &mut ServerConfig, env: EnvLookup<'_>) -> Result<()> {
+fn expand_server(server: &mut ServerConfig, env: EnvLookup<'_>) -> Result<()> {
     let name = server.name.clone();
     let at = server.defined_at.clone();
     let run = |key: String, value: &mut String| -> Result<()> {
@@ -248,4 +249,23 @@ fn expand_values(
         run(format!("{table}.{key}"), value)?;
     }
     Ok(())
+}
+
+impl ServersLayer {
+    /// Every server, checked and with its `${VAR}`s expanded. A disabled server whose variables
+    /// are unset is kept unexpanded rather than failing the whole config.
+    pub(crate) fn resolve(self, env: EnvLookup<'_>) -> Result<BTreeMap<String, ServerConfig>> {
+        let mut mcp_servers = BTreeMap::new();
+        for (name, raw) in self.0 {
+            let mut server = ServerConfig::try_from((name.clone(), raw))?;
+            let mut expanded = server.clone();
+            match expand_server(&mut expanded, env) {
+                Ok(()) => server = expanded,
+                Err(err) if server.enabled => return Err(err),
+                Err(_) => {}
+            }
+            mcp_servers.insert(name, server);
+        }
+        Ok(mcp_servers)
+    }
 }

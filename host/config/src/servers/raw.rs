@@ -1,0 +1,101 @@
+//! `[mcp_servers.NAME]` exactly as written in one layer: all-`Option` serde structs that reject
+//! unknown keys.
+
+use std::collections::BTreeMap;
+use std::path::PathBuf;
+
+use serde::Deserialize;
+use toml::Spanned;
+
+use super::resolved::{Builtin, Defer};
+
+/// `[mcp_servers.NAME]`: stdio and HTTP keys side by side (a flattened enum cannot deny unknown keys);
+/// which transport it is gets decided after merging.
+#[derive(Debug, Default, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub(crate) struct RawServer {
+    // stdio
+    pub(crate) command: Option<String>,
+    pub(crate) builtin: Option<Builtin>,
+    pub(crate) args: Option<Vec<String>>,
+    pub(crate) env: Option<BTreeMap<String, String>>,
+    pub(crate) env_vars: Option<Vec<String>>,
+    pub(crate) cwd: Option<PathBuf>,
+    // streamable HTTP
+    pub(crate) url: Option<String>,
+    pub(crate) bearer_token_env_var: Option<String>,
+    pub(crate) http_headers: Option<BTreeMap<String, String>>,
+    pub(crate) env_http_headers: Option<BTreeMap<String, String>>,
+    pub(crate) oauth: Option<RawOAuth>,
+    // common
+    pub(crate) enabled: Option<bool>,
+    pub(crate) required: Option<bool>,
+    pub(crate) startup_timeout_sec: Option<Spanned<f64>>,
+    pub(crate) tool_timeout_sec: Option<Spanned<f64>>,
+    pub(crate) max_output_chars: Option<usize>,
+    pub(crate) trust_annotations: Option<bool>,
+    pub(crate) defer: Option<Defer>,
+    pub(crate) roots: Option<RawRoots>,
+    pub(crate) max_tool_bytes: Option<usize>,
+    pub(crate) enabled_tools: Option<Vec<String>>,
+    pub(crate) disabled_tools: Option<Vec<String>>,
+    pub(crate) tools: Option<BTreeMap<String, RawToolSettings>>,
+}
+
+/// `[mcp_servers.NAME.oauth]` (or `oauth = { … }`): how tern authorizes to an HTTP server.
+#[derive(Debug, Default, Clone, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub(crate) struct RawOAuth {
+    pub(crate) enabled: Option<bool>,
+    pub(crate) client_id: Option<String>,
+    pub(crate) client_secret_env: Option<String>,
+    pub(crate) scopes: Option<Vec<String>>,
+    pub(crate) redirect_port: Option<u16>,
+    pub(crate) client_metadata_url: Option<String>,
+}
+
+impl RawOAuth {
+    /// Whether any key is set.
+    pub(crate) fn is_set(&self) -> bool {
+        self.enabled.is_some()
+            || self.client_id.is_some()
+            || self.client_secret_env.is_some()
+            || self.scopes.is_some()
+            || self.redirect_port.is_some()
+            || self.client_metadata_url.is_some()
+    }
+
+    /// Lays `later` over `self`, key by key.
+    pub(crate) fn merge(&mut self, later: Self) {
+        fn over<T>(slot: &mut Option<T>, later: Option<T>) {
+            if later.is_some() {
+                *slot = later;
+            }
+        }
+        over(&mut self.enabled, later.enabled);
+        over(&mut self.client_id, later.client_id);
+        over(&mut self.client_secret_env, later.client_secret_env);
+        over(&mut self.scopes, later.scopes);
+        over(&mut self.redirect_port, later.redirect_port);
+        over(&mut self.client_metadata_url, later.client_metadata_url);
+    }
+}
+
+/// `roots = false`, `roots = true`, or `roots = ["/dir", …]`.
+#[derive(Debug, Clone, Deserialize)]
+#[serde(untagged)]
+pub(crate) enum RawRoots {
+    Enabled(bool),
+    Paths(Vec<PathBuf>),
+}
+
+/// `[mcp_servers.NAME.tools.TOOL]`.
+#[derive(Debug, Default, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub(crate) struct RawToolSettings {
+    pub(crate) timeout_sec: Option<Spanned<f64>>,
+    pub(crate) max_output_chars: Option<usize>,
+    pub(crate) command_arg: Option<String>,
+    pub(crate) edits_files: Option<bool>,
+    pub(crate) enabled: Option<bool>,
+}
