@@ -9,16 +9,11 @@
 use serde_json::{Map, Value, json};
 use tern_config::ToolLimits;
 use tern_mcp::{CallError, CallOptions, ServerPool, ToolOutput};
-use tern_protocol::ErrorKind;
+use tern_protocol::{ErrorKind, meta};
 
 use crate::call::CallContext;
 
-/// The request `_meta` key carrying the host's limits: `{"timeout_ms", "max_output_chars"}`.
-pub const LIMITS_META: &str = "tern/limits";
-
-/// The request `_meta` key carrying the globs of paths the host denies: `["**/.env", …]`
-/// (tern-fs refuses or skips what they match, through symlinks and hard links).
-pub const DENY_PATHS_META: &str = "tern/deny_paths";
+pub use tern_protocol::meta::{DENY_PATHS as DENY_PATHS_META, LIMITS as LIMITS_META};
 
 /// What travels to the server besides the arguments.
 #[derive(Debug, Clone, Default)]
@@ -49,9 +44,9 @@ pub async fn dispatch(
     let mut meta = ctx.meta.clone();
     meta.insert(
         LIMITS_META.into(),
-        json!({
-            "timeout_ms": u64::try_from(limits.timeout.as_millis()).unwrap_or(u64::MAX),
-            "max_output_chars": limits.max_output_chars,
+        json!(meta::Limits {
+            timeout_ms: Some(u64::try_from(limits.timeout.as_millis()).unwrap_or(u64::MAX)),
+            max_output_chars: Some(limits.max_output_chars as u64),
         }),
     );
     if !how.deny_paths.is_empty() {

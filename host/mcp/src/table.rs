@@ -52,9 +52,9 @@ pub struct ToolDef {
 }
 
 /// Tool `_meta` key naming the argument that holds a shell command.
-pub const META_COMMAND_ARG: &str = "tern/command_arg";
+pub const META_COMMAND_ARG: &str = tern_protocol::meta::COMMAND_ARG;
 /// Tool `_meta` key saying the tool creates or modifies files at its path arguments.
-pub const META_EDITS_FILES: &str = "tern/edits_files";
+pub const META_EDITS_FILES: &str = tern_protocol::meta::EDITS_FILES;
 
 impl ToolDef {
     /// sha256 of the canonical JSON of the definition (used for pinning).

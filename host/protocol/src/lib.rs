@@ -9,6 +9,7 @@
 
 mod event;
 pub mod files;
+pub mod meta;
 mod time;
 mod tool;
 mod usage;

@@ -15,59 +15,9 @@
 
 use std::sync::Mutex;
 
-use serde::{Deserialize, Serialize};
-use serde_json::Value;
 use tern_protocol::Usage;
 
-/// The result `_meta` key of [`ReportedUsage`].
-pub const USAGE_META: &str = "tern/usage";
-
-/// What one tool call reports it spent.
-#[derive(Debug, Clone, Copy, Default, PartialEq, Serialize, Deserialize)]
-pub struct ReportedUsage {
-    /// Uncached prompt tokens.
-    pub input_tokens: u64,
-    /// Output tokens.
-    pub output_tokens: u64,
-    /// Prompt tokens read from the cache.
-    #[serde(default)]
-    pub cache_read_tokens: u64,
-    /// Prompt tokens written to the cache.
-    #[serde(default)]
-    pub cache_creation_tokens: u64,
-    /// US dollars, when the server could price the tokens.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub cost_usd: Option<f64>,
-}
-
-impl ReportedUsage {
-    /// The usage in a result's `_meta` object, when it has a well-formed one.
-    pub fn from_result_meta(meta: Option<&Value>) -> Option<Self> {
-        let value = meta?.get(USAGE_META)?;
-        serde_json::from_value(value.clone()).ok()
-    }
-
-    /// `usage` and its cost, as reported.
-    pub fn new(usage: &Usage, cost_usd: Option<f64>) -> Self {
-        Self {
-            input_tokens: usage.input,
-            output_tokens: usage.output,
-            cache_read_tokens: usage.cache_read,
-            cache_creation_tokens: usage.cache_creation,
-            cost_usd,
-        }
-    }
-
-    /// The token counts.
-    pub fn usage(&self) -> Usage {
-        Usage {
-            input: self.input_tokens,
-            output: self.output_tokens,
-            cache_read: self.cache_read_tokens,
-            cache_creation: self.cache_creation_tokens,
-        }
-    }
-}
+pub use tern_protocol::meta::{ReportedUsage, USAGE as USAGE_META};
 
 /// The sum of what a run's tool calls reported.
 #[derive(Debug, Clone, Copy, Default, PartialEq)]

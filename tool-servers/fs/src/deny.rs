@@ -38,7 +38,7 @@ use crate::resolve::{Intent, Roots};
 use crate::walk::{self, Entry, Flow, Rules, Visitor};
 
 /// Request `_meta` key carrying a call's deny globs: `["glob", ...]`.
-pub const DENY_META_KEY: &str = "tern/deny_paths";
+pub const DENY_META_KEY: &str = tern_tool_common::meta::DENY_PATHS;
 
 /// Why a deny list cannot be used. The call fails rather than run unprotected.
 #[derive(Debug, thiserror::Error)]

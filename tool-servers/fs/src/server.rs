@@ -75,7 +75,7 @@ fn edits_files() -> MetaObject {
 }
 
 /// `_meta` key on a tool definition: the tool edits files at its path arguments.
-pub(crate) const EDITS_FILES_KEY: &str = "tern/edits_files";
+pub(crate) const EDITS_FILES_KEY: &str = tern_tool_common::meta::EDITS_FILES;
 
 /// Walks (glob, grep) can take a while on a large tree, so they run on Tokio's
 /// blocking pool. The other tools do a handful of syscalls on one bounded file

@@ -12,7 +12,7 @@ use std::time::Duration;
 use serde::Deserialize;
 
 /// Key of the host's per-call limits in a `tools/call` request's `_meta`.
-pub const META_KEY: &str = "tern/limits";
+pub const META_KEY: &str = tern_tool_common::meta::LIMITS;
 
 /// Largest output budget a host may ask for: the capture keeps up to this
 /// many characters in memory (about 4 bytes each in the tail ring).
@@ -25,11 +25,7 @@ pub const FOOTER_RESERVE: usize = 600;
 /// `_meta["tern/limits"]` as the host sends it; both fields are optional.
 /// Unknown keys are ignored so a newer host can add limits an older server
 /// does not know yet.
-#[derive(Debug, Default, Clone, Copy, Deserialize, PartialEq, Eq)]
-pub struct HostLimits {
-    pub timeout_ms: Option<u64>,
-    pub max_output_chars: Option<u64>,
-}
+pub type HostLimits = tern_tool_common::meta::Limits;
 
 /// `_meta["tern/limits"]` is present but not the documented shape.
 #[derive(Debug, thiserror::Error)]
@@ -38,15 +34,13 @@ pub struct HostLimits {
 )]
 pub struct MalformedLimits(serde_json::Error);
 
-impl HostLimits {
-    /// Reads the limits from a request's `_meta` (absent means none).
-    pub fn from_meta(
-        meta: &serde_json::Map<String, serde_json::Value>,
-    ) -> Result<Self, MalformedLimits> {
-        match meta.get(META_KEY) {
-            None => Ok(Self::default()),
-            Some(value) => Self::deserialize(value).map_err(MalformedLimits),
-        }
+/// Reads the host's limits from a request's `_meta` (absent means none).
+pub fn host_limits(
+    meta: &serde_json::Map<String, serde_json::Value>,
+) -> Result<HostLimits, MalformedLimits> {
+    match meta.get(META_KEY) {
+        None => Ok(HostLimits::default()),
+        Some(value) => HostLimits::deserialize(value).map_err(MalformedLimits),
     }
 }
 
@@ -146,16 +140,15 @@ mod tests {
     fn meta_is_parsed_strictly() {
         let meta = |v: serde_json::Value| v.as_object().unwrap().clone();
         assert_eq!(
-            HostLimits::from_meta(&meta(json!({}))).unwrap(),
+            host_limits(&meta(json!({}))).unwrap(),
             HostLimits::default()
         );
         assert_eq!(
-            HostLimits::from_meta(&meta(json!({"tern/limits": {"timeout_ms": 5}}))).unwrap(),
+            host_limits(&meta(json!({"tern/limits": {"timeout_ms": 5}}))).unwrap(),
             host(Some(5), None)
         );
-        let err =
-            HostLimits::from_meta(&meta(json!({"tern/limits": {"timeout_ms": "5"}}))).unwrap_err();
+        let err = host_limits(&meta(json!({"tern/limits": {"timeout_ms": "5"}}))).unwrap_err();
         assert!(err.to_string().contains("tern/limits"), "{err}");
-        assert!(HostLimits::from_meta(&meta(json!({"tern/limits": 5}))).is_err());
+        assert!(host_limits(&meta(json!({"tern/limits": 5}))).is_err());
     }
 }

@@ -18,13 +18,14 @@ use serde::Deserialize;
 
 use crate::cwd::resolve_cwd;
 use crate::exec::{self, Ending, Invocation, Outcome, Stop};
-use crate::limits::{self, HostLimits, Timeout};
+use crate::limits::{self, Timeout, host_limits};
 
 /// The tool's `_meta`: tells a host which argument holds the shell command, so
 /// it can apply command rules without recognising this server by name.
 fn run_tool_meta() -> rmcp::model::MetaObject {
     let mut meta = rmcp::model::MetaObject::new();
-    meta.0.insert("tern/command_arg".into(), "command".into());
+    meta.0
+        .insert(tern_tool_common::meta::COMMAND_ARG.into(), "command".into());
     meta
 }
 
@@ -122,7 +123,7 @@ impl ShellServer {
             Ok(cwd) => cwd,
             Err(e) => return CallToolResult::error(vec![ContentBlock::text(e.to_string())]),
         };
-        let host = match HostLimits::from_meta(&context.meta.0.0) {
+        let host = match host_limits(&context.meta.0.0) {
             Ok(host) => host,
             Err(e) => return CallToolResult::error(vec![ContentBlock::text(e.to_string())]),
         };

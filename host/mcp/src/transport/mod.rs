@@ -84,7 +84,7 @@ pub(crate) enum LocalFailure {
 
 impl LocalFailure {
     /// The `data` key marking an error as made by tern, not sent by the server.
-    const KEY: &'static str = "tern/local";
+    const KEY: &'static str = tern_protocol::meta::LOCAL;
 
     pub(crate) fn into_error_message(self, id: RequestId) -> RxJsonRpcMessage<RoleClient> {
         let data = serde_json::json!({ Self::KEY: &self });

@@ -1,0 +1,163 @@
+//! Every `tern/…` key tern puts in MCP `_meta` objects (and error `data`), with its payload type:
+//! the one table the host and the built-in tool servers both read, so a key cannot drift between
+//! the side that writes it and the side that reads it.
+//!
+//! MCP reserves `_meta` for such extensions; keys are prefixed `tern/` so they never collide with
+//! another implementation's. Every payload ignores unknown fields, so a newer host can add to one
+//! without breaking an older server.
+
+use serde::{Deserialize, Serialize};
+
+use crate::Usage;
+
+/// `tools/call` request `_meta`: the host's per-call limits ([`Limits`]). A server with limits of
+/// its own applies the smaller, so the host never cuts what the server already paged.
+pub const LIMITS: &str = "tern/limits";
+
+/// `tools/call` request `_meta`: the globs of paths the host's rules deny (`["**/.env", …]`); a
+/// file server refuses or skips what they match, through symlinks and hard links.
+pub const DENY_PATHS: &str = "tern/deny_paths";
+
+/// Tool definition `_meta`: the argument that holds a shell command (a string), which the
+/// permission rules parse as shell.
+pub const COMMAND_ARG: &str = "tern/command_arg";
+
+/// Tool definition `_meta`: `true` when the tool writes files at its path arguments (what
+/// `accept-edits` allows).
+pub const EDITS_FILES: &str = "tern/edits_files";
+
+/// `tools/call` result `_meta`: model tokens the call spent ([`ReportedUsage`]: a sub-agent's),
+/// added to the calling run's totals.
+pub const USAGE: &str = "tern/usage";
+
+/// JSON-RPC error `data`: marks an error made by tern's own client (a reply too large, a server
+/// gone), not one the server sent.
+pub const LOCAL: &str = "tern/local";
+
+/// Where a key travels.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Carrier {
+    /// A `tools/call` request's `params._meta`.
+    Request,
+    /// A `tools/call` result's `_meta`.
+    Result,
+    /// A tool definition's `_meta` in `tools/list`.
+    ToolDefinition,
+    /// A JSON-RPC error's `data`.
+    ErrorData,
+}
+
+/// Every key, where it travels and what it says: what the README's table and its test read.
+pub const KEYS: &[(&str, Carrier, &str)] = &[
+    (
+        LIMITS,
+        Carrier::Request,
+        "the host's timeout and output cap for this call",
+    ),
+    (DENY_PATHS, Carrier::Request, "path globs the host denies"),
+    (
+        COMMAND_ARG,
+        Carrier::ToolDefinition,
+        "the argument holding a shell command",
+    ),
+    (
+        EDITS_FILES,
+        Carrier::ToolDefinition,
+        "the tool writes files at its path arguments",
+    ),
+    (
+        USAGE,
+        Carrier::Result,
+        "model tokens (and cost) the call spent",
+    ),
+    (
+        LOCAL,
+        Carrier::ErrorData,
+        "an error made by tern's client, not the server",
+    ),
+];
+
+/// The payload of [`LIMITS`]; both fields optional.
+#[derive(Debug, Default, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Limits {
+    /// The host gives up on the call after this many milliseconds.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub timeout_ms: Option<u64>,
+    /// The host shows the model at most this many characters of the result.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub max_output_chars: Option<u64>,
+}
+
+/// The payload of [`USAGE`]: what one tool call reports it spent.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Serialize, Deserialize)]
+pub struct ReportedUsage {
+    /// Uncached prompt tokens.
+    pub input_tokens: u64,
+    /// Output tokens.
+    pub output_tokens: u64,
+    /// Prompt tokens read from the cache.
+    #[serde(default)]
+    pub cache_read_tokens: u64,
+    /// Prompt tokens written to the cache.
+    #[serde(default)]
+    pub cache_creation_tokens: u64,
+    /// US dollars, when the server could price the tokens.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub cost_usd: Option<f64>,
+}
+
+impl ReportedUsage {
+    /// The usage in a result's `_meta` object, when it has a well-formed one.
+    pub fn from_result_meta(meta: Option<&serde_json::Value>) -> Option<Self> {
+        let value = meta?.get(USAGE)?;
+        serde_json::from_value(value.clone()).ok()
+    }
+
+    /// `usage` and its cost, as reported.
+    pub fn new(usage: &Usage, cost_usd: Option<f64>) -> Self {
+        Self {
+            input_tokens: usage.input,
+            output_tokens: usage.output,
+            cache_read_tokens: usage.cache_read,
+            cache_creation_tokens: usage.cache_creation,
+            cost_usd,
+        }
+    }
+
+    /// As tern's [`Usage`].
+    pub fn usage(&self) -> Usage {
+        Usage {
+            input: self.input_tokens,
+            output: self.output_tokens,
+            cache_read: self.cache_read_tokens,
+            cache_creation: self.cache_creation_tokens,
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn every_key_is_listed_once_with_the_tern_prefix() {
+        let mut seen = std::collections::BTreeSet::new();
+        for (key, _, what) in KEYS {
+            assert!(key.starts_with("tern/"), "{key}");
+            assert!(!what.is_empty());
+            assert!(seen.insert(*key), "{key} listed twice");
+        }
+        assert_eq!(seen.len(), 6);
+    }
+
+    #[test]
+    fn payloads_ignore_unknown_fields_and_omit_unset_limits() {
+        let limits: Limits =
+            serde_json::from_str(r#"{"timeout_ms": 5, "later": true}"#).unwrap_or_default();
+        assert_eq!(limits.timeout_ms, Some(5));
+        assert_eq!(
+            serde_json::to_string(&Limits::default()).unwrap_or_default(),
+            "{}"
+        );
+    }
+}
