@@ -11,5 +11,6 @@ pub mod commands;
 pub mod error;
 pub mod render;
 pub mod serve_agent;
+pub mod slash_commands;
 pub mod telemetry;
 pub mod workspace;

@@ -95,6 +95,13 @@ impl ReplHelper {
             i + before[i..].chars().next().map_or(1, char::len_utf8)
         });
         let word = &before[start..];
+        // A slash command at the start of the line: complete it from the command table.
+        if start == 0
+            && let Some(prefix) = word.strip_prefix('/')
+        {
+            let names = crate::slash_commands::completions(prefix);
+            return (0, names.into_iter().map(|n| format!("/{n}")).collect());
+        }
         if !word.starts_with('@') {
             return (pos, Vec::new());
         }
@@ -185,6 +192,20 @@ mod tests {
             block(&m, Some("text/plain"), "body\n"),
             "<resource server=\"s\" uri=\"x://a&quot;b\" mime_type=\"text/plain\">\nbody\n</resource>"
         );
+    }
+
+    #[test]
+    fn tab_completes_slash_commands_from_the_table_at_the_start_of_a_line() {
+        let h = ReplHelper::default();
+        assert_eq!(
+            h.complete_at("/co", 3),
+            (
+                0,
+                vec!["/cost".into(), "/context".into(), "/compact".into()]
+            )
+        );
+        // Not in the middle of a line: that is text for the model.
+        assert_eq!(h.complete_at("see /co", 7), (7, vec![]));
     }
 
     #[test]

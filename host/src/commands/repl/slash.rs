@@ -10,6 +10,7 @@ use tern_protocol::{Envelope, Event, Usage};
 use crate::{
     agent::{Engine, Subscriber, context::budget::Breakdown},
     render::{Screen, format_cost, format_tokens},
+    slash_commands::{self, SlashCommand},
 };
 
 /// The `/context` view: each part's tokens and share of the window, and what is free.
@@ -52,22 +53,6 @@ pub(super) fn context_view(b: &Breakdown, window: Option<u64>, reserve: u64) -> 
     }
     out
 }
-
-pub(super) const HELP: &str = "\
-Slash commands (answered by tern, never sent to the model):
-  /help          this list
-  /tools         the tools the model can call
-  /mcp           the MCP servers, their status and their resources
-  /cost          tokens used and what they cost, per model call and in total
-  /expand        the last folded tool output in full (also Ctrl-O)
-  /context       how full the context window is, and with what
-  /compact [FOCUS]   summarize the conversation now (FOCUS: what the summary must keep)
-  /clear         start a fresh conversation (new session)
-  /allow RULE    allow calls matching RULE for the rest of this session
-  /exit          leave (also Ctrl-D, or Ctrl-C twice at an empty prompt)
-  /SERVER:PROMPT [ARG=VALUE | VALUE]…   expand a server's MCP prompt and send it
-Anything else is sent to the model; @SERVER:URI in it attaches that server's resource (Tab
-completes it). Ctrl-C during a turn cancels it.";
 
 /// Resources `/mcp` shows per server.
 const MAX_LISTED: usize = 20;
@@ -119,45 +104,59 @@ pub(super) struct Slash<'a> {
 }
 
 impl Slash<'_> {
-    /// Runs `/name arg`.
+    /// Runs `/name arg`: a command of the table, else a server's prompt (`/SERVER:PROMPT`).
     pub async fn run(&mut self, name: &str, arg: &str) -> std::io::Result<Next> {
-        match name {
-            "exit" | "quit" => return Ok(Next::Exit),
-            "help" => self.help().await?,
-            "tools" => {
+        let Some(spec) = slash_commands::lookup(name) else {
+            if name.contains(':') {
+                return self.prompt(name, arg).await;
+            }
+            writeln!(self.out, "unknown command /{name}; /help lists them")?;
+            return Ok(Next::Prompt);
+        };
+        let arg = arg.trim();
+        if spec.needs_arg() && arg.is_empty() {
+            writeln!(
+                self.out,
+                "usage: /{} {}  ({})",
+                spec.name, spec.args, spec.help
+            )?;
+            return Ok(Next::Prompt);
+        }
+        match spec.command {
+            SlashCommand::Exit => return Ok(Next::Exit),
+            SlashCommand::Help => self.help().await?,
+            SlashCommand::Tools => {
                 for e in self.engine.tools().entries() {
                     let desc = e.def.description.lines().next().unwrap_or("");
                     let desc: String = desc.chars().take(70).collect();
                     writeln!(self.out, "  {}  {desc}", e.name)?;
                 }
             }
-            "mcp" => self.mcp().await?,
-            "cost" => self.cost()?,
-            "context" => {
+            SlashCommand::Mcp => self.mcp().await?,
+            SlashCommand::Cost => self.cost()?,
+            SlashCommand::Context => {
                 let breakdown = self.engine.context();
                 let (window, reserve) = self.engine.window();
                 write!(self.out, "{}", context_view(&breakdown, window, reserve))?;
             }
-            "compact" => {
-                let focus = Some(arg.trim()).filter(|f| !f.is_empty());
+            SlashCommand::Compact => {
+                let focus = Some(arg).filter(|f| !f.is_empty());
                 let breakdown = self.engine.compact(focus).await;
                 let (window, reserve) = self.engine.window();
                 write!(self.out, "{}", context_view(&breakdown, window, reserve))?;
             }
-            "expand" => match self.screen.folded() {
+            SlashCommand::Expand => match self.screen.folded() {
                 Some(text) => writeln!(self.out, "{text}")?,
                 None => writeln!(self.out, "nothing folded yet")?,
             },
-            "clear" => {
+            SlashCommand::Clear => {
                 let id = self.engine.clear();
                 writeln!(self.out, "conversation cleared (new session {id})")?;
             }
-            "allow" if !arg.trim().is_empty() => match self.engine.allow(arg.trim()) {
-                Ok(()) => writeln!(self.out, "allowed for this session: {}", arg.trim())?,
+            SlashCommand::Allow => match self.engine.allow(arg) {
+                Ok(()) => writeln!(self.out, "allowed for this session: {arg}")?,
                 Err(e) => writeln!(self.out, "not a valid rule: {e}")?,
             },
-            _ if name.contains(':') => return self.prompt(name, arg).await,
-            _ => writeln!(self.out, "unknown command /{name}; /help lists them")?,
         }
         Ok(Next::Prompt)
     }
@@ -204,7 +203,7 @@ impl Slash<'_> {
     }
 
     async fn help(&mut self) -> std::io::Result<()> {
-        writeln!(self.out, "{HELP}")?;
+        writeln!(self.out, "{}", slash_commands::help_text())?;
         let prompts = self.engine.prompts().await;
         if !prompts.is_empty() {
             writeln!(self.out, "MCP prompts:")?;
