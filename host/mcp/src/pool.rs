@@ -53,7 +53,9 @@ pub enum ServerState {
 }
 
 impl ServerState {
-    pub(crate) fn label(&self) -> &'static str {
+    /// The state in one word, as `tern mcp list`, `/mcp` and errors show it — the same word as
+    /// its serialized `status`.
+    pub fn label(&self) -> &'static str {
         match self {
             ServerState::Starting => "starting",
             ServerState::Ready { .. } => "ready",
@@ -533,6 +535,31 @@ impl ServerPool {
         };
         for task in tasks {
             let _ = tokio::time::timeout(Duration::from_secs(10), task).await;
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::ServerState;
+
+    #[test]
+    fn a_state_label_is_its_serialized_status() {
+        for state in [
+            ServerState::Starting,
+            ServerState::Ready {
+                pid: None,
+                startup_ms: 1,
+                protocol_version: "2025-11-25".into(),
+                server_name: "s".into(),
+                server_version: "1".into(),
+            },
+            ServerState::Restarting { attempt: 1 },
+            ServerState::Failed { reason: "x".into() },
+            ServerState::Stopped,
+        ] {
+            let json = serde_json::to_value(&state).unwrap_or_default();
+            assert_eq!(json["status"], state.label(), "{state:?}");
         }
     }
 }

@@ -20,6 +20,53 @@ pub fn ignore_events() -> EventSink {
     Arc::new(|_| {})
 }
 
+/// Where the agent loop is within a step ([`Event::State`]).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum LoopState {
+    /// Fitting the conversation to the window (compacting if it must).
+    BuildContext,
+    /// Waiting for the model's answer to stream.
+    CallModel,
+    /// Running the turn's tool calls.
+    RunTools,
+}
+
+/// Why the conversation was compacted ([`Event::Compaction`]).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum CompactionReason {
+    /// The next request would have filled the window past `compact_at`.
+    Threshold,
+    /// The provider refused a request as too long.
+    Overflow,
+    /// The user asked (`/compact`).
+    Manual,
+}
+
+/// What a compaction did ([`Event::Compaction`]).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum CompactionStage {
+    /// Old tool output replaced by one-line notes.
+    Elide,
+    /// Older turns replaced by a summary the model wrote.
+    Summarize,
+}
+
+macro_rules! display_as_serialized {
+    ($($ty:ty),*) => {$(
+        impl std::fmt::Display for $ty {
+            fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+                // The same word as in `events.jsonl`.
+                let json = serde_json::to_value(self).map_err(|_| std::fmt::Error)?;
+                f.write_str(json.as_str().unwrap_or_default())
+            }
+        }
+    )*};
+}
+display_as_serialized!(LoopState, CompactionReason, CompactionStage);
+
 /// What happened. Serialised with `"type": "<snake_case variant>"`.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(tag = "type", rename_all = "snake_case")]
@@ -79,8 +126,8 @@ pub enum Event {
         logger: Option<String>,
         data: Value,
     },
-    /// The loop moved to another state (`build_context`, `call_model`, `run_tools`, …).
-    State { state: String, step: u32 },
+    /// The loop moved to another state.
+    State { state: LoopState, step: u32 },
     /// The request about to be sent to the model.
     ModelRequest {
         step: u32,
@@ -165,12 +212,10 @@ pub enum Event {
     Audit { record: AuditRecord },
     /// The conversation was made smaller to fit the context window.
     Compaction {
-        /// `threshold` (the next request would have filled the window), `overflow` (the
-        /// provider refused a request as too long) or `manual` (`/compact`).
-        reason: String,
-        /// `elide` (old tool output replaced by notes) or `summarize` (older turns replaced by
-        /// a summary the model wrote).
-        stage: String,
+        /// Why it ran.
+        reason: CompactionReason,
+        /// What it did.
+        stage: CompactionStage,
         /// Estimated prompt tokens before and after.
         before_tokens: u64,
         after_tokens: u64,

@@ -7,6 +7,7 @@
 //! and [`files`], the one way every layer writes tern's private files.
 #![deny(clippy::print_stdout, clippy::print_stderr)]
 
+pub mod catalog;
 mod event;
 pub mod files;
 pub mod meta;
@@ -15,8 +16,8 @@ mod tool;
 mod usage;
 
 pub use event::{
-    AuditRecord, Envelope, Event, EventSink, IncompleteCall, ReplayVerdict, RunStatus,
-    ignore_events,
+    AuditRecord, CompactionReason, CompactionStage, Envelope, Event, EventSink, IncompleteCall,
+    LoopState, ReplayVerdict, RunStatus, ignore_events,
 };
 pub use time::{civil, now_rfc3339, rfc3339};
 pub use tool::{Decision, ErrorKind, Image, ToolCall, ToolResult};

@@ -3,7 +3,7 @@
 
 use futures::StreamExt;
 use tern_model::{Message, ModelEvent, ToolSpec};
-use tern_protocol::{Event, Usage};
+use tern_protocol::{CompactionStage, Event, Usage};
 use tokio_util::sync::CancellationToken;
 
 use super::{
@@ -24,26 +24,8 @@ pub struct Conversation {
     pub compacted: bool,
 }
 
-/// Why a compaction runs.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Reason {
-    /// The next request would fill the window past `compact_at`.
-    Threshold,
-    /// The provider refused a request as too long.
-    Overflow,
-    /// The user asked (`/compact`).
-    Manual,
-}
-
-impl Reason {
-    fn as_str(self) -> &'static str {
-        match self {
-            Reason::Threshold => "threshold",
-            Reason::Overflow => "overflow",
-            Reason::Manual => "manual",
-        }
-    }
-}
+/// Why a compaction runs (the event's own type).
+pub use tern_protocol::CompactionReason as Reason;
 
 /// What a compaction is asked to do.
 #[derive(Debug, Clone, Copy)]
@@ -55,11 +37,11 @@ pub struct Ask<'a> {
     pub target: Option<u64>,
 }
 
-impl Reason {
-    /// A compaction for this reason, aiming for the budget's target.
-    pub fn ask(self) -> Ask<'static> {
+impl Ask<'static> {
+    /// A compaction for `reason`, aiming for the budget's target.
+    pub fn new(reason: Reason) -> Self {
         Ask {
-            reason: self,
+            reason,
             focus: None,
             target: None,
         }
@@ -119,8 +101,8 @@ impl Agent {
             conv.compacted = true;
             after = conv.budget.estimate(system, tools, &conv.transcript);
             self.bus.emit(Event::Compaction {
-                reason: reason.as_str().into(),
-                stage: "elide".into(),
+                reason,
+                stage: CompactionStage::Elide,
                 before_tokens: before,
                 after_tokens: after,
                 elided_results: elided,
@@ -144,8 +126,8 @@ impl Agent {
                 conv.compacted = true;
                 after = conv.budget.estimate(system, tools, &conv.transcript);
                 self.bus.emit(Event::Compaction {
-                    reason: reason.as_str().into(),
-                    stage: "summarize".into(),
+                    reason,
+                    stage: CompactionStage::Summarize,
                     before_tokens: from,
                     after_tokens: after,
                     elided_results: 0,

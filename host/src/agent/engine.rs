@@ -353,7 +353,7 @@ impl Engine {
                 &tools,
                 Ask {
                     focus,
-                    ..Reason::Manual.ask()
+                    ..Ask::new(Reason::Manual)
                 },
                 &mut usage,
                 &cancel,

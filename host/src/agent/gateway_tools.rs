@@ -12,7 +12,10 @@ use tern_config::{ContextSection, ServerConfig};
 use tern_gateway::{CallContext, Gateway};
 use tern_mcp::ToolEntry;
 use tern_model::{ToolSpec, tokens::Tokenizer};
-use tern_protocol::{Event, ToolCall, ToolResult};
+use tern_protocol::{
+    Event, ToolCall, ToolResult,
+    catalog::{self, SearchResult},
+};
 use tokio_util::sync::CancellationToken;
 
 use super::{
@@ -59,9 +62,9 @@ impl Deferral {
         if *written == names {
             return;
         }
-        let entries: Vec<tern_catalog::Entry> = deferred
+        let entries: Vec<catalog::Entry> = deferred
             .iter()
-            .map(|e| tern_catalog::Entry {
+            .map(|e| catalog::Entry {
                 name: e.name.clone(),
                 description: e.def.description.clone(),
                 input_schema: e.def.input_schema.clone(),
@@ -177,18 +180,7 @@ impl ToolExecutor for GatewayTools {
         }
         if call.name == SEARCH_TOOL && !outcome.result.is_error {
             // The catalog server's declared output: the tools it found become callable.
-            let found = outcome
-                .meta
-                .structured
-                .as_ref()
-                .and_then(|s| s["tools"].as_array())
-                .map(|tools| {
-                    tools
-                        .iter()
-                        .filter_map(|t| t["name"].as_str().map(str::to_owned))
-                        .collect::<Vec<_>>()
-                })
-                .unwrap_or_default();
+            let found = SearchResult::names_in(outcome.meta.structured.as_ref());
             if let Ok(mut active) = self.deferral.active.lock() {
                 active.extend(found);
             }

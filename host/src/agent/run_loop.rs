@@ -9,7 +9,9 @@ use tern_model::{
     AssistantContent, ErrorKind as ModelErrorKind, Message, ModelAdapter, ModelError, ModelEvent,
     ModelRequest, StopReason, ToolChoice, ToolSpec, UserContent,
 };
-use tern_protocol::{ErrorKind, Event, IncompleteCall, RunStatus, ToolCall, ToolResult, Usage};
+use tern_protocol::{
+    ErrorKind, Event, IncompleteCall, LoopState, RunStatus, ToolCall, ToolResult, Usage,
+};
 use tokio_util::sync::CancellationToken;
 
 use super::{
@@ -106,7 +108,7 @@ impl Agent {
             }
             out.steps += 1;
             let step = out.steps;
-            self.state("build_context", step);
+            self.state(LoopState::BuildContext, step);
             self.tools.settle().await;
             let tools = self.tools.tools();
             let mut overflowed = false;
@@ -142,7 +144,7 @@ impl Agent {
                     estimated_tokens: estimate,
                     request: request_json,
                 });
-                self.state("call_model", step);
+                self.state(LoopState::CallModel, step);
                 let started = Instant::now();
                 match self.call_model(&request, cancel, &mut out.usage).await {
                     Ok((turn, request_id, usage)) => break (turn, request_id, usage, started),
@@ -156,7 +158,7 @@ impl Agent {
                         let target = conv.budget.target().map(|t| t / 2).or(Some(estimate / 3));
                         let ask = Ask {
                             target,
-                            ..Reason::Overflow.ask()
+                            ..Ask::new(Reason::Overflow)
                         };
                         self.compact(conv, &tools, ask, &mut out.usage, cancel)
                             .await;
@@ -213,7 +215,7 @@ impl Agent {
                 return out;
             }
 
-            self.state("run_tools", step);
+            self.state(LoopState::RunTools, step);
             let results = self.run_tools(&turn.calls, &mut history, cancel).await;
             let mut content: Vec<UserContent> =
                 results.into_iter().map(UserContent::ToolResult).collect();
@@ -250,18 +252,15 @@ impl Agent {
             .estimate(&self.settings.system, tools, &conv.transcript);
         match conv.budget.threshold() {
             Some(threshold) if estimate > threshold => {
-                self.compact(conv, tools, Reason::Threshold.ask(), usage, cancel)
+                self.compact(conv, tools, Ask::new(Reason::Threshold), usage, cancel)
                     .await
             }
             _ => estimate,
         }
     }
 
-    fn state(&self, state: &str, step: u32) {
-        self.bus.emit(Event::State {
-            state: state.to_string(),
-            step,
-        });
+    fn state(&self, state: LoopState, step: u32) {
+        self.bus.emit(Event::State { state, step });
     }
 
     /// Streams one model turn. Text deltas go to the bus as they arrive; a retry

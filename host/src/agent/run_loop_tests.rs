@@ -518,7 +518,7 @@ async fn a_refused_request_is_compacted_and_sent_again_once() {
         .unwrap()
         .iter()
         .filter_map(|e| match e {
-            Event::Compaction { reason, .. } => Some(reason.clone()),
+            Event::Compaction { reason, .. } => Some(reason.to_string()),
             _ => None,
         })
         .collect();

@@ -150,13 +150,7 @@ fn spec(
         ServerRoots::Off => RootsSetting::Off,
         ServerRoots::Paths(paths) => RootsSetting::Paths(paths.clone()),
     };
-    spec.narrows_to_roots = !matches!(
-        &server.transport,
-        Transport::Stdio {
-            launch: Launch::Builtin(_),
-            ..
-        }
-    );
+    spec.narrows_to_roots = server.builtin().is_none();
     spec.max_tool_bytes = server.max_tool_bytes.unwrap_or(DEFAULT_MAX_TOOL_BYTES);
     spec.oauth = oauth_spec(server, env)?;
     Ok(spec)
@@ -170,15 +164,10 @@ pub const PARENT_RUN_ENV: &str = "TERN_PARENT_RUN_ID";
 /// command line: the command line identifies the server (tool cache, pins), the run does not.
 pub fn link_agent_servers(specs: &mut [ServerSpec], config: &Config, run_id: &str) {
     for spec in specs {
-        let is_agent = config.mcp_servers.get(&spec.name).is_some_and(|s| {
-            matches!(
-                s.transport,
-                Transport::Stdio {
-                    launch: Launch::Builtin(Builtin::Agent),
-                    ..
-                }
-            )
-        });
+        let is_agent = config
+            .mcp_servers
+            .get(&spec.name)
+            .is_some_and(|s| s.builtin() == Some(Builtin::Agent));
         if let (true, TransportSpec::Stdio { env, .. }) = (is_agent, &mut spec.transport) {
             env.insert(PARENT_RUN_ENV.into(), run_id.into());
         }

@@ -72,7 +72,7 @@ pub async fn list(ws: &Workspace, json: bool, out: &mut dyn Write) -> anyhow::Re
                 pid.map_or("-".to_string(), |p| p.to_string()),
                 format!("{startup_ms} ms"),
             ),
-            other => (label(other), "-", "-".to_string(), "-".to_string()),
+            other => (other.label(), "-", "-".to_string(), "-".to_string()),
         };
         writeln!(
             out,
@@ -82,16 +82,6 @@ pub async fn list(ws: &Workspace, json: bool, out: &mut dyn Write) -> anyhow::Re
         describe_problems(s, out)?;
     }
     Ok(0)
-}
-
-fn label(state: &ServerState) -> &'static str {
-    match state {
-        ServerState::Starting => "starting",
-        ServerState::Ready { .. } => "ready",
-        ServerState::Restarting { .. } => "restarting",
-        ServerState::Failed { .. } => "failed",
-        ServerState::Stopped => "stopped",
-    }
 }
 
 fn describe_problems(s: &ServerStatus, out: &mut dyn Write) -> std::io::Result<()> {

@@ -6,21 +6,18 @@
 
 use std::collections::HashMap;
 
-use serde::{Deserialize, Serialize};
+pub use tern_tool_common::catalog::Entry;
 
-/// One tool the host has deferred, as it writes it into the catalog file.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-pub struct Entry {
-    /// The name the model calls it by (`server__tool`).
-    pub name: String,
-    pub description: String,
-    /// Its JSON Schema for arguments.
-    pub input_schema: serde_json::Value,
+/// What ranking and the search result need of an entry, beyond the shared shape.
+pub trait Signature {
+    /// The argument names and types, as one line (`city: string, days?: integer`).
+    fn signature(&self) -> String;
+    /// The argument names.
+    fn argument_names(&self) -> Vec<String>;
 }
 
-impl Entry {
-    /// The argument names and types, as one line (`city: string, days?: integer`).
-    pub fn signature(&self) -> String {
+impl Signature for Entry {
+    fn signature(&self) -> String {
         let required: Vec<&str> = self.input_schema["required"]
             .as_array()
             .map(|r| r.iter().filter_map(|v| v.as_str()).collect())

@@ -8,10 +8,10 @@ use rmcp::model::{CallToolResult, ContentBlock, ServerCapabilities, ServerConfig
 use rmcp::{ServerHandler, tool, tool_handler, tool_router};
 use schemars::JsonSchema;
 use serde::Deserialize;
-use serde_json::json;
 use tokio::sync::Mutex;
 
-use crate::index::{Entry, Index};
+use crate::index::{Entry, Index, Signature};
+use tern_tool_common::catalog::{Found, SearchResult};
 
 /// Matches returned when the call does not say.
 const DEFAULT_LIMIT: u32 = 8;
@@ -121,14 +121,14 @@ impl CatalogServer {
                 entry.name,
                 entry.signature()
             ));
-            found.push(json!({
-                "name": entry.name,
-                "description": description,
-                "arguments": entry.signature(),
-            }));
+            found.push(Found {
+                name: entry.name.clone(),
+                description: description.to_string(),
+                arguments: entry.signature(),
+            });
         }
         let mut result = CallToolResult::success(vec![ContentBlock::text(text)]);
-        result.structured_content = Some(json!({ "tools": found }));
+        result.structured_content = serde_json::to_value(SearchResult { tools: found }).ok();
         result
     }
 }

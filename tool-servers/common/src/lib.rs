@@ -13,6 +13,8 @@ pub mod schema;
 mod signals;
 
 pub use cap::{Capped, HeadTail};
+/// The catalog server's contract with the host.
+pub use tern_protocol::catalog;
 /// tern's `_meta` keys and payloads, the same table the host reads.
 pub use tern_protocol::meta;
 

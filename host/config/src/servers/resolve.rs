@@ -98,13 +98,7 @@ impl TryFrom<(String, ServerLayer)> for ServerConfig {
         };
         // tern's own servers are part of tern; anyone else's hints are only hints until the
         // user says otherwise.
-        let builtin = matches!(
-            transport,
-            Transport::Stdio {
-                launch: Launch::Builtin(_),
-                ..
-            }
-        );
+        let builtin = transport.builtin().is_some();
         let roots = match raw.roots {
             None | Some(RawRoots::Enabled(true)) => ServerRoots::WorkingDirectory,
             Some(RawRoots::Enabled(false)) => ServerRoots::Off,

@@ -89,6 +89,12 @@ impl ServerConfig {
         }
     }
 
+    /// Which of tern's built-in servers this is, if it is one (`builtin = "…"`: started as
+    /// `tern serve NAME`, part of tern itself).
+    pub fn builtin(&self) -> Option<Builtin> {
+        self.transport.builtin()
+    }
+
     /// Whether `tool` (original name) should be offered, after `enabled_tools`, `disabled_tools` and
     /// `tools.TOOL.enabled`.
     pub fn tool_enabled(&self, tool: &str) -> bool {
@@ -194,6 +200,19 @@ pub enum Transport {
         /// `bearer_token_env_var` is configured, or `oauth.enabled = false`).
         oauth: Option<OAuthConfig>,
     },
+}
+
+impl Transport {
+    /// The built-in server this transport launches, if any.
+    pub fn builtin(&self) -> Option<Builtin> {
+        match self {
+            Transport::Stdio {
+                launch: Launch::Builtin(b),
+                ..
+            } => Some(*b),
+            _ => None,
+        }
+    }
 }
 
 /// `[mcp_servers.NAME.oauth]` of an HTTP server (every key optional): how tern authorizes to

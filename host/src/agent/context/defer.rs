@@ -4,7 +4,7 @@
 
 use std::collections::{BTreeMap, BTreeSet};
 
-use tern_config::{ContextSection, Defer, Launch, ServerConfig, Transport};
+use tern_config::{ContextSection, Defer, ServerConfig};
 use tern_mcp::ToolEntry;
 
 /// The server name of tern's own tool search.
@@ -43,16 +43,10 @@ pub fn plan(
         let Some(server) = servers.get(&e.server) else {
             return Defer::Auto;
         };
-        match (&server.transport, server.defer) {
-            // tern's own servers are the core set.
-            (
-                Transport::Stdio {
-                    launch: Launch::Builtin(_),
-                    ..
-                },
-                _,
-            ) => Defer::Never,
-            (_, d) => d,
+        // tern's own servers are the core set.
+        match server.builtin() {
+            Some(_) => Defer::Never,
+            None => server.defer,
         }
     };
     let deferrable = |e: &ToolEntry| {
@@ -100,15 +94,9 @@ pub fn with_tool_search<'c>(
             taken.defined_at
         ));
     }
-    let deferrable = config.enabled_servers().any(|s| {
-        !matches!(
-            s.transport,
-            tern_config::Transport::Stdio {
-                launch: tern_config::Launch::Builtin(_),
-                ..
-            }
-        ) && s.defer != tern_config::Defer::Never
-    });
+    let deferrable = config
+        .enabled_servers()
+        .any(|s| s.builtin().is_none() && s.defer != tern_config::Defer::Never);
     if !deferrable {
         return Ok(std::borrow::Cow::Borrowed(config));
     }

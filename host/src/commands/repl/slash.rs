@@ -166,10 +166,7 @@ impl Slash<'_> {
     async fn mcp(&mut self) -> std::io::Result<()> {
         let resources = self.engine.resources().await;
         for s in self.engine.servers() {
-            let state = serde_json::to_value(&s.state)
-                .ok()
-                .and_then(|v| v["status"].as_str().map(str::to_string))
-                .unwrap_or_default();
+            let state = s.state.label();
             let listed: Vec<_> = resources.iter().filter(|r| r.server == s.name).collect();
             let extra = if listed.is_empty() {
                 String::new()

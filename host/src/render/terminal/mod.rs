@@ -13,7 +13,7 @@ mod style;
 
 use std::sync::Arc;
 
-use tern_protocol::{Decision, Envelope, Event, RunStatus};
+use tern_protocol::{CompactionStage, Decision, Envelope, Event, LoopState, RunStatus};
 use unicode_width::UnicodeWidthStr;
 
 #[cfg(test)]
@@ -237,7 +237,10 @@ pub fn status_line(
 impl Subscriber for TerminalPrinter {
     fn on_event(&mut self, e: &Envelope) {
         match &e.event {
-            Event::State { state, .. } if state == "call_model" => {
+            Event::State {
+                state: LoopState::CallModel,
+                ..
+            } => {
                 self.requested = true;
                 if !self.screen.mid_line() {
                     self.screen.spin(Some("thinking".into()));
@@ -342,9 +345,13 @@ impl Subscriber for TerminalPrinter {
                 summarized_messages,
                 ..
             } => {
-                let what = match stage.as_str() {
-                    "elide" => format!("elided the output of {elided_results} older tool call(s)"),
-                    _ => format!("summarized {summarized_messages} older message(s)"),
+                let what = match stage {
+                    CompactionStage::Elide => {
+                        format!("elided the output of {elided_results} older tool call(s)")
+                    }
+                    CompactionStage::Summarize => {
+                        format!("summarized {summarized_messages} older message(s)")
+                    }
                 };
                 let line = self.paint(
                     DIM,

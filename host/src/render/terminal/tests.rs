@@ -18,7 +18,7 @@ fn envelope(seq: u64, event: Event) -> Envelope {
 fn events() -> Vec<Event> {
     vec![
         Event::State {
-            state: "call_model".into(),
+            state: tern_protocol::LoopState::CallModel,
             step: 1,
         },
         Event::TextDelta {
