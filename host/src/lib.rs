@@ -13,4 +13,5 @@ pub mod render;
 pub mod serve_agent;
 pub mod slash_commands;
 pub mod telemetry;
+pub mod units;
 pub mod workspace;

@@ -65,6 +65,7 @@ mod session_rules;
 mod settings;
 pub mod shell;
 pub mod validate;
+mod wildcard;
 
 pub use approver::{
     Approval, ApprovalRequest, Approver, HeadlessApprover, ParsedCommand, ResolvedPath,

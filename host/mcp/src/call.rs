@@ -22,7 +22,8 @@ use crate::{
     error::{CallError, describe_service_error},
     event::Progress,
     output::ToolOutput,
-    pool::{CallOptions, REPORT_TAIL, ServerPool, ServerState, Slot},
+    pool::{CallOptions, ServerPool},
+    slot::{REPORT_TAIL, ServerState, Slot},
     transport::LocalFailure,
 };
 
@@ -236,7 +237,7 @@ impl ServerPool {
                 Some(local) => CallError::BadReply(local.to_string()),
                 None => CallError::Server {
                     code: err.code.0,
-                    message: crate::error::clean(&err.message),
+                    message: crate::text::clean(&err.message),
                 },
             },
             ServiceError::TransportClosed if !self.shutdown.is_cancelled() => {

@@ -29,11 +29,13 @@ pub mod pins;
 mod pool;
 mod resources;
 mod roots;
+mod slot;
 mod spec;
 mod stderr;
 mod supervise;
 pub mod table;
 mod task;
+mod text;
 mod transport;
 
 pub use connect::Era;

@@ -1,8 +1,6 @@
 //! Server resources (`resources/list`, `resources/read`): what the REPL's `/mcp` lists and
 //! `@server:uri` attaches to a message.
 
-use std::time::Duration;
-
 use rmcp::model::{ReadResourceRequestParams, ReadResourceResponse, ResourceContents};
 use serde::Serialize;
 use tern_protocol::Image;
@@ -10,11 +8,11 @@ use tern_protocol::Image;
 use crate::{
     call::fulfil,
     error::CallError,
-    pool::{ServerPool, Slot},
+    pool::ServerPool,
+    slot::{LIST_TIMEOUT, Slot},
 };
 
 /// How long listing one server's resources (or prompts) may take.
-pub(crate) const LIST_TIMEOUT: Duration = Duration::from_secs(10);
 /// Input-request rounds one read may take (2026-07-28).
 const MAX_INPUT_ROUNDS: usize = 8;
 

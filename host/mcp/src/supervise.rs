@@ -18,14 +18,13 @@ use crate::{
     error::StartError,
     event::EventSink,
     pins::PinStore,
-    pool::{HeldKind, HeldTool, REPORT_TAIL, ServerState, Slot},
+    slot::{HeldKind, HeldTool, Live, RELIST_TIMEOUT, REPORT_TAIL, ServerState, Slot},
     spec::{PoolOptions, ServerSpec},
     table::{DroppedTool, META_COMMAND_ARG, META_EDITS_FILES, ToolAnnotations, ToolDef},
     transport::human_bytes,
 };
 
 /// How long a re-list after `list_changed` may take.
-pub(crate) const RELIST_TIMEOUT: Duration = Duration::from_secs(10);
 /// Longest delay between restarts.
 const MAX_BACKOFF: Duration = Duration::from_secs(30);
 
@@ -307,7 +306,7 @@ pub(crate) struct Admitted {
 }
 
 impl Admitted {
-    fn publish(self, live: &mut crate::pool::Live) {
+    fn publish(self, live: &mut Live) {
         live.tools = Arc::new(self.allowed);
         live.listed = Arc::new(self.listed);
         live.held = self.held;

@@ -20,7 +20,8 @@ use crate::{
     error::CallError,
     event::Progress,
     output::ToolOutput,
-    pool::{CallOptions, ServerPool, Slot},
+    pool::{CallOptions, ServerPool},
+    slot::Slot,
 };
 
 /// How long the server keeps a finished task for us (SEP-1686 `ttl`, milliseconds).

@@ -3,6 +3,7 @@
 //! never the other way round).
 
 mod bus;
+mod compaction;
 pub mod context;
 mod conversation;
 pub mod delegated;

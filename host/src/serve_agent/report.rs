@@ -5,7 +5,7 @@ use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 use tern_protocol::{RunStatus, Usage};
 
-use crate::render::{format_cost, format_tokens};
+use crate::units::{format_cost, format_tokens};
 
 /// How a sub-agent's run ended.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]

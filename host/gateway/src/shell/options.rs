@@ -9,7 +9,7 @@
 use std::collections::BTreeSet;
 
 use super::words::canonical;
-use crate::rules::wildcard;
+use crate::wildcard::wildcard;
 
 /// Whether an option takes a value.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

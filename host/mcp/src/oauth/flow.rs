@@ -88,7 +88,7 @@ pub(crate) async fn authorize(
     if let Some(error) = callback.get("error") {
         let detail = callback
             .get("error_description")
-            .map(|d| format!(": {}", crate::error::clean(d)))
+            .map(|d| format!(": {}", crate::text::clean(d)))
             .unwrap_or_default();
         return Err(AuthError::Refused {
             step: "the authorization",

@@ -45,7 +45,7 @@ impl Reply {
                 .map(str::to_string)
         };
         match (field("error"), field("error_description")) {
-            (Some(e), Some(d)) => format!("{e}: {}", crate::error::clean(&d)),
+            (Some(e), Some(d)) => format!("{e}: {}", crate::text::clean(&d)),
             (Some(e), None) => e,
             _ => format!("HTTP {}", self.status),
         }
@@ -115,7 +115,7 @@ fn describe(e: reqwest::Error) -> String {
         text.push_str(": ");
         text.push_str(&c);
     }
-    crate::error::clean(&text)
+    crate::text::clean(&text)
 }
 
 /// Whether secrets may be sent to `url`: HTTPS, or plain HTTP to this machine (OAuth 2.1 §1.5;

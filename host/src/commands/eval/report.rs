@@ -3,7 +3,7 @@
 
 use serde::{Deserialize, Serialize};
 
-use crate::render::{format_cost, format_tokens};
+use crate::units::{format_cost, format_tokens};
 
 /// One task's result.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]

@@ -24,6 +24,7 @@ use style::{BOLD, CYAN, DIM, Palette, RED, YELLOW};
 
 use self::markdown::Markdown;
 use crate::agent::Subscriber;
+pub use crate::units::{format_cost, format_tokens};
 
 /// Lines of a tool's output shown under its call before the rest is folded.
 const FOLD_LINES: usize = 4;
@@ -168,24 +169,6 @@ impl TerminalPrinter {
 impl Drop for TerminalPrinter {
     fn drop(&mut self) {
         self.screen.close();
-    }
-}
-
-/// `12.1k`, `950`, `1.2M`.
-pub fn format_tokens(n: u64) -> String {
-    match n {
-        0..=999 => n.to_string(),
-        1_000..=999_999 => format!("{:.1}k", n as f64 / 1000.0),
-        _ => format!("{:.1}M", n as f64 / 1_000_000.0),
-    }
-}
-
-/// `$0.0123` (four decimals under a cent, two above).
-pub fn format_cost(usd: f64) -> String {
-    if usd < 0.01 {
-        format!("${usd:.4}")
-    } else {
-        format!("${usd:.2}")
     }
 }
 
