@@ -120,6 +120,9 @@ pub fn adapter_from_resolved(
 }
 
 fn http_client(idle_timeout: Duration) -> Result<reqwest::Client, ModelError> {
+    // The `ring` provider for rustls, installed for the process before the first client (see
+    // `tern_mcp::http_client` for why).
+    let _ = rustls::crypto::ring::default_provider().install_default();
     reqwest::Client::builder()
         .connect_timeout(Duration::from_secs(30))
         // Per read, reset by every chunk: catches a stream that went silent, not a long answer.
