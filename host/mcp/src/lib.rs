@@ -66,3 +66,12 @@ pub use table::{
 pub const DEFAULT_ENV_ALLOW: &[&str] = &[
     "HOME", "PATH", "USER", "LANG", "LC_*", "TERM", "TMPDIR", "TZ", "SHELL",
 ];
+
+/// An HTTP client builder with TLS ready. tern builds rustls with the `ring` provider only
+/// (no C library beyond ring's own; see CONTRIBUTING.md, "Dependencies"), and reqwest without a
+/// provider of its own panics at `build()` unless one is installed for the process: this
+/// installs it (once; later calls find it there) before handing out the builder.
+pub fn http_client() -> reqwest::ClientBuilder {
+    let _ = rustls::crypto::ring::default_provider().install_default();
+    reqwest::Client::builder()
+}

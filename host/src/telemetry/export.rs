@@ -74,6 +74,9 @@ fn run(settings: Settings, rx: mpsc::Receiver<Msg>) {
         .with_attributes([KeyValue::new("service.version", env!("CARGO_PKG_VERSION"))])
         .build();
     let headers: HashMap<String, String> = settings.headers.clone().into_iter().collect();
+    // The exporters build their own reqwest client: TLS must be ready for it (see
+    // `tern_mcp::http_client`), whatever else this process built first.
+    drop(tern_mcp::http_client());
     let exporter = opentelemetry_otlp::SpanExporter::builder()
         .with_http()
         .with_protocol(protocol(settings.protocol))

@@ -121,6 +121,9 @@ impl Fetcher {
         limits: Limits,
     ) -> Result<Self, FetchError> {
         let policy = Arc::new(policy);
+        // rustls's `ring` provider, installed for the process before the first client (tern
+        // builds reqwest without a provider of its own).
+        let _ = rustls::crypto::ring::default_provider().install_default();
         let client = reqwest::Client::builder()
             // We follow redirects ourselves, checking every hop.
             .redirect(reqwest::redirect::Policy::none())

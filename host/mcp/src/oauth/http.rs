@@ -71,12 +71,12 @@ fn mcp_client() -> reqwest::Client {
             attempt.follow()
         }
     });
-    reqwest::Client::builder()
+    crate::http_client()
         .pool_max_idle_per_host(0)
         .redirect(policy)
         .connect_timeout(Duration::from_secs(30))
         .build()
-        .unwrap_or_else(|_| reqwest::Client::new())
+        .unwrap_or_default()
 }
 
 /// The challenge of a refusal the authorizer can act on.

@@ -14,10 +14,10 @@ const REQUEST_TIMEOUT: Duration = Duration::from_secs(30);
 
 /// The client for authorization requests (redirects followed, as metadata may move).
 pub(crate) fn client() -> reqwest::Client {
-    reqwest::Client::builder()
+    crate::http_client()
         .timeout(REQUEST_TIMEOUT)
         .build()
-        .unwrap_or_else(|_| reqwest::Client::new())
+        .unwrap_or_default()
 }
 
 /// A response, read whole (bounded).

@@ -82,10 +82,10 @@ impl Browser {
             Browser::Fetch => {
                 let url = url.to_string();
                 Some(tokio::spawn(async move {
-                    let http = reqwest::Client::builder()
+                    let http = crate::http_client()
                         .timeout(Duration::from_secs(30))
                         .build()
-                        .unwrap_or_else(|_| reqwest::Client::new());
+                        .unwrap_or_default();
                     match http.get(&url).send().await {
                         Ok(r) => format!(
                             "the authorization page answered HTTP {}",
@@ -245,7 +245,7 @@ mod tests {
         assert!(uri.starts_with("http://127.0.0.1:") && uri.ends_with("/callback"));
         let base = uri.trim_end_matches("/callback").to_string();
         let client = tokio::spawn(async move {
-            let http = reqwest::Client::new();
+            let http = crate::http_client().build().unwrap_or_default();
             let other = http
                 .get(format!("{base}/favicon.ico"))
                 .send()

@@ -198,7 +198,7 @@ mod tests {
             auth_method: BASIC.into(),
             redirect_uri: None,
         };
-        let http = reqwest::Client::new();
+        let http = crate::http_client().build().unwrap_or_default();
         let mut params = Vec::new();
         let req = authenticate(&client, http.post("http://127.0.0.1:9/token"), &mut params)
             .build()
