@@ -241,6 +241,10 @@ pub enum Builtin {
     Catalog,
     /// tern itself as a tool: `run` starts a sub-agent (`tern serve agent`).
     Agent,
+    /// The session's todo list (`tern serve todo`).
+    Todo,
+    /// Agent Skills: `SKILL.md` folders listed, loaded and read (`tern serve skills`).
+    Skills,
 }
 
 impl Builtin {
@@ -252,6 +256,8 @@ impl Builtin {
             Self::Web => "web",
             Self::Catalog => "catalog",
             Self::Agent => "agent",
+            Self::Todo => "todo",
+            Self::Skills => "skills",
         }
     }
 }
