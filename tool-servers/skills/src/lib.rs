@@ -25,6 +25,9 @@
 //!
 //! - `load`'s result `_meta["tern/skill"]` is `{"name", "directory", "allowed_tools"}`;
 //!   `allowed-tools` is reported, never enforced here.
+//! - The deny globs a host sends in the request `_meta["tern/deny_paths"]` (as tern does to
+//!   every trusted server) are enforced like tern-fs does: `read_file` refuses a denied path
+//!   ("denied by the host's rule"), `load` leaves denied files out of its list.
 //! - `list`'s `structuredContent` is `{"skills": [...], "problems": [{"file", "line",
 //!   "severity", "message"}], "searched": [{"dir", "scope", "exists"}]}`.
 //! - Skills are found once, at startup; a restart sees new ones.
@@ -40,6 +43,7 @@
 //! ```
 #![deny(clippy::print_stdout, clippy::print_stderr)]
 
+mod deny;
 pub mod discover;
 pub mod files;
 pub mod frontmatter;
@@ -48,6 +52,7 @@ mod server;
 
 use std::path::PathBuf;
 
+pub use deny::DENY_META_KEY;
 pub use discover::{Catalog, Notice, Scope, Skill, Source};
 pub use server::{Listing, SKILL_META, SkillsServer};
 

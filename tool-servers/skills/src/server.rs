@@ -9,12 +9,15 @@ use std::sync::Arc;
 use rmcp::handler::server::common::schema_for_output;
 use rmcp::handler::server::router::tool::ToolRouter;
 use rmcp::handler::server::wrapper::Parameters;
-use rmcp::model::{CallToolResult, ContentBlock, MetaObject, ServerCapabilities, ServerConfig};
+use rmcp::model::{
+    CallToolResult, ContentBlock, MetaObject, RequestMetaObject, ServerCapabilities, ServerConfig,
+};
 use rmcp::{ServerHandler, tool, tool_handler, tool_router};
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 use serde_json::{Value, json};
 
+use crate::deny::{DENY_META_KEY, Deny};
 use crate::discover::{Catalog, MAX_SKILL_MD_BYTES, Notice, Scope, Searched, Skill};
 use crate::{files, frontmatter, render};
 
@@ -233,10 +236,18 @@ impl SkillsServer {
             open_world_hint = false
         )
     )]
-    async fn load(&self, Parameters(p): Parameters<LoadParams>) -> CallToolResult {
+    async fn load(
+        &self,
+        Parameters(p): Parameters<LoadParams>,
+        meta: RequestMetaObject,
+    ) -> CallToolResult {
         let skill = match self.skill(&p.name) {
             Ok(s) => s,
             Err(result) => return result,
+        };
+        let deny = match Deny::for_call(&skill.dir, meta.get(DENY_META_KEY)) {
+            Ok(deny) => deny,
+            Err(e) => return failure(format!("cannot load skill `{}`: {e}", p.name)),
         };
         // Read again at activation: the body the model gets is the file as it is now.
         let text = match files::read_text(&skill.dir, "SKILL.md", MAX_SKILL_MD_BYTES) {
@@ -266,7 +277,11 @@ impl SkillsServer {
                 ));
             }
         };
-        let listing = files::list(&skill.dir).unwrap_or_default();
+        let mut listing = files::list(&skill.dir).unwrap_or_default();
+        // Files the host denies are left out without a word: not even their names show.
+        listing
+            .files
+            .retain(|f| deny.rule(&skill.dir.join(f)).is_none());
         let text = render::loaded(skill, &parsed.body, &listing);
         let fm = &skill.frontmatter;
         let mut result = structured(
@@ -312,11 +327,29 @@ impl SkillsServer {
             open_world_hint = false
         )
     )]
-    async fn read_file(&self, Parameters(p): Parameters<ReadFileParams>) -> CallToolResult {
+    async fn read_file(
+        &self,
+        Parameters(p): Parameters<ReadFileParams>,
+        meta: RequestMetaObject,
+    ) -> CallToolResult {
         let skill = match self.skill(&p.skill) {
             Ok(s) => s,
             Err(result) => return result,
         };
+        let refused = |why: String| {
+            failure(format!(
+                "cannot read `{}` of skill `{}`: {why}",
+                p.path, p.skill
+            ))
+        };
+        let deny = match Deny::for_call(&skill.dir, meta.get(DENY_META_KEY)) {
+            Ok(deny) => deny,
+            Err(e) => return refused(e.to_string()),
+        };
+        // The path as named (anchored at the folder), then the real one opened.
+        if let Some(rule) = deny.rule(&skill.dir.join(&p.path)) {
+            return refused(format!("denied by the host's rule `{rule}`"));
+        }
         let (real, text) = match files::read_text(&skill.dir, &p.path, MAX_FILE_BYTES) {
             Ok(read) => read,
             Err(e) => {
@@ -336,6 +369,9 @@ impl SkillsServer {
                 ));
             }
         };
+        if let Some(rule) = deny.rule(&real) {
+            return refused(format!("denied by the host's rule `{rule}`"));
+        }
         let read = slice(&text, p.offset.unwrap_or(1), p.limit);
         let mut shown = read.content.clone();
         if let Some(next) = read.next_offset {

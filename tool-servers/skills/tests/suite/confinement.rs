@@ -195,3 +195,68 @@ async fn a_skill_whose_skill_md_links_outside_is_skipped() {
     assert_eq!(loaded["directory"], kept.to_str().unwrap());
     skills.stop().await;
 }
+
+#[tokio::test]
+async fn the_hosts_deny_globs_hold_for_reads_and_the_file_list_in_both_eras() {
+    let layout = Layout::new();
+    let dir = layout.skill_dir();
+    std::fs::write(dir.join(".env"), "TOKEN=hunter2\n").unwrap();
+    std::fs::create_dir_all(dir.join("secrets")).unwrap();
+    std::fs::write(dir.join("secrets/key.txt"), "KEY\n").unwrap();
+    symlink("secrets/key.txt", dir.join("innocent.txt")).unwrap();
+    let meta = json!({"tern/deny_paths": ["**/.env", "secrets"]});
+    for era in super::ERAS {
+        let skills = Skills::start(era, &layout.project_args()).await;
+        for path in [
+            ".env",
+            "secrets/key.txt",
+            "innocent.txt",
+            "scripts/../secrets/key.txt",
+        ] {
+            let r = skills
+                .call_with_meta(
+                    "read_file",
+                    json!({"skill": "csv-summary", "path": path}),
+                    meta.clone(),
+                )
+                .await;
+            let text = super::text(&r);
+            assert_eq!(r.is_error, Some(true), "{era:?}: {path} was read: {text}");
+            assert!(text.contains("denied by the host's rule"), "{text}");
+            assert!(!text.contains("hunter2") && !text.contains("KEY"), "{text}");
+        }
+        let r = skills
+            .call_with_meta(
+                "read_file",
+                json!({"skill": "csv-summary", "path": "reference.md"}),
+                meta.clone(),
+            )
+            .await;
+        assert_eq!(r.is_error, Some(false), "{}", super::text(&r));
+        let r = skills
+            .call_with_meta("load", json!({"name": "csv-summary"}), meta.clone())
+            .await;
+        let files = r.structured_content.unwrap()["files"].clone();
+        assert!(!files.to_string().contains("secrets/"), "{files}");
+        // A malformed list fails the call instead of running unguarded.
+        let r = skills
+            .call_with_meta(
+                "read_file",
+                json!({"skill": "csv-summary", "path": "reference.md"}),
+                json!({"tern/deny_paths": "**"}),
+            )
+            .await;
+        assert_eq!(r.is_error, Some(true), "{}", super::text(&r));
+        skills.stop().await;
+    }
+    // Without the host's list the same files read (the folder is the only wall).
+    let skills = Skills::start(Era::Legacy, &layout.project_args()).await;
+    let (text, _, _) = skills
+        .ok(
+            "read_file",
+            json!({"skill": "csv-summary", "path": "innocent.txt"}),
+        )
+        .await;
+    assert_eq!(text, "KEY\n");
+    skills.stop().await;
+}

@@ -164,6 +164,26 @@ impl Skills {
             .unwrap_or_else(|e| panic!("{tool} failed at the protocol level: {e}"))
     }
 
+    /// Calls `tool` with a request `_meta` (as a host sends `tern/deny_paths`).
+    pub async fn call_with_meta(
+        &self,
+        tool: &'static str,
+        args: Value,
+        meta: Value,
+    ) -> CallToolResult {
+        let (Value::Object(args), Value::Object(meta)) = (args, meta) else {
+            panic!("arguments and meta must be objects")
+        };
+        let mut params = CallToolRequestParams::new(tool).with_arguments(args);
+        params.meta = Some(rmcp::model::RequestMetaObject(rmcp::model::MetaObject(
+            meta,
+        )));
+        tokio::time::timeout(TIMEOUT, self.client.call_tool(params))
+            .await
+            .unwrap_or_else(|_| panic!("{tool} timed out"))
+            .unwrap_or_else(|e| panic!("{tool} failed at the protocol level: {e}"))
+    }
+
     /// Calls a tool that must succeed; returns (text, structuredContent, result).
     pub async fn ok(&self, tool: &'static str, args: Value) -> (String, Value, CallToolResult) {
         let r = self.call(tool, args).await;
