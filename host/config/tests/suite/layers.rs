@@ -148,7 +148,7 @@ fn the_defaults_enable_the_builtin_servers() {
         .permissions
         .allow
         .iter()
-        .filter(|r| r.file == PathBuf::from(DEFAULTS_SOURCE))
+        .filter(|r| r.file == std::path::Path::new(DEFAULTS_SOURCE))
         .map(|r| r.rule.as_str())
         .collect();
     assert_eq!(defaults, ["todo__write"]);

@@ -104,7 +104,7 @@ fn a_full_file_parses_into_the_expected_config() {
     let mut permissions = config.permissions.clone();
     permissions
         .allow
-        .retain(|r| r.file != PathBuf::from(tern_config::DEFAULTS_SOURCE));
+        .retain(|r| r.file != std::path::Path::new(tern_config::DEFAULTS_SOURCE));
     assert_eq!(
         permissions,
         Permissions {
