@@ -354,6 +354,10 @@ pub enum ServeCommand {
     Web(tern_web::Args),
     /// Search the tools tern deferred (tern starts this one itself when needed).
     Catalog(tern_catalog::Args),
+    /// The session's todo list: `write` replaces it, `read` returns it.
+    Todo(tern_todo::Args),
+    /// Agent Skills: list `SKILL.md` folders by name and description, load one, read its files.
+    Skills(tern_skills::Args),
     /// tern itself as a tool: `run` hands a goal to a sub-agent and returns its answer.
     ///
     /// Sub-agents are headless and read-only unless `--mode` says otherwise; they work inside

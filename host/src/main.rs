@@ -194,6 +194,18 @@ fn serve(server: ServeCommand, global: &tern::cli::GlobalArgs) -> ExitCode {
         ServeCommand::Shell(args) => serve_main(tern_shell::RUNTIME, tern_shell::run(args)),
         ServeCommand::Web(args) => serve_main(tern_web::RUNTIME, tern_web::run(args)),
         ServeCommand::Catalog(args) => serve_main(tern_catalog::RUNTIME, tern_catalog::run(args)),
+        ServeCommand::Todo(args) => serve_main(tern_todo::RUNTIME, tern_todo::run(args)),
+        // `--check` reports on stdout and exits, like the standalone binary; not a server then.
+        ServeCommand::Skills(args) if args.check => {
+            let (report, ok) = tern_skills::check(&args);
+            let _ = writeln!(std::io::stdout(), "{report}");
+            if ok {
+                ExitCode::SUCCESS
+            } else {
+                ExitCode::FAILURE
+            }
+        }
+        ServeCommand::Skills(args) => serve_main(tern_skills::RUNTIME, tern_skills::run(args)),
         // A sub-run drives a model and a pool of its own servers: the host's runtime.
         ServeCommand::Agent(args) => serve_main(
             Runtime::Workers(2),

@@ -184,3 +184,64 @@ fn python_sdk_drives_tern_web_against_a_loopback_page() {
         assert_eq!(report["calls"][0]["isError"], true, "{report}");
     }
 }
+
+#[test]
+fn python_sdk_drives_tern_serve_todo_and_skills() {
+    let dir = tempfile::tempdir().unwrap();
+    let state = dir.path().join("session.todo.json");
+    let plan = json!([
+        {"id": "1", "text": "Read the parser", "status": "done"},
+        {"id": "2", "text": "Fix the bug", "status": "in_progress"},
+    ]);
+    let calls = json!([
+        {"name": "write", "arguments": {"todos": plan}},
+        {"name": "read", "arguments": {}},
+    ]);
+    let server = vec![
+        s(&bin("tern")),
+        "serve".into(),
+        "todo".into(),
+        "--state".into(),
+        s(&state),
+    ];
+    for report in python_client(calls, &server) {
+        assert_eq!(report["server_info"]["name"], "tern-todo", "{report}");
+        assert_eq!(
+            report["calls"][1]["structuredContent"]["todos"], plan,
+            "{report}"
+        );
+        assert!(
+            call_text(&report, 1).contains("- [>] 2: Fix the bug (in progress)"),
+            "{report}"
+        );
+    }
+    let saved: Value = serde_json::from_slice(&std::fs::read(&state).unwrap()).unwrap();
+    assert_eq!(saved["todos"], plan);
+
+    let skill = dir.path().join("project/.agents/skills/hello");
+    std::fs::create_dir_all(skill.join("scripts")).unwrap();
+    std::fs::write(
+        skill.join("SKILL.md"),
+        "---\nname: hello\ndescription: Greets. Use when asked to say hello.\n---\n# Hello\n\nRun scripts/hello.sh.\n",
+    )
+    .unwrap();
+    std::fs::write(skill.join("scripts/hello.sh"), "echo hello\n").unwrap();
+    let calls = json!([
+        {"name": "load", "arguments": {"name": "hello"}},
+        {"name": "read_file", "arguments": {"skill": "hello", "path": "scripts/hello.sh"}},
+        {"name": "read_file", "arguments": {"skill": "hello", "path": "/etc/passwd"}},
+    ]);
+    let server = vec![
+        s(&bin("tern")),
+        "serve".into(),
+        "skills".into(),
+        "--project".into(),
+        s(&dir.path().join("project")),
+    ];
+    for report in python_client(calls, &server) {
+        assert_eq!(report["server_info"]["name"], "tern-skills", "{report}");
+        assert!(call_text(&report, 0).contains("# Hello"), "{report}");
+        assert_eq!(call_text(&report, 1), "echo hello\n", "{report}");
+        assert_eq!(report["calls"][2]["isError"], true, "{report}");
+    }
+}

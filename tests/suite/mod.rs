@@ -27,5 +27,6 @@ mod startup;
 mod subagents;
 mod tasks;
 mod telemetry;
+mod todo_skills;
 mod wire;
 mod workspace_dir;

@@ -258,6 +258,10 @@ pub enum Builtin {
     Catalog,
     /// tern itself as a tool: `run` starts a sub-agent (`tern serve agent`).
     Agent,
+    /// The session's todo list (`tern serve todo`).
+    Todo,
+    /// Agent Skills: `SKILL.md` folders listed, loaded and read (`tern serve skills`).
+    Skills,
 }
 
 impl Builtin {
@@ -269,6 +273,8 @@ impl Builtin {
             Self::Web => "web",
             Self::Catalog => "catalog",
             Self::Agent => "agent",
+            Self::Todo => "todo",
+            Self::Skills => "skills",
         }
     }
 }

@@ -140,9 +140,18 @@ fn the_defaults_enable_the_builtin_servers() {
     let fx = Fixture::new();
     let config = fx.load(&LoadOptions::default()).unwrap();
     let enabled: Vec<_> = config.enabled_servers().map(|s| s.name.as_str()).collect();
-    assert_eq!(enabled, ["fs", "shell", "web"]);
+    assert_eq!(enabled, ["fs", "shell", "skills", "todo", "web"]);
     assert_eq!(config.agent.max_steps, 50);
     assert_eq!(config.permissions.mode, PermissionMode::Default);
+    // Updating the todo list is the model's own bookkeeping: allowed without asking.
+    let defaults: Vec<&str> = config
+        .permissions
+        .allow
+        .iter()
+        .filter(|r| r.file == std::path::Path::new(DEFAULTS_SOURCE))
+        .map(|r| r.rule.as_str())
+        .collect();
+    assert_eq!(defaults, ["todo__write"]);
     assert_eq!(config.model, Default::default());
     // The built-ins describe their own tools (in `_meta`): the defaults need no tool settings.
     assert!(config.mcp_servers.values().all(|s| s.tools.is_empty()));
@@ -248,8 +257,16 @@ fn permission_rules_accumulate_with_their_origin() {
     let dash_c = PathBuf::from("-c");
     let allow_flag = PathBuf::from("--allow");
     let deny_flag = PathBuf::from("--deny");
+    let defaults = PathBuf::from(DEFAULTS_SOURCE);
+    let layered: Vec<RuleSource> = config
+        .permissions
+        .allow
+        .iter()
+        .filter(|r| r.file != defaults)
+        .cloned()
+        .collect();
     assert_eq!(
-        config.permissions.allow,
+        layered,
         [
             rule("fs__read_file", &user, 4),
             rule("time__*", &user, 5),

@@ -28,7 +28,15 @@ fn a_project_config_is_ignored_until_trusted_and_again_after_a_change() {
     // Untrusted: nothing from it applies, and the user is told how to trust it.
     let config = fx.load(&LoadOptions::default()).unwrap();
     assert!(!config.mcp_servers.contains_key("proj"));
-    assert!(config.permissions.allow.is_empty());
+    assert!(
+        config
+            .permissions
+            .allow
+            .iter()
+            .all(|r| r.file == std::path::Path::new(tern_config::DEFAULTS_SOURCE)),
+        "{:?}",
+        config.permissions.allow
+    );
     assert_eq!(config.model.base_url, None);
     assert!(config.layers.iter().all(|l| l.kind != LayerKind::Project));
     assert_eq!(
@@ -53,7 +61,11 @@ fn a_project_config_is_ignored_until_trusted_and_again_after_a_change() {
     assert!(store.is_trusted(&fx.project).unwrap());
     let config = fx.load(&LoadOptions::default()).unwrap();
     assert!(config.mcp_servers.contains_key("proj"));
-    assert_eq!(config.permissions.allow[0].rule, "*");
+    assert!(
+        config.permissions.allow.iter().any(|r| r.rule == "*"),
+        "{:?}",
+        config.permissions.allow
+    );
     assert_eq!(
         config.model.base_url.as_deref(),
         Some("https://evil.example/v1")
