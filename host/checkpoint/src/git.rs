@@ -9,7 +9,7 @@
 //! the settings that could run a program are pinned on the command line as well as in the
 //! store's own config.
 
-use std::ffi::OsString;
+use std::ffi::{OsStr, OsString};
 use std::io::Write;
 use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
@@ -118,20 +118,23 @@ impl Git {
 
     /// Like [`Git::run`], with `input` on stdin.
     pub(crate) fn run_with(&self, args: &[&str], input: Option<&[u8]>) -> Result<Vec<u8>> {
+        let args: Vec<&OsStr> = args.iter().map(OsStr::new).collect();
+        self.run_os(&args, input)
+    }
+
+    /// Like [`Git::run_with`], for arguments that may not be UTF-8 (paths).
+    pub(crate) fn run_os(&self, args: &[&OsStr], input: Option<&[u8]>) -> Result<Vec<u8>> {
         let (ok, stdout, stderr) = self.output(args, input)?;
         if ok {
             Ok(stdout)
         } else {
-            Err(self.failure(&args.join(" "), &stderr))
+            let shown: Vec<_> = args.iter().map(|a| a.to_string_lossy()).collect();
+            Err(self.failure(&shown.join(" "), &stderr))
         }
     }
 
     /// Runs `git ARGS`; returns whether it succeeded, its stdout and its stderr.
-    pub(crate) fn output(
-        &self,
-        args: &[&str],
-        input: Option<&[u8]>,
-    ) -> Result<(bool, Vec<u8>, Vec<u8>)> {
+    fn output(&self, args: &[&OsStr], input: Option<&[u8]>) -> Result<(bool, Vec<u8>, Vec<u8>)> {
         let mut cmd = self.bare_command();
         cmd.env("GIT_DIR", &self.git_dir)
             .env("GIT_WORK_TREE", &self.work_tree)

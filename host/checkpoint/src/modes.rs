@@ -38,6 +38,21 @@ impl Modes {
         Self { default, except }
     }
 
+    /// Records `mode` for the regular file at `path` (the default stays what it was: a
+    /// checkpoint changes a few files, not what is common).
+    pub(crate) fn set(&mut self, path: &[u8], mode: u32) {
+        if mode == self.default {
+            self.except.remove(path);
+        } else {
+            self.except.insert(path.to_vec(), mode);
+        }
+    }
+
+    /// Forgets `path` (no longer a recorded regular file).
+    pub(crate) fn remove(&mut self, path: &[u8]) {
+        self.except.remove(path);
+    }
+
     /// The recorded bits of the regular file at `path`.
     pub(crate) fn get(&self, path: &[u8]) -> u32 {
         self.except.get(path).copied().unwrap_or(self.default)

@@ -1,19 +1,35 @@
 //! Bringing the store's index up to the workspace and writing it as a tree: the heart of a
-//! checkpoint.
+//! checkpoint, and what makes one cheap.
 //!
-//! `git status` compares every file's stat data with the index (and lists files the index
-//! does not know, honouring `.gitignore`), so only files that changed are read again; the
-//! store then adds them — unless they are too large or not files at all — and writes the tree.
-//! Permission bits, which git keeps one of, are read for every recorded file ([`Modes`]).
+//! Two listings run side by side: `git diff-files` compares every recorded file's stat data
+//! (size, times, inode, mode) with the index, which flags content changes, deletions and a
+//! `chmod` alike (it changes the inode's ctime) without reading any file; `git ls-files
+//! --others` lists the files the index does not know, honouring `.gitignore`. Only the files
+//! they name are looked at: added to the index (unless too large or not files at all), and
+//! their permission bits — which git keeps one of — read for the record ([`Modes`]).
+//!
+//! What the index held before is remembered in `state.json` beside it, with the index file's
+//! identity; when the index is not the one described there (the first checkpoint, after a
+//! restore, or a process killed half-way), the bits of every recorded file are read instead.
+//!
+//! One case escapes stat data: a file changed within the same clock tick as git recorded it
+//! (timestamps are coarse) looks unchanged. git re-reads such "racily clean" files' content
+//! itself; for their permission bits the store keeps the files whose inode changed in the
+//! last [`RACY`] in `state.json` and reads their bits again next time.
 
-use std::os::unix::fs::PermissionsExt;
+use std::os::unix::fs::{MetadataExt, PermissionsExt};
+use std::path::Path;
+use std::time::{Duration, SystemTime, UNIX_EPOCH};
+
+use serde::{Deserialize, Serialize};
 
 use crate::error::{Error, Result};
 use crate::git::{self, split_nul};
-use crate::meta::{SkipReason, Skipped};
+use crate::meta::{Checkpoint, SkipReason, Skipped};
 use crate::modes::Modes;
 use crate::paths;
 use crate::store::Store;
+use tern_protocol::files;
 
 /// The workspace as the index now records it.
 pub(crate) struct Snapshot {
@@ -21,9 +37,11 @@ pub(crate) struct Snapshot {
     pub(crate) modes: Modes,
     pub(crate) files: usize,
     pub(crate) skipped: Vec<Skipped>,
+    /// The latest checkpoint, read under the same lock.
+    pub(crate) latest: Option<Checkpoint>,
 }
 
-/// A path `git status` reports.
+/// A path one of the listings reports.
 #[derive(Debug, PartialEq, Eq)]
 pub(crate) struct Changed {
     pub(crate) path: Vec<u8>,
@@ -31,23 +49,98 @@ pub(crate) struct Changed {
     pub(crate) tracked: bool,
 }
 
+/// How recent an inode change must be for stat data to possibly hide the next one: well over
+/// the coarsest timestamp tick of the file systems tern runs on (a jiffy, or a second).
+const RACY: Duration = Duration::from_secs(2);
+
+/// What the index holds, as of the last snapshot (`state.json`).
+#[derive(Debug, Serialize, Deserialize)]
+struct State {
+    /// The index file it describes: size, modification time (ns), inode. Every write of the
+    /// index replaces the file, so another index is another identity.
+    index: (u64, i128, u64),
+    tree: String,
+    files: usize,
+    modes: Modes,
+    /// Regular files whose inode changed less than [`RACY`] before the snapshot (escaped).
+    #[serde(default)]
+    recheck: Vec<String>,
+}
+
+/// What is known of the index before this snapshot.
+struct Base {
+    tree: Option<String>,
+    files: usize,
+    modes: Modes,
+    /// Files whose bits must be read again (see [`RACY`]).
+    recheck: Vec<Vec<u8>>,
+}
+
 impl Store {
     /// Updates the index from the workspace and writes its tree. Must hold the lock.
     pub(crate) fn snapshot(&self) -> Result<Snapshot> {
-        let status = self.git.run(&[
-            "status",
-            "--porcelain=v2",
-            "-z",
-            "--untracked-files=all",
-            "--no-renames",
-            "--ignore-submodules=all",
-        ])?;
+        let (tracked, untracked, latest) = std::thread::scope(|scope| {
+            let tracked = scope.spawn(|| self.git.run(&["diff-files", "-z", "--name-only"]));
+            let untracked = scope.spawn(|| {
+                self.git
+                    .run(&["ls-files", "-z", "--others", "--exclude-standard"])
+            });
+            let latest = self.latest();
+            (tracked.join(), untracked.join(), latest)
+        });
+        let panicked = |_| self.corrupt("a git listing thread panicked".into());
+        let (tracked, untracked, latest) = (
+            tracked.map_err(panicked)??,
+            untracked.map_err(panicked)??,
+            latest?,
+        );
+        let mut base = match self.read_state() {
+            Some(state) => Base {
+                tree: Some(state.tree),
+                files: state.files,
+                modes: state.modes,
+                recheck: state
+                    .recheck
+                    .iter()
+                    .filter_map(|p| paths::unescape(p))
+                    .collect(),
+            },
+            None => self.scan_index()?,
+        };
+        let reported: Vec<Changed> = split_nul(&tracked)
+            .map(|p| Changed {
+                path: p.to_vec(),
+                tracked: true,
+            })
+            .chain(split_nul(&untracked).map(|p| Changed {
+                path: p.to_vec(),
+                tracked: false,
+            }))
+            .collect();
+        let clean = reported.is_empty();
+        let now = SystemTime::now();
+        let mut recheck = Vec::new();
+        for path in std::mem::take(&mut base.recheck) {
+            if reported.iter().any(|c| c.path == path) {
+                continue;
+            }
+            let full = self.workspace.join(paths::from_bytes(&path));
+            if let Ok(md) = std::fs::symlink_metadata(full)
+                && md.is_file()
+            {
+                base.modes.set(&path, md.permissions().mode() & 0o7777);
+                if is_racy(&md, now) {
+                    recheck.push(path);
+                }
+            }
+        }
+
         let mut add = Vec::new();
         let mut drop = Vec::new();
         let mut skipped = Vec::new();
         let mut new_bytes = 0u64;
-        for changed in parse_status(&status) {
-            // An untracked directory with a `.git` of its own is listed as `dir/`.
+        for changed in reported {
+            // A directory with a `.git` of its own is listed as `dir/`, never entered.
             if let Some(dir) = changed.path.strip_suffix(b"/") {
                 skipped.push(Skipped {
                     path: paths::from_bytes(dir),
@@ -55,8 +148,13 @@ impl Store {
                 });
                 continue;
             }
+            // Leaves the index, whatever else happens to the path below.
+            if changed.tracked {
+                base.files = base.files.saturating_sub(1);
+                base.modes.remove(&changed.path);
+            }
             let full = self.workspace.join(paths::from_bytes(&changed.path));
-            let kind = match std::fs::symlink_metadata(&full) {
+            let md = match std::fs::symlink_metadata(&full) {
                 Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
                     // Deleted: `update-index --remove` drops it.
                     add.push(changed.path);
@@ -64,43 +162,42 @@ impl Store {
                 }
                 Err(_) => {
                     // A directory on the way that we may not enter: as unreadable as the file.
-                    skip_unreadable(&mut skipped, &mut drop, changed);
+                    skip(&mut skipped, &mut drop, changed, SkipReason::Unreadable);
                     continue;
                 }
                 Ok(md) => md,
             };
-            let ft = kind.file_type();
-            let skip = if ft.is_symlink() {
+            let ft = md.file_type();
+            let reason = if ft.is_symlink() {
                 None
             } else if ft.is_file() {
-                if kind.len() > self.limits.max_file_bytes {
-                    Some(SkipReason::TooLarge { bytes: kind.len() })
+                if md.len() > self.limits.max_file_bytes {
+                    Some(SkipReason::TooLarge { bytes: md.len() })
                 } else if std::fs::File::open(&full).is_err() {
                     // git would fail the whole update on it.
                     Some(SkipReason::Unreadable)
                 } else {
-                    new_bytes += kind.len();
+                    new_bytes += md.len();
+                    base.modes
+                        .set(&changed.path, md.permissions().mode() & 0o7777);
+                    if is_racy(&md, now) {
+                        recheck.push(changed.path.clone());
+                    }
                     None
                 }
             } else if ft.is_dir() {
-                // A tracked file replaced by a directory: the directory's files are listed on
-                // their own, as untracked.
+                // A recorded file replaced by a directory: its files are listed as untracked.
                 drop.push(changed.path);
                 continue;
             } else {
                 Some(SkipReason::Special)
             };
-            match skip {
-                None => add.push(changed.path),
-                Some(reason) => {
-                    if changed.tracked {
-                        drop.push(changed.path.clone());
-                    }
-                    skipped.push(Skipped {
-                        path: paths::from_bytes(&changed.path),
-                        reason,
-                    });
+            match reason {
+                None => {
+                    base.files += 1;
+                    add.push(changed.path);
                 }
+                Some(reason) => skip(&mut skipped, &mut drop, changed, reason),
             }
         }
         if new_bytes > self.limits.max_checkpoint_bytes {
@@ -133,85 +230,121 @@ impl Store {
                 Some(&input),
             )?;
         }
-        let out = self.git.run(&["write-tree"])?;
-        let tree = git::oid_line(&out, self.git.git_dir(), "write-tree")?;
-        let (files, modes) = self.modes()?;
+        let tree = match base.tree.take().filter(|_| clean) {
+            Some(tree) => tree,
+            None => {
+                let out = self.git.run(&["write-tree"])?;
+                git::oid_line(&out, self.git.git_dir(), "write-tree")?
+            }
+        };
+        self.write_state(&tree, &base, &recheck)?;
         skipped.sort_by(|a, b| a.path.cmp(&b.path));
         Ok(Snapshot {
             tree,
-            modes,
-            files,
+            modes: base.modes,
+            files: base.files,
             skipped,
+            latest,
         })
     }
 
-    /// How many files the index holds, and the permission bits of its regular files as they
-    /// are on disk.
-    fn modes(&self) -> Result<(usize, Modes)> {
+    /// The index's files and their permission bits read from disk, for an index that
+    /// `state.json` does not describe.
+    fn scan_index(&self) -> Result<Base> {
         let listed = self.git.run(&["ls-files", "-z", "--stage"])?;
+        let now = SystemTime::now();
         let mut files = 0;
         let mut regular = Vec::new();
+        let mut recheck = Vec::new();
         for record in split_nul(&listed) {
             // `<mode> <object> <stage>\t<path>`
             let Some(tab) = record.iter().position(|b| *b == b'\t') else {
                 return Err(self.corrupt("ls-files printed a record without a path".into()));
             };
-            let (info, path) = (&record[..tab], &record[tab + 1..]);
             files += 1;
-            let git_mode = info.split(|b| *b == b' ').next().unwrap_or_default();
-            let fallback = match git_mode {
-                b"100644" => 0o644,
-                b"100755" => 0o755,
-                // Symlinks have no bits of their own; nothing else is ever added.
+            let fallback = match record.split(|b| *b == b' ').next() {
+                Some(b"100644") => 0o644,
+                Some(b"100755") => 0o755,
+                // A symlink has no bits of its own; nothing else is ever added.
                 _ => continue,
             };
-            let full = self.workspace.join(paths::from_bytes(path));
-            let mode = std::fs::symlink_metadata(&full)
+            let path = &record[tab + 1..];
+            let md = std::fs::symlink_metadata(self.workspace.join(paths::from_bytes(path)))
                 .ok()
-                .filter(|md| md.is_file())
-                .map_or(fallback, |md| md.permissions().mode() & 0o7777);
+                .filter(|md| md.is_file());
+            if md.as_ref().is_some_and(|md| is_racy(md, now)) {
+                recheck.push(path.to_vec());
+            }
+            let mode = md.map_or(fallback, |md| md.permissions().mode() & 0o7777);
             regular.push((path.to_vec(), mode));
         }
-        Ok((files, Modes::from_files(regular)))
+        Ok(Base {
+            tree: None,
+            files,
+            modes: Modes::from_files(regular),
+            recheck,
+        })
+    }
+
+    fn state_path(&self) -> std::path::PathBuf {
+        self.dir.join("state.json")
+    }
+
+    fn read_state(&self) -> Option<State> {
+        let state: State = serde_json::from_slice(&std::fs::read(self.state_path()).ok()?).ok()?;
+        (index_identity(&self.dir.join("index")) == Some(state.index)).then_some(state)
+    }
+
+    fn write_state(&self, tree: &str, base: &Base, recheck: &[Vec<u8>]) -> Result<()> {
+        let path = self.state_path();
+        let Some(index) = index_identity(&self.dir.join("index")) else {
+            // No index yet (an empty workspace): nothing to describe.
+            let _ = std::fs::remove_file(&path);
+            return Ok(());
+        };
+        let state = State {
+            index,
+            tree: tree.to_string(),
+            files: base.files,
+            modes: base.modes.clone(),
+            recheck: recheck.iter().map(|p| paths::escape(p)).collect(),
+        };
+        let json = serde_json::to_vec(&state)
+            .map_err(|e| self.corrupt(format!("cannot encode the index state: {e}")))?;
+        // Not synced: a lost or torn file only means the next snapshot reads every file's
+        // bits again.
+        files::write(&path, &json).map_err(|e| Error::io("write", &path, e))
     }
 }
 
-fn skip_unreadable(skipped: &mut Vec<Skipped>, drop: &mut Vec<Vec<u8>>, changed: Changed) {
+/// Whether the inode changed so recently that a change now might not show in its stat data.
+fn is_racy(md: &std::fs::Metadata, now: SystemTime) -> bool {
+    let ctime = UNIX_EPOCH
+        + Duration::new(
+            md.ctime().max(0) as u64,
+            md.ctime_nsec().clamp(0, 999_999_999) as u32,
+        );
+    match now.duration_since(ctime) {
+        Ok(age) => age < RACY,
+        // A change time in the future: the clock moved; trust nothing.
+        Err(_) => true,
+    }
+}
+
+fn index_identity(index: &Path) -> Option<(u64, i128, u64)> {
+    let md = std::fs::symlink_metadata(index).ok()?;
+    let mtime = i128::from(md.mtime()) * 1_000_000_000 + i128::from(md.mtime_nsec());
+    Some((md.len(), mtime, md.ino()))
+}
+
+fn skip(skipped: &mut Vec<Skipped>, drop: &mut Vec<Vec<u8>>, changed: Changed, reason: SkipReason) {
     skipped.push(Skipped {
         path: paths::from_bytes(&changed.path),
-        reason: SkipReason::Unreadable,
+        reason,
     });
     if changed.tracked {
         drop.push(changed.path);
     }
-}
-
-/// The paths of `git status --porcelain=v2 -z` output (renames are off).
-pub(crate) fn parse_status(out: &[u8]) -> Vec<Changed> {
-    let mut records = split_nul(out);
-    let mut changed = Vec::new();
-    while let Some(record) = records.next() {
-        let (tracked, fields) = match record.first() {
-            // `1 XY sub mH mI mW hH hI path`
-            Some(b'1') => (true, 9),
-            // `2 XY sub mH mI mW hH hI Xscore path` then the original path as its own record.
-            Some(b'2') => {
-                records.next();
-                (true, 10)
-            }
-            // `u XY sub m1 m2 m3 mW h1 h2 h3 path`
-            Some(b'u') => (true, 11),
-            Some(b'?') => (false, 2),
-            _ => continue,
-        };
-        if let Some(path) = record.splitn(fields, |b| *b == b' ').nth(fields - 1) {
-            changed.push(Changed {
-                path: path.to_vec(),
-                tracked,
-            });
-        }
-    }
-    changed
 }
 
 #[cfg(test)]
@@ -219,31 +352,15 @@ mod tests {
     use super::*;
 
     #[test]
-    fn status_records_give_their_paths_spaces_and_all() {
-        let out = b"1 .M N... 100644 100644 100644 aaaa bbbb src/a b.rs\0\
-            ? new file.txt\0? nested/\0\
-            2 R. N... 100644 100644 100644 aaaa bbbb R100 to.rs\0from.rs\0";
-        let got = parse_status(out);
-        assert_eq!(
-            got,
-            vec![
-                Changed {
-                    path: b"src/a b.rs".to_vec(),
-                    tracked: true
-                },
-                Changed {
-                    path: b"new file.txt".to_vec(),
-                    tracked: false
-                },
-                Changed {
-                    path: b"nested/".to_vec(),
-                    tracked: false
-                },
-                Changed {
-                    path: b"to.rs".to_vec(),
-                    tracked: true
-                },
-            ]
-        );
+    fn the_index_identity_changes_when_the_file_is_replaced() {
+        let dir = tempfile::tempdir().unwrap();
+        let index = dir.path().join("index");
+        assert_eq!(index_identity(&index), None);
+        std::fs::write(&index, "one").unwrap();
+        let first = index_identity(&index).unwrap();
+        let tmp = dir.path().join("index.lock");
+        std::fs::write(&tmp, "two").unwrap();
+        std::fs::rename(&tmp, &index).unwrap();
+        assert_ne!(index_identity(&index).unwrap(), first);
     }
 }

@@ -117,8 +117,8 @@ impl Store {
 
     pub(crate) fn checkpoint_locked(&self, meta: &Meta) -> Result<Checkpoint> {
         let snap = self.snapshot()?;
-        let latest = self.latest()?;
-        if let Some(latest) = &latest
+        let latest = &snap.latest;
+        if let Some(latest) = latest
             && latest.tree == snap.tree
             && latest.modes == snap.modes
         {
@@ -130,7 +130,7 @@ impl Store {
         // Strictly after the latest, so the refs' names order the checkpoints even when two
         // fall in one millisecond or the clock went back.
         let mut created = SystemTime::now();
-        if let Some(latest) = &latest
+        if let Some(latest) = latest
             && created <= latest.created
         {
             created = latest.created + Duration::from_millis(1);

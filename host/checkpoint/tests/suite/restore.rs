@@ -176,3 +176,27 @@ fn diff_shows_changes_with_workspace_relative_paths() {
     assert_eq!(store.diff(&first.id, Some(&second.id)).unwrap(), diff);
     assert_eq!(store.diff(&second.id, None).unwrap(), "");
 }
+
+#[test]
+fn a_chmod_is_seen_both_right_after_a_write_and_long_after() {
+    let env = Env::new();
+    env.put("fresh.sh", "echo\n");
+    env.put("old.sh", "echo\n");
+    let store = env.store();
+    store.checkpoint(&Meta::new(Kind::Manual)).unwrap();
+    // Within the same timestamp tick as git recorded it: stat data cannot tell.
+    env.chmod("fresh.sh", 0o700);
+    let racy = store.checkpoint(&Meta::new(Kind::Manual)).unwrap();
+    assert!(!racy.reused);
+    // Long after (past the window in which the store re-reads recent files' bits): the
+    // inode's change time tells.
+    std::thread::sleep(std::time::Duration::from_millis(2100));
+    store.checkpoint(&Meta::new(Kind::Manual)).unwrap();
+    env.chmod("old.sh", 0o600);
+    let late = store.checkpoint(&Meta::new(Kind::Manual)).unwrap();
+    assert!(!late.reused);
+    let changes = store.changed_files(&racy.id, Some(&late.id)).unwrap();
+    assert_eq!(changes.len(), 1, "{changes:?}");
+    assert_eq!(changes[0].path, Path::new("old.sh"));
+    assert_eq!(changes[0].kind, ChangeKind::ModeChanged);
+}

@@ -90,7 +90,7 @@ fn prune_drops_old_checkpoints_and_keeps_the_latest() {
     let by_age = store.prune(Duration::from_millis(10), u64::MAX).unwrap();
     assert_eq!((by_age.removed, by_age.kept), (5, 1));
     let listed: Vec<_> = store.list().unwrap().into_iter().map(|c| c.id).collect();
-    assert_eq!(listed, [last.id.clone()]);
+    assert_eq!(listed, std::slice::from_ref(&last.id));
     let err = store.restore(&ids[0]).unwrap_err();
     assert!(matches!(err, Error::UnknownCheckpoint { .. }), "{err}");
 
