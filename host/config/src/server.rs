@@ -241,6 +241,9 @@ pub enum Builtin {
     Catalog,
     /// tern itself as a tool: `run` starts a sub-agent (`tern serve agent`).
     Agent,
+    /// Code intelligence from the language servers on the machine (`tern serve lsp`); offers
+    /// no tools when none is found.
+    Lsp,
 }
 
 impl Builtin {
@@ -252,6 +255,7 @@ impl Builtin {
             Self::Web => "web",
             Self::Catalog => "catalog",
             Self::Agent => "agent",
+            Self::Lsp => "lsp",
         }
     }
 }
