@@ -33,7 +33,7 @@ fn without_a_language_server_lsp_offers_no_tools_and_doctor_says_why() {
     .unwrap();
     let out = tern_e2e::tern(home.path(), dir.path())
         .args(["mcp", "doctor", "lsp"])
-        .env("PATH", path_with(&[nothing.path().to_path_buf()]))
+        .env("PATH", nothing.path())
         .output()
         .unwrap();
     let stdout = String::from_utf8_lossy(&out.stdout);
@@ -55,7 +55,7 @@ fn without_a_language_server_lsp_offers_no_tools_and_doctor_says_why() {
 
     let tools = tern_e2e::tern(home.path(), dir.path())
         .args(["tools", "--json"])
-        .env("PATH", path_with(&[nothing.path().to_path_buf()]))
+        .env("PATH", nothing.path())
         .output()
         .unwrap();
     let table: Value = serde_json::from_slice(&tools.stdout).unwrap();

@@ -3,14 +3,15 @@
 //!
 //! Found means runnable: a name on `PATH` can be a rustup proxy for a component that is not
 //! installed (`rust-analyzer` is one on every rustup machine), which fails the moment it is
-//! started — such a proxy is asked `--version` before it counts.
+//! started — such a proxy counts only when some toolchain under `$RUSTUP_HOME` (default
+//! `~/.rustup`) has the program. That is a look at the file system, not a run of the proxy:
+//! detection runs at every start of tern, and asking rustup costs it a few hundred
+//! milliseconds.
 
 use std::ffi::OsString;
 use std::fmt;
 use std::path::{Path, PathBuf};
-use std::process::{Command, Stdio};
 use std::str::FromStr;
-use std::time::{Duration, Instant};
 
 /// A language tern-lsp knows how to serve.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
@@ -259,7 +260,8 @@ fn is_executable(p: &Path) -> bool {
     std::fs::metadata(p).is_ok_and(|m| m.is_file() && m.permissions().mode() & 0o111 != 0)
 }
 
-/// A program that is a rustup proxy runs only when its component is installed: ask it.
+/// A program that is a rustup proxy runs only when its component is installed in a
+/// toolchain: look for it there.
 fn check_proxy(program: &Path) -> Result<(), String> {
     let real = std::fs::canonicalize(program).unwrap_or_else(|_| program.to_path_buf());
     let is_proxy = real
@@ -269,33 +271,26 @@ fn check_proxy(program: &Path) -> Result<(), String> {
     if !is_proxy {
         return Ok(());
     }
-    let mut child = Command::new(program)
-        .arg("--version")
-        .stdin(Stdio::null())
-        .stdout(Stdio::null())
-        .stderr(Stdio::null())
-        .spawn()
-        .map_err(|e| format!("cannot be run: {e}"))?;
-    let deadline = Instant::now() + Duration::from_secs(5);
-    loop {
-        match child.try_wait() {
-            Ok(Some(status)) if status.success() => return Ok(()),
-            Ok(Some(_)) => {
-                return Err(
-                    "the rustup proxy on PATH has no component behind it (`rustup component add \
-                     rust-analyzer` installs it)"
-                        .into(),
-                );
-            }
-            Ok(None) if Instant::now() < deadline => {
-                std::thread::sleep(Duration::from_millis(10));
-            }
-            Ok(None) | Err(_) => {
-                let _ = child.kill();
-                let _ = child.wait();
-                return Err("`--version` did not answer within 5 s".into());
-            }
-        }
+    let Some(name) = program.file_name() else {
+        return Err("is not a file".into());
+    };
+    let home = std::env::var_os("RUSTUP_HOME")
+        .map(PathBuf::from)
+        .or_else(|| std::env::var_os("HOME").map(|h| PathBuf::from(h).join(".rustup")));
+    let installed = home
+        .and_then(|h| std::fs::read_dir(h.join("toolchains")).ok())
+        .into_iter()
+        .flatten()
+        .flatten()
+        .any(|toolchain| is_executable(&toolchain.path().join("bin").join(name)));
+    if installed {
+        Ok(())
+    } else {
+        Err(format!(
+            "the rustup proxy on PATH has no toolchain with the component (`rustup component \
+             add {}` installs it)",
+            name.to_string_lossy()
+        ))
     }
 }
 

@@ -3,6 +3,8 @@
 
 use std::process::Command;
 
+use rmcp::ServiceExt;
+use rmcp::transport::{ConfigureCommandExt, TokioChildProcess};
 use serde_json::json;
 
 use super::{Lsp, path_with};
@@ -10,12 +12,10 @@ use super::{Lsp, path_with};
 #[tokio::test]
 async fn without_a_language_server_it_offers_nothing_and_says_what_it_looked_for() {
     let empty = tempfile::tempdir().unwrap();
-    let lsp = Lsp::start(
-        &[("app.py", "x = 1\n")],
-        &[],
-        path_with(&[empty.path().into()]),
-    )
-    .await;
+    // Only the empty directory: a language server beside `node` (in `/usr/bin`, say) must not
+    // be found here.
+    let path = std::env::join_paths([empty.path()]).unwrap();
+    let lsp = Lsp::start(&[("app.py", "x = 1\n")], &[], path).await;
     let info = lsp.client.peer_info().expect("initialized").clone();
     assert!(info.capabilities.tools.is_none(), "{:?}", info.capabilities);
     let instructions = info.instructions.clone().unwrap_or_default();
@@ -36,31 +36,50 @@ async fn without_a_language_server_it_offers_nothing_and_says_what_it_looked_for
 }
 
 #[tokio::test]
-async fn a_rustup_proxy_without_its_component_does_not_count() {
+async fn a_rustup_proxy_counts_only_when_a_toolchain_has_the_component() {
     use std::os::unix::fs::PermissionsExt;
     let bin = tempfile::tempdir().unwrap();
+    let rustup_home = tempfile::tempdir().unwrap();
     let rustup = bin.path().join("rustup");
-    std::fs::write(
-        &rustup,
-        "#!/bin/sh\necho \"error: Unknown binary 'rust-analyzer'\" >&2\nexit 1\n",
-    )
-    .unwrap();
+    std::fs::write(&rustup, "#!/bin/sh\nexit 1\n").unwrap();
     std::fs::set_permissions(&rustup, std::fs::Permissions::from_mode(0o755)).unwrap();
     std::os::unix::fs::symlink(&rustup, bin.path().join("rust-analyzer")).unwrap();
-    let lsp = Lsp::start(
-        &[("main.rs", "fn main() {}\n")],
-        &[],
-        path_with(&[bin.path().into()]),
-    )
-    .await;
-    let info = lsp.client.peer_info().unwrap().clone();
+    let start = |home: &std::path::Path| {
+        let cmd = tokio::process::Command::new(env!("CARGO_BIN_EXE_tern-lsp")).configure(|c| {
+            c.arg("--root")
+                .arg(home)
+                .env("PATH", bin.path())
+                .env("RUSTUP_HOME", rustup_home.path());
+        });
+        async move {
+            let client = ().serve(TokioChildProcess::new(cmd).unwrap()).await.unwrap();
+            let info = client.peer_info().unwrap().clone();
+            let _ = client.cancel().await;
+            info
+        }
+    };
+    let root = tempfile::tempdir().unwrap();
+    let info = start(root.path()).await;
     assert!(info.capabilities.tools.is_none());
     let instructions = info.instructions.clone().unwrap_or_default();
     assert!(
         instructions.contains("rustup component add rust-analyzer"),
         "{instructions}"
     );
-    lsp.stop().await;
+
+    // Installed in a toolchain: the proxy will find it, so it counts.
+    let toolchain_bin = rustup_home.path().join("toolchains/stable-x86_64/bin");
+    std::fs::create_dir_all(&toolchain_bin).unwrap();
+    let real = toolchain_bin.join("rust-analyzer");
+    std::fs::write(&real, "#!/bin/sh\n").unwrap();
+    std::fs::set_permissions(&real, std::fs::Permissions::from_mode(0o755)).unwrap();
+    let info = start(root.path()).await;
+    assert!(info.capabilities.tools.is_some());
+    let instructions = info.instructions.clone().unwrap_or_default();
+    assert!(
+        instructions.contains("Rust (rust-analyzer)"),
+        "{instructions}"
+    );
 }
 
 #[test]
