@@ -191,7 +191,9 @@ fn a_full_file_parses_into_the_expected_config() {
     let names: Vec<_> = config.mcp_servers.keys().map(String::as_str).collect();
     assert_eq!(
         names,
-        ["agent", "files", "fs", "git", "remote", "shell", "web"]
+        [
+            "agent", "files", "fs", "git", "lsp", "remote", "shell", "web"
+        ]
     );
 
     // Helpers the pool and gateway use.
@@ -326,7 +328,7 @@ fn semantic_mistakes_name_file_line_and_key() {
         ),
         (
             "[mcp_servers.none]\nenabled = true\n",
-            ":1:14: mcp_servers.none: needs `command` (a program), `builtin` (fs, shell or web) or `url`",
+            ":1:14: mcp_servers.none: needs `command` (a program), `builtin` (fs, shell, web or lsp) or `url`",
         ),
         (
             "[mcp_servers.h]\nurl = \"http://h\"\nargs = [\"x\"]\n",
