@@ -352,6 +352,9 @@ pub enum ServeCommand {
     Shell(tern_shell::Args),
     /// Fetch web pages as readable text, with an SSRF guard.
     Web(tern_web::Args),
+    /// Diagnostics, definition, references, hover and symbols from the language servers on
+    /// PATH (or `--server LANG=COMMAND`); offers no tools when none is found.
+    Lsp(tern_lsp::Args),
     /// Search the tools tern deferred (tern starts this one itself when needed).
     Catalog(tern_catalog::Args),
     /// The session's todo list: `write` replaces it, `read` returns it.

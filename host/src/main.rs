@@ -193,6 +193,7 @@ fn serve(server: ServeCommand, global: &tern::cli::GlobalArgs) -> ExitCode {
         ServeCommand::Fs(args) => serve_main(tern_fs::RUNTIME, tern_fs::run(args)),
         ServeCommand::Shell(args) => serve_main(tern_shell::RUNTIME, tern_shell::run(args)),
         ServeCommand::Web(args) => serve_main(tern_web::RUNTIME, tern_web::run(args)),
+        ServeCommand::Lsp(args) => serve_main(tern_lsp::RUNTIME, tern_lsp::run(args)),
         ServeCommand::Catalog(args) => serve_main(tern_catalog::RUNTIME, tern_catalog::run(args)),
         ServeCommand::Todo(args) => serve_main(tern_todo::RUNTIME, tern_todo::run(args)),
         // `--check` reports on stdout and exits, like the standalone binary; not a server then.

@@ -26,12 +26,16 @@ impl RunEnv {
         env
     }
 
-    /// Writes `$TERN_HOME/config.toml`: fs and shell (web off), one model retry,
-    /// plus `extra` (more `[mcp_servers.NAME]` tables).
+    /// Writes `$TERN_HOME/config.toml`: fs and shell (web off; lsp off, so no test depends on
+    /// the language servers a machine has — `-c mcp_servers.lsp.enabled=true` turns it on),
+    /// one model retry, plus `extra` (more `[mcp_servers.NAME]` tables).
     pub fn add_servers(&self, extra: &str) {
         std::fs::write(
             self.home.path().join("config.toml"),
-            format!("[mcp_servers.web]\nenabled = false\n[model]\nmax_retries = 1\n{extra}"),
+            format!(
+                "[mcp_servers.web]\nenabled = false\n[mcp_servers.lsp]\nenabled = false\n\
+                 [model]\nmax_retries = 1\n{extra}"
+            ),
         )
         .unwrap();
     }

@@ -11,6 +11,7 @@ mod examples;
 mod http_faults;
 mod interop_clients;
 mod interop_servers;
+mod lsp;
 mod oauth;
 mod pool;
 mod repl;

@@ -59,6 +59,8 @@ pub(crate) struct Connection {
     pub(crate) task_support: TaskSupport,
     pub(crate) server_name: String,
     pub(crate) server_version: String,
+    /// What the server says about itself (`instructions` of its initialize result).
+    pub(crate) instructions: Option<String>,
     pub(crate) startup: Duration,
 }
 
@@ -235,6 +237,7 @@ pub(crate) async fn connect(
             protocol_version: info.protocol_version.to_string(),
             server_name: server.map(|i| i.name.clone()).unwrap_or_default(),
             server_version: server.map(|i| i.version.clone()).unwrap_or_default(),
+            instructions: info.instructions.clone(),
             service,
             peer,
             tools,

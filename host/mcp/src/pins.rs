@@ -114,6 +114,12 @@ impl PinStore {
     pub fn check(&mut self, server: &str, tools: Vec<ToolDef>) -> PinReport {
         let mut report = PinReport::default();
         let first_seen = !self.servers.contains_key(server);
+        // A server that offers nothing has nothing to trust yet: pinning it empty would hold
+        // every tool it offers later as "new since approved" (tern-lsp offers none until a
+        // language server is installed).
+        if first_seen && tools.is_empty() {
+            return report;
+        }
         let pins = self.servers.entry(server.to_string()).or_default();
         for def in tools {
             let hash = def.hash();
@@ -253,6 +259,22 @@ mod tests {
         );
         assert_eq!(r.allowed.len(), 2);
         assert!(r.changed.is_empty() && r.added.is_empty());
+    }
+
+    #[test]
+    fn a_server_first_seen_without_tools_is_trusted_on_first_use_when_it_has_some() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("pins.json");
+        let mut store = PinStore::load(&path).unwrap();
+        let r = store.check("lsp", vec![]);
+        assert!(r.allowed.is_empty() && !r.dirty);
+        // Another server's first pins save the whole store.
+        store.check("fs", vec![def("read", "reads")]);
+        store.save().unwrap();
+        let mut store = PinStore::load(&path).unwrap();
+        let r = store.check("lsp", vec![def("diagnostics", "errors")]);
+        assert_eq!(r.allowed.len(), 1, "{r:?}");
+        assert!(r.added.is_empty());
     }
 
     #[test]

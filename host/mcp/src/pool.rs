@@ -53,6 +53,9 @@ pub struct ServerStatus {
     /// Lines it printed on stdout that are not MCP messages (skipped).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub stray_stdout: Option<StrayStdout>,
+    /// The server's own `instructions`, when it is up (why a server offers no tools, say).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub instructions: Option<String>,
 }
 
 /// Non-protocol lines a stdio server printed on stdout: how many, and the first.
@@ -155,6 +158,7 @@ impl ServerPool {
                     task_support: TaskSupport::default(),
                     restarts: 0,
                     last_error: None,
+                    instructions: None,
                 }),
                 stderr: StderrTail::new(),
                 stdout_noise: StdoutNoise::default(),
@@ -278,6 +282,7 @@ impl ServerPool {
                         }),
                     },
                     state: live.state,
+                    instructions: live.instructions,
                 }
             })
             .collect()

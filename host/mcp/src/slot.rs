@@ -107,6 +107,8 @@ pub(crate) struct Live {
     pub(crate) task_support: TaskSupport,
     pub(crate) restarts: usize,
     pub(crate) last_error: Option<String>,
+    /// The connected server's `instructions`.
+    pub(crate) instructions: Option<String>,
 }
 
 /// One server's shared state.

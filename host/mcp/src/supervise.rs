@@ -128,6 +128,7 @@ pub(crate) async fn supervise(
             l.era = Some(conn.era);
             l.task_support = conn.task_support.clone();
             l.provisional = false;
+            l.instructions = conn.instructions.clone();
             admitted.publish(l);
         });
         events(Event::ServerReady {

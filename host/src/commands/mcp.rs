@@ -209,6 +209,21 @@ pub async fn doctor(
                 ),
             });
         }
+        // A server that is up but offers nothing (tern-lsp without a language server) says
+        // why in its instructions.
+        if entries.is_empty()
+            && matches!(status.state, ServerState::Ready { .. })
+            && let Some(why) = status
+                .instructions
+                .as_deref()
+                .filter(|i| !i.trim().is_empty())
+        {
+            findings.push(Finding {
+                level: "note",
+                tool: None,
+                message: format!("offers no tools: {}", why.trim()),
+            });
+        }
         for e in &entries {
             if e.def.description.trim().is_empty() {
                 findings.push(Finding {

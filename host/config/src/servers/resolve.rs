@@ -92,7 +92,7 @@ impl TryFrom<(String, ServerLayer)> for ServerConfig {
                 return Err(invalid(
                     at.clone(),
                     &format!("mcp_servers.{name}"),
-                    "needs `command` (a program), `builtin` (fs, shell or web) or `url` (an HTTP server)",
+                    "needs `command` (a program), `builtin` (fs, shell, web or lsp) or `url` (an HTTP server)",
                 ));
             }
         };

@@ -262,6 +262,9 @@ pub enum Builtin {
     Todo,
     /// Agent Skills: `SKILL.md` folders listed, loaded and read (`tern serve skills`).
     Skills,
+    /// Code intelligence from the language servers on the machine (`tern serve lsp`); offers
+    /// no tools when none is found.
+    Lsp,
 }
 
 impl Builtin {
@@ -275,6 +278,7 @@ impl Builtin {
             Self::Agent => "agent",
             Self::Todo => "todo",
             Self::Skills => "skills",
+            Self::Lsp => "lsp",
         }
     }
 }

@@ -197,7 +197,7 @@ fn a_full_file_parses_into_the_expected_config() {
     assert_eq!(
         names,
         [
-            "agent", "files", "fs", "git", "remote", "shell", "skills", "todo", "web"
+            "agent", "files", "fs", "git", "lsp", "remote", "shell", "skills", "todo", "web"
         ]
     );
 
@@ -333,7 +333,7 @@ fn semantic_mistakes_name_file_line_and_key() {
         ),
         (
             "[mcp_servers.none]\nenabled = true\n",
-            ":1:14: mcp_servers.none: needs `command` (a program), `builtin` (fs, shell or web) or `url`",
+            ":1:14: mcp_servers.none: needs `command` (a program), `builtin` (fs, shell, web or lsp) or `url`",
         ),
         (
             "[mcp_servers.h]\nurl = \"http://h\"\nargs = [\"x\"]\n",
