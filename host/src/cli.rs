@@ -66,6 +66,7 @@ impl GlobalArgs {
                 ModeArg::ReadOnly => PermissionMode::ReadOnly,
                 ModeArg::Yolo => PermissionMode::Yolo,
             }),
+            ..LoadOptions::default()
         }
     }
 }

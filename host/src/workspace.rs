@@ -23,6 +23,9 @@ pub struct Workspace {
     pub config: Config,
     /// This executable, which runs the built-in servers (`tern serve NAME`).
     pub tern_exe: PathBuf,
+    /// The command-line layers `config` was loaded with (and what a parent run passed down):
+    /// what this run's sub-agents inherit ([`crate::agent::inherit`]).
+    pub cli: LoadOptions,
 }
 
 impl Workspace {
@@ -47,6 +50,7 @@ impl Workspace {
             paths,
             config,
             tern_exe,
+            cli: options.clone(),
         })
     }
 
@@ -68,6 +72,7 @@ impl Workspace {
             paths,
             config,
             tern_exe: PathBuf::from("tern"),
+            cli: LoadOptions::default(),
         }
     }
 

@@ -49,7 +49,7 @@ pub use error::{ConfigError, Location, Result};
 pub use expand::{EnvLookup, ExpandError, expand};
 pub use import::{ImportReport, import_mcp_json};
 pub use load::{
-    Config, DEFAULT_CONFIG, DEFAULTS_SOURCE, LayerKind, LoadOptions, LoadedLayer, Notice,
+    Ceiling, Config, DEFAULT_CONFIG, DEFAULTS_SOURCE, LayerKind, LoadOptions, LoadedLayer, Notice,
 };
 pub use paths::{ConfigPaths, PROJECT_CONFIG};
 pub use permissions::{

@@ -26,6 +26,9 @@ pub const DEFAULTS_SOURCE: &str = "<defaults>";
 /// What the command line adds on top of the files.
 #[derive(Debug, Clone, Default)]
 pub struct LoadOptions {
+    /// The `--config FILE`s of the runs this one was started by (a sub-agent's parents), oldest
+    /// first: layers above the user and project configs, below this run's own `--config`.
+    pub inherited_config_files: Vec<PathBuf>,
     /// `--config FILE`: a layer above the user and project configs. It must exist.
     pub config_file: Option<PathBuf>,
     /// `-c key=value`, in order: the top layers. The value is TOML, or else a string.
@@ -34,6 +37,26 @@ pub struct LoadOptions {
     pub rules: Vec<(RuleList, String)>,
     /// `--mode`: overrides `permissions.mode` from every layer.
     pub mode: Option<PermissionMode>,
+    /// What no layer may widen: the effective policy of the run that started this one (a
+    /// sub-agent's parent). Applied after every layer, so a sub-run can only be narrower.
+    pub ceiling: Option<Ceiling>,
+}
+
+/// The loosest permission mode and shell sandbox a run may have.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Ceiling {
+    pub mode: PermissionMode,
+    pub sandbox: tern_sandbox::Mode,
+}
+
+impl Ceiling {
+    /// The tighter of two ceilings, field by field.
+    pub fn and(self, other: Ceiling) -> Ceiling {
+        Ceiling {
+            mode: self.mode.at_most(other.mode),
+            sandbox: crate::sandbox::at_most(self.sandbox, other.sandbox),
+        }
+    }
 }
 
 /// Which layer a loaded source was.
@@ -175,7 +198,11 @@ impl Config {
             }
         }
 
-        if let Some(file) = &options.config_file {
+        for file in options
+            .inherited_config_files
+            .iter()
+            .chain(&options.config_file)
+        {
             let text = std::fs::read_to_string(file).map_err(|err| ConfigError::io(file, err))?;
             merged.merge(parse_layer(&SourceName::File(file.clone()), &text)?);
             layers.push(loaded(LayerKind::ConfigFlag, file));
@@ -194,7 +221,12 @@ impl Config {
             .permissions
             .apply_flags(&options.rules, options.mode)?;
 
-        resolve(merged, env, &paths.tern_home, layers, notices)
+        let mut config = resolve(merged, env, &paths.tern_home, layers, notices)?;
+        if let Some(ceiling) = options.ceiling {
+            config.permissions.mode = config.permissions.mode.at_most(ceiling.mode);
+            config.sandbox.mode = crate::sandbox::at_most(config.sandbox.mode, ceiling.sandbox);
+        }
+        Ok(config)
     }
 
     /// The servers to start, by name.

@@ -38,6 +38,20 @@ pub struct SandboxConfig {
     pub protect: Vec<PathBuf>,
 }
 
+/// `mode`, or `ceiling` when that is tighter: read-only < workspace-write < full-access.
+pub(crate) fn at_most(mode: Mode, ceiling: Mode) -> Mode {
+    let looseness = |m: Mode| match m {
+        Mode::ReadOnly => 0,
+        Mode::WorkspaceWrite => 1,
+        Mode::FullAccess => 2,
+    };
+    if looseness(mode) <= looseness(ceiling) {
+        mode
+    } else {
+        ceiling
+    }
+}
+
 /// `[sandbox]` exactly as written in one layer.
 #[derive(Debug, Default, Deserialize)]
 #[serde(deny_unknown_fields)]

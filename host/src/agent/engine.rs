@@ -505,7 +505,13 @@ fn start_servers(
 ) -> anyhow::Result<Arc<ServerPool>> {
     let mut server_specs =
         specs(config, &ws.tern_exe, &ws.env, None).map_err(|e| UsageError(e.to_string()))?;
-    link_agent_servers(&mut server_specs, config, run_id);
+    let policy = super::inherit::ParentPolicy::of(
+        &ws.cli,
+        config.permissions.mode,
+        config.sandbox.mode,
+        &ws.cwd,
+    );
+    link_agent_servers(&mut server_specs, config, run_id, &policy);
     res.bus.emit(Event::RunStarted {
         goal: opts.goal.clone(),
         model: model.name().to_string(),

@@ -10,6 +10,7 @@ pub mod delegated;
 mod engine;
 mod executor;
 mod gateway_tools;
+pub mod inherit;
 mod model;
 pub mod replay;
 mod resources;

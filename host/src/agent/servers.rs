@@ -160,9 +160,15 @@ fn spec(
 pub const PARENT_RUN_ENV: &str = "TERN_PARENT_RUN_ID";
 
 /// Tells every built-in agent server which run it serves (`TERN_PARENT_RUN_ID`), so the runs it
-/// starts record their parent and the trace can link them. In the environment, not on the
-/// command line: the command line identifies the server (tool cache, pins), the run does not.
-pub fn link_agent_servers(specs: &mut [ServerSpec], config: &Config, run_id: &str) {
+/// starts record their parent and the trace can link them, and what policy binds them
+/// (`TERN_PARENT_POLICY`, [`super::inherit`]). In the environment, not on the command line: the
+/// command line identifies the server (tool cache, pins), the run does not.
+pub fn link_agent_servers(
+    specs: &mut [ServerSpec],
+    config: &Config,
+    run_id: &str,
+    policy: &super::inherit::ParentPolicy,
+) {
     for spec in specs {
         let is_agent = config
             .mcp_servers
@@ -170,6 +176,7 @@ pub fn link_agent_servers(specs: &mut [ServerSpec], config: &Config, run_id: &st
             .is_some_and(|s| s.builtin() == Some(Builtin::Agent));
         if let (true, TransportSpec::Stdio { env, .. }) = (is_agent, &mut spec.transport) {
             env.insert(PARENT_RUN_ENV.into(), run_id.into());
+            env.insert(super::inherit::PARENT_POLICY_ENV.into(), policy.to_env());
         }
     }
 }

@@ -101,6 +101,7 @@ fn workspace(ws: &Workspace, project: &Path, config: &Path) -> anyhow::Result<Wo
         paths,
         config,
         tern_exe: ws.tern_exe.clone(),
+        cli: LoadOptions::default(),
     })
 }
 

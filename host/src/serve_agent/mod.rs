@@ -27,6 +27,7 @@ mod roots;
 mod server;
 mod subrun;
 
+use crate::agent::inherit::ParentPolicy;
 use std::{
     collections::BTreeMap,
     path::{Path, PathBuf},
@@ -128,12 +129,20 @@ pub async fn serve(args: Args, options: LoadOptions, cd: Option<&Path>) -> Resul
         let given: Vec<PathBuf> = args.roots.iter().map(|r| here.join(r)).collect();
         roots::canonical(&given).map_err(|e| config_error(e.to_string()))?
     };
+    let env: BTreeMap<String, String> = std::env::vars().collect();
     let mode = options.mode.unwrap_or(PermissionMode::ReadOnly);
     let options = LoadOptions {
         mode: Some(mode),
         ..options
     };
-    let env: BTreeMap<String, String> = std::env::vars().collect();
+    // Started by a tern run: its command line and effective policy bind every sub-run, which
+    // may only be narrower.
+    let parent = ParentPolicy::from_env(&env).map_err(config_error)?;
+    let options = match &parent {
+        Some(parent) => parent.under(options),
+        None => options,
+    };
+    let mode = options.mode.unwrap_or(mode);
     // The profiles the tool's description lists come from the config where the server starts;
     // each run loads its own directory's config again.
     let lookup = |k: &str| env.get(k).cloned();

@@ -151,6 +151,7 @@ fn workspace(settings: &Settings, cwd: PathBuf) -> Result<Workspace, String> {
         paths,
         config,
         tern_exe: settings.tern_exe.clone(),
+        cli: settings.options.clone(),
     })
 }
 

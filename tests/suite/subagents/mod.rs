@@ -3,6 +3,7 @@
 //! answers the parent's and the children's requests by what they contain.
 
 mod delegation;
+mod inherit;
 mod server;
 
 use std::path::Path;

@@ -54,6 +54,28 @@ impl fmt::Display for PermissionMode {
     }
 }
 
+impl PermissionMode {
+    /// How much a mode lets through without asking, loosest last: read-only < default <
+    /// accept-edits < yolo.
+    fn looseness(self) -> u8 {
+        match self {
+            Self::ReadOnly => 0,
+            Self::Default => 1,
+            Self::AcceptEdits => 2,
+            Self::Yolo => 3,
+        }
+    }
+
+    /// This mode, or `ceiling` when that is tighter.
+    pub fn at_most(self, ceiling: Self) -> Self {
+        if self.looseness() <= ceiling.looseness() {
+            self
+        } else {
+            ceiling
+        }
+    }
+}
+
 /// `[permissions]`, resolved. Rule lists accumulate over every layer, in layer order.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct Permissions {

@@ -247,6 +247,7 @@ fn permission_rules_accumulate_with_their_origin() {
             (RuleList::Allow, "shell__run(ls)".into()),
         ],
         mode: Some(PermissionMode::ReadOnly),
+        ..LoadOptions::default()
     };
     let config = fx.load(&options).unwrap();
     let rule = |rule: &str, file: &PathBuf, line| RuleSource {

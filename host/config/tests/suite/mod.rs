@@ -4,6 +4,7 @@
 mod examples;
 mod expand;
 mod import;
+mod inherit;
 mod layers;
 mod oauth;
 mod parse;
