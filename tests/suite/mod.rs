@@ -7,6 +7,7 @@ mod demo;
 mod elicitation;
 mod eras;
 mod eval;
+mod eval_harbor;
 mod examples;
 mod http_faults;
 mod interop_clients;
