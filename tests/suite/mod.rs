@@ -9,6 +9,7 @@ mod eras;
 mod eval;
 mod eval_harbor;
 mod examples;
+mod harbor_agent;
 mod http_faults;
 mod interop_clients;
 mod interop_servers;
