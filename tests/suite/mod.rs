@@ -8,6 +8,7 @@ mod elicitation;
 mod eras;
 mod eval;
 mod eval_harbor;
+mod eval_tb;
 mod examples;
 mod harbor_agent;
 mod http_faults;

@@ -357,13 +357,14 @@ impl Report {
 
     fn trial_table(&self) -> String {
         let width = name_width(self.tasks.iter().map(|t| t.name.as_str()));
+        let kw = name_width(self.tasks.iter().map(|t| t.kind.as_str())).max(12);
         let mut out = format!(
-            "{:<width$}  {:<12}  {:<6}  {:>5}  {:>5}  {:>16}  {:>8}  {:>7}\n",
+            "{:<width$}  {:<kw$}  {:<6}  {:>5}  {:>5}  {:>16}  {:>8}  {:>7}\n",
             "TASK", "KIND", "RESULT", "STEPS", "CALLS", "TOKENS (CACHED)", "COST", "TIME"
         );
         for t in &self.tasks {
             out.push_str(&format!(
-                "{:<width$}  {:<12}  {:<6}  {:>5}  {:>5}  {:>16}  {:>8}  {:>7}\n",
+                "{:<width$}  {:<kw$}  {:<6}  {:>5}  {:>5}  {:>16}  {:>8}  {:>7}\n",
                 t.name,
                 t.kind,
                 if t.skipped() {
