@@ -674,3 +674,77 @@ async fn converted_tern_tasks_replay_as_harbor_tasks() {
     assert_eq!(code, Some(2), "{text}");
     assert!(text.contains("exists"), "{text}");
 }
+
+#[tokio::test]
+async fn trace_format_atif_embeds_sub_agents_and_harbor_accepts_it() {
+    let env = RunEnv::new().await;
+    let (parent, child) = ("20261201-000000-parent", "20261201-000001-child1");
+    let write = |id: &str, session: &str, events: &[Value]| {
+        let dir = env.home.path().join("runs").join(id);
+        std::fs::create_dir_all(&dir).unwrap();
+        let lines: Vec<String> = events
+            .iter()
+            .enumerate()
+            .map(|(i, e)| {
+                let mut e = e.clone();
+                e["run_id"] = Value::from(id);
+                e["session_id"] = Value::from(session);
+                e["seq"] = Value::from(i + 1);
+                e["ts"] = Value::from(format!("2026-12-01T00:00:0{i}.000Z"));
+                e.to_string()
+            })
+            .collect();
+        std::fs::write(dir.join("events.jsonl"), lines.join("\n") + "\n").unwrap();
+    };
+    let finished = |answer: &str, cost: f64| {
+        serde_json::json!({"type": "run_finished", "status": "success", "steps": 1,
+            "duration_ms": 20, "input_tokens": 10, "output_tokens": 2, "cache_read_tokens": 4,
+            "cache_creation_tokens": 0, "cost_usd": cost, "answer": answer, "error": null})
+    };
+    write(
+        child,
+        "s-child",
+        &[
+            serde_json::json!({"type": "run_started", "goal": "count the files",
+                "model": "claude-haiku-4-5", "provider": "anthropic", "servers": ["fs"],
+                "cwd": "/w", "parent_run_id": parent}),
+            serde_json::json!({"type": "model_response", "step": 1, "stop_reason": "end_turn",
+                "input_tokens": 10, "output_tokens": 2, "cache_read_tokens": 4,
+                "cache_creation_tokens": 0, "latency_ms": 1, "request_id": null,
+                "text": "3 files", "tool_calls": 0}),
+            finished("3 files", 0.002),
+        ],
+    );
+    write(
+        parent,
+        "s-parent",
+        &[
+            serde_json::json!({"type": "run_started", "goal": "how many files?",
+                "model": "claude-sonnet-4-5", "provider": "anthropic", "servers": ["agent"],
+                "cwd": "/w"}),
+            serde_json::json!({"type": "model_response", "step": 1, "stop_reason": "tool_use",
+                "input_tokens": 10, "output_tokens": 2, "cache_read_tokens": 4,
+                "cache_creation_tokens": 0, "latency_ms": 1, "request_id": null, "text": "",
+                "tool_calls": 1, "calls": [{"id": "c1", "name": "agent__run",
+                "arguments": {"goal": "count the files"}}]}),
+            serde_json::json!({"type": "tool_call_finished", "call_id": "c1",
+                "tool": "agent__run", "is_error": false, "error_type": null, "duration_ms": 9,
+                "summary": "3 files",
+                "output": format!("3 files\n\n[sub-agent run {child} · success · 1 step(s)]"),
+                "diff": null}),
+            finished("There are 3 files.", 0.001),
+        ],
+    );
+    let out = env.run(&["trace", "20261201-000000", "--format", "atif"]).await;
+    tern_e2e::assert_exit(&out, 0);
+    let file = env.dir.path().join("trajectory.json");
+    std::fs::write(&file, &out.stdout).unwrap();
+    let v: Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(v["trajectory_id"], parent);
+    assert_eq!(v["subagent_trajectories"][0]["trajectory_id"], child);
+    assert_eq!(
+        v["steps"][1]["observation"]["results"][0]["subagent_trajectory_ref"][0]["trajectory_id"],
+        child
+    );
+    validate_atif(&file);
+}
