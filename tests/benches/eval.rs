@@ -95,7 +95,11 @@ fn main() {
             format!("agent run per task (-j {jobs})"),
             agent
         );
-        println!("| {:<28} | {:>9.1} ms |", format!("suite wall time, -j {jobs}"), wall);
+        println!(
+            "| {:<28} | {:>9.1} ms |",
+            format!("suite wall time, -j {jobs}"),
+            wall
+        );
     }
     println!(
         "\ngoal: harness overhead per task ≤ {GOAL_MS:.0} ms (median, -j 1): {:.1} ms — {}",

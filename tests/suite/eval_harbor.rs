@@ -735,8 +735,10 @@ async fn trace_format_atif_embeds_sub_agents_and_harbor_accepts_it() {
             finished("There are 3 files.", 0.001),
         ],
     );
-    let out = env.run(&["trace", "20261201-000000", "--format", "atif"]).await;
-    tern_e2e::assert_exit(&out, 0);
+    let out = env
+        .run(&["trace", "20261201-000000", "--format", "atif"])
+        .await;
+    tern_e2e::run_env::assert_exit(&out, 0);
     let file = env.dir.path().join("trajectory.json");
     std::fs::write(&file, &out.stdout).unwrap();
     let v: Value = serde_json::from_slice(&out.stdout).unwrap();

@@ -472,35 +472,56 @@ mod tests {
         write(
             child,
             &[
-                sub(1, json!({"type": "run_started", "goal": "count files", "model": "m",
+                sub(
+                    1,
+                    json!({"type": "run_started", "goal": "count files", "model": "m",
                     "provider": "anthropic", "servers": ["fs"], "cwd": "/w",
-                    "parent_run_id": "r1"})),
-                sub(2, json!({"type": "model_response", "step": 1, "stop_reason": "end_turn",
+                    "parent_run_id": "r1"}),
+                ),
+                sub(
+                    2,
+                    json!({"type": "model_response", "step": 1, "stop_reason": "end_turn",
                     "input_tokens": 10, "output_tokens": 2, "cache_read_tokens": 0,
                     "cache_creation_tokens": 0, "latency_ms": 1, "request_id": null,
-                    "text": "3 files", "tool_calls": 0})),
-                sub(3, json!({"type": "run_finished", "status": "success", "steps": 1,
+                    "text": "3 files", "tool_calls": 0}),
+                ),
+                sub(
+                    3,
+                    json!({"type": "run_finished", "status": "success", "steps": 1,
                     "duration_ms": 5, "input_tokens": 10, "output_tokens": 2,
                     "cache_read_tokens": 0, "cache_creation_tokens": 0, "cost_usd": 0.002,
-                    "answer": "3 files", "error": null})),
+                    "answer": "3 files", "error": null}),
+                ),
             ],
         );
         let events = vec![
-            envelope(1, json!({"type": "run_started", "goal": "delegate", "model": "m",
-                "provider": "anthropic", "servers": ["agent"], "cwd": "/w"})),
-            envelope(2, json!({"type": "model_response", "step": 1, "stop_reason": "tool_use",
+            envelope(
+                1,
+                json!({"type": "run_started", "goal": "delegate", "model": "m",
+                "provider": "anthropic", "servers": ["agent"], "cwd": "/w"}),
+            ),
+            envelope(
+                2,
+                json!({"type": "model_response", "step": 1, "stop_reason": "tool_use",
                 "input_tokens": 10, "output_tokens": 2, "cache_read_tokens": 0,
                 "cache_creation_tokens": 0, "latency_ms": 1, "request_id": null, "text": "",
                 "tool_calls": 1, "calls": [{"id": "c1", "name": "agent__run",
-                "arguments": {"goal": "count files"}}]})),
-            envelope(3, json!({"type": "tool_call_finished", "call_id": "c1",
+                "arguments": {"goal": "count files"}}]}),
+            ),
+            envelope(
+                3,
+                json!({"type": "tool_call_finished", "call_id": "c1",
                 "tool": "agent__run", "is_error": false, "error_type": null,
                 "duration_ms": 9, "summary": "3 files",
-                "output": format!("3 files\n[sub-agent run {child} · 1 steps]"), "diff": null})),
-            envelope(4, json!({"type": "run_finished", "status": "success", "steps": 1,
+                "output": format!("3 files\n[sub-agent run {child} · 1 steps]"), "diff": null}),
+            ),
+            envelope(
+                4,
+                json!({"type": "run_finished", "status": "success", "steps": 1,
                 "duration_ms": 20, "input_tokens": 10, "output_tokens": 2,
                 "cache_read_tokens": 0, "cache_creation_tokens": 0, "cost_usd": 0.001,
-                "answer": "3", "error": null})),
+                "answer": "3", "error": null}),
+            ),
         ];
         let v = serde_json::to_value(from_run(runs.path(), &events)).unwrap();
         let embedded = &v["subagent_trajectories"][0];
@@ -513,7 +534,9 @@ mod tests {
         // The total cost includes the sub-agent's.
         assert!((v["final_metrics"]["total_cost_usd"].as_f64().unwrap() - 0.003).abs() < 1e-9);
         // Without a runs directory nothing is embedded.
-        assert!(serde_json::to_value(from_events(&events)).unwrap()["subagent_trajectories"].is_null());
+        assert!(
+            serde_json::to_value(from_events(&events)).unwrap()["subagent_trajectories"].is_null()
+        );
     }
 
     #[test]
