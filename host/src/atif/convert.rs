@@ -34,8 +34,15 @@ fn build(
     seen.push(run_id.clone());
     let session_id = events.first().map(|e| e.session_id.clone());
     let mut subagents: Vec<Trajectory> = Vec::new();
+    // Finding children reads the first line of every run in the directory: done only for a run
+    // whose calls started sub-agents (a result names one), so a trial's conversion stays cheap
+    // in a `$TERN_HOME` with thousands of runs.
+    let delegated = events.iter().any(|e| {
+        matches!(&e.event, Event::ToolCallFinished { output, .. } if output.contains("[sub-agent run "))
+    });
     if let Some(dir) = runs_dir
         && depth < MAX_DEPTH
+        && delegated
     {
         for (id, child) in child_runs(dir, &run_id) {
             if !seen.contains(&id) {
@@ -513,7 +520,7 @@ mod tests {
                 json!({"type": "tool_call_finished", "call_id": "c1",
                 "tool": "agent__run", "is_error": false, "error_type": null,
                 "duration_ms": 9, "summary": "3 files",
-                "output": format!("3 files\n[sub-agent run {child} · 1 steps]"), "diff": null}),
+                "output": format!("3 files\n\n[sub-agent run {child} · 1 steps]"), "diff": null}),
             ),
             envelope(
                 4,
