@@ -84,6 +84,52 @@ pub enum ModeArg {
     Yolo,
 }
 
+/// `tern eval convert`.
+#[derive(Debug, Subcommand)]
+pub enum EvalCommand {
+    /// Convert tern-format tasks (one, or a suite) into Harbor's format, into DEST.
+    Convert {
+        /// A tern task directory, or a suite of them.
+        src: PathBuf,
+        /// The new directory to write.
+        dest: PathBuf,
+    },
+}
+
+/// `tern eval --export`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
+pub enum ExportFormat {
+    /// SWE-bench predictions JSONL, the patch from each workspace's diff.
+    Swebench,
+}
+
+/// The run flags of `tern eval` (its `--model` may be repeated, so it is its own).
+#[derive(Debug, Clone, Default, Args)]
+pub struct EvalFlags {
+    /// `anthropic` or `openai` (overrides `[model] provider`).
+    #[arg(long, value_enum)]
+    pub provider: Option<ProviderArg>,
+    /// Model turns before a run stops, unless the task sets its own.
+    #[arg(long)]
+    pub max_steps: Option<u32>,
+    /// The OS sandbox of shell commands (overrides `[sandbox] mode`).
+    #[arg(long, value_enum, value_name = "MODE")]
+    pub sandbox: Option<tern_sandbox::Mode>,
+}
+
+impl EvalFlags {
+    /// As `tern run`'s flags, with one model.
+    pub fn run_flags(&self, model: Option<String>) -> RunFlags {
+        RunFlags {
+            model,
+            provider: self.provider,
+            max_steps: self.max_steps,
+            sandbox: self.sandbox,
+            accept_elicitation_defaults: false,
+        }
+    }
+}
+
 /// Flags of `tern run` and the REPL.
 #[derive(Debug, Clone, Default, Args)]
 pub struct RunFlags {
@@ -213,6 +259,9 @@ pub enum Command {
     Trace {
         /// The run id (a unique prefix is enough), from `tern runs`.
         run_id: String,
+        /// `text` (a timeline) or `atif` (an ATIF trajectory, JSON, as Harbor reads it).
+        #[arg(long, value_enum, default_value = "text")]
+        format: crate::commands::runs::TraceFormat,
     },
     /// Watch tern fix a bug: a recorded session, replayed offline (no API key needed).
     ///
@@ -223,21 +272,38 @@ pub enum Command {
         #[arg(long, default_value_t = 1.0)]
         speed: f64,
     },
-    /// Run a suite of tasks and measure the agent: pass/fail, steps, tool calls, tokens, cost.
+    /// Run a suite of tasks and measure the agent: pass/fail, pass@1 and pass^k, steps, tool
+    /// calls, tokens, cost.
     ///
-    /// DIR holds task directories (or is one): `task.toml` (goal, check command, limits,
-    /// permission rules), the fixture project, and optionally a recording. Each task runs in a
-    /// fresh copy with the configured model, or with `--replay` from its recording (offline).
-    /// Exit codes: 0 all passed (with `--baseline`: no regression), 1 otherwise, 2 usage error.
+    /// DIR holds task directories (or is one), in tern's format (`task.toml` with a goal and a
+    /// check command, the fixture project, optionally a recording) or Harbor's (`task.toml`,
+    /// `instruction.md`, `environment/`, `tests/test.sh`). Each trial runs in a fresh copy with
+    /// the configured model, with `--replay` from its recording (offline), or with `--oracle`
+    /// from the task's reference solution. Every trial's logs, with the run as an ATIF
+    /// trajectory, go to `$TERN_HOME/evals/JOB/`. Exit codes: 0 all passed (with `--baseline`:
+    /// no regression), 1 otherwise, 2 usage error.
+    #[command(args_conflicts_with_subcommands = true, subcommand_negates_reqs = true)]
     Eval {
+        #[command(subcommand)]
+        command: Option<EvalCommand>,
         /// The suite directory, or one task directory.
-        dir: PathBuf,
+        #[arg(required = true)]
+        dir: Option<PathBuf>,
         /// Re-drive each task's shipped recording instead of calling the model.
-        #[arg(long)]
+        #[arg(long, conflicts_with = "oracle")]
         replay: bool,
-        /// Tasks to run at once.
+        /// Run each Harbor task's `solution/solve.sh` instead of the agent (checks the tasks).
+        #[arg(long)]
+        oracle: bool,
+        /// Run Harbor tasks that name a container on this machine, in a copy of `environment/`.
+        #[arg(long)]
+        local: bool,
+        /// Trials to run at once.
         #[arg(short = 'j', long = "jobs", default_value_t = 1, value_name = "N")]
         jobs: usize,
+        /// Run every task K times: the table shows pass@1 and pass^K (all K passed).
+        #[arg(long, default_value_t = 1, value_name = "K")]
+        repeat: u32,
         /// Write the JSON report to FILE.
         #[arg(long, value_name = "FILE")]
         report: Option<PathBuf>,
@@ -250,8 +316,20 @@ pub enum Command {
         /// Steps may grow this many percent over the baseline before it is a regression.
         #[arg(long, default_value_t = 10.0, value_name = "PCT")]
         step_tolerance: f64,
+        /// The model; give it more than once to compare models side by side.
+        #[arg(long, value_name = "MODEL")]
+        model: Vec<String>,
+        /// A config file for one more configuration to compare (laid over the others).
+        #[arg(long, value_name = "FILE")]
+        variant: Vec<PathBuf>,
+        /// Where the trials' directories go (default `$TERN_HOME/evals`).
+        #[arg(long, value_name = "DIR")]
+        jobs_dir: Option<PathBuf>,
+        /// Also write predictions: `swebench` (instance_id, model_name_or_path, model_patch).
+        #[arg(long, value_enum, value_name = "FORMAT")]
+        export: Option<ExportFormat>,
         #[command(flatten)]
-        flags: RunFlags,
+        flags: EvalFlags,
     },
     /// Re-drive a recorded run: model turns from the recording, tool calls for real.
     ///

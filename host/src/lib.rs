@@ -6,6 +6,7 @@
 #![deny(clippy::print_stdout, clippy::print_stderr)]
 
 pub mod agent;
+pub mod atif;
 pub mod cli;
 pub mod commands;
 pub mod error;

@@ -11,6 +11,13 @@ use tern::{
 };
 
 fn main() -> ExitCode {
+    // Inside the namespace `tern eval` made for a Harbor verifier (internal, not a command a
+    // person types): no runtime, no tracing, nothing but the mounts and the exec.
+    let mut raw = std::env::args_os().skip(1);
+    if raw.next().as_deref() == Some(std::ffi::OsStr::new(commands::eval::isolate::SUBCOMMAND)) {
+        let args: Vec<std::ffi::OsString> = raw.collect();
+        return ExitCode::from(u8::try_from(commands::eval::isolate::enter(&args)).unwrap_or(1));
+    }
     let cli = Cli::parse();
     // Plain `tern` is a new REPL session; `tern resume` continues one.
     let command = cli.command.unwrap_or(Command::Resume {
@@ -80,28 +87,55 @@ fn main() -> ExitCode {
                 command,
             } => commands::sandbox::run(&ws, sandbox, network, &command, &mut err),
             Command::Runs { limit } => commands::runs::list(&ws, limit, &mut out),
-            Command::Trace { run_id } => commands::runs::trace(&ws, &run_id, &mut out),
+            Command::Trace { run_id, format } => {
+                commands::runs::trace(&ws, &run_id, format, &mut out)
+            }
             Command::Eval {
+                command: Some(tern::cli::EvalCommand::Convert { src, dest }),
+                ..
+            } => commands::eval::convert::run(&ws.cwd.join(src), &ws.cwd.join(dest), &mut out),
+            Command::Eval {
+                command: None,
                 dir,
                 replay,
+                oracle,
+                local,
                 jobs,
+                repeat,
                 report,
                 baseline,
                 token_tolerance,
                 step_tolerance,
+                model,
+                variant,
+                jobs_dir,
+                export,
                 flags,
             } => {
+                let one_model = (model.len() == 1).then(|| model[0].clone());
                 let args = commands::eval::EvalArgs {
-                    dir,
-                    replay,
+                    dir: dir.unwrap_or_default(),
+                    agent: if oracle {
+                        commands::eval::Agent::Oracle
+                    } else if replay {
+                        commands::eval::Agent::Replay
+                    } else {
+                        commands::eval::Agent::Live
+                    },
+                    local,
                     jobs,
+                    repeat,
                     report,
                     baseline,
                     tolerance: commands::eval::Tolerance {
                         tokens_pct: token_tolerance,
                         steps_pct: step_tolerance,
                     },
-                    flags,
+                    flags: flags.run_flags(one_model),
+                    models: if model.len() > 1 { model } else { Vec::new() },
+                    variants: variant,
+                    jobs_dir,
+                    export_swebench: export == Some(tern::cli::ExportFormat::Swebench),
                 };
                 commands::eval::run(&ws, &load, args, &mut out).await
             }

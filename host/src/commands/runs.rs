@@ -195,7 +195,7 @@ fn indent(text: &str) -> String {
 }
 
 /// The runs whose `run_started` names `parent` as their parent, oldest first.
-fn child_runs(runs_dir: &Path, parent: &str) -> Vec<(String, Vec<Envelope>)> {
+pub(crate) fn child_runs(runs_dir: &Path, parent: &str) -> Vec<(String, Vec<Envelope>)> {
     let Ok(entries) = std::fs::read_dir(runs_dir) else {
         return Vec::new();
     };
@@ -440,10 +440,34 @@ pub fn find_run(ws: &Workspace, run_id: &str) -> anyhow::Result<std::path::PathB
 
 /// `tern trace RUN_ID` (a unique prefix is enough): the run, with the runs of its sub-agents
 /// nested under the calls that made them.
-pub fn trace(ws: &Workspace, run_id: &str, out: &mut dyn Write) -> anyhow::Result<i32> {
+///
+/// With `atif`, the run as an ATIF trajectory (JSON, Harbor's Agent Trajectory Interchange
+/// Format), its sub-agents' runs embedded.
+pub fn trace(
+    ws: &Workspace,
+    run_id: &str,
+    format: TraceFormat,
+    out: &mut dyn Write,
+) -> anyhow::Result<i32> {
     let events = load_events(&find_run(ws, run_id)?)?;
-    write!(out, "{}", render_tree(&ws.paths.runs_dir(), &events))?;
+    match format {
+        TraceFormat::Text => write!(out, "{}", render_tree(&ws.paths.runs_dir(), &events))?,
+        TraceFormat::Atif => {
+            let trajectory = crate::atif::from_run(&ws.paths.runs_dir(), &events);
+            writeln!(out, "{}", serde_json::to_string_pretty(&trajectory)?)?;
+        }
+    }
     Ok(0)
+}
+
+/// `tern trace --format`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, clap::ValueEnum)]
+pub enum TraceFormat {
+    /// A timeline for people.
+    #[default]
+    Text,
+    /// An ATIF trajectory (JSON), as Harbor reads agents' histories.
+    Atif,
 }
 
 #[cfg(test)]

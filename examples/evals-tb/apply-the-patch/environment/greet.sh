@@ -1,0 +1,3 @@
+#!/bin/sh
+name=${1:-world}
+echo "helo, $name"

@@ -1,0 +1,7 @@
+#!/bin/sh
+log_line() {
+  printf '[%s] %s\n' "$1" "$2"
+}
+
+log_line backup "copying files"
+log_line backup done

@@ -1,0 +1,1 @@
+double hypotenuse(double a, double b);

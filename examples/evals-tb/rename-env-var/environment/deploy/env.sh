@@ -1,0 +1,1 @@
+export APP_PORT=80

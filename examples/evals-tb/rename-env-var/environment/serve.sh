@@ -1,0 +1,3 @@
+#!/bin/sh
+. ./lib/config.sh
+echo "listening on $(port)"
