@@ -282,13 +282,13 @@ impl Trial<'_> {
                 goal: task.goal.clone(),
                 ..EngineOptions::default()
             };
-            let mut engine =
-                Engine::start(
-                    &tws,
-                    options,
-                    crate::agent::Outputs::for_workspace(&tws, counter)?,
-                    Arc::new(HeadlessApprover),
-                ).await?;
+            let mut engine = Engine::start(
+                &tws,
+                options,
+                crate::agent::Outputs::for_workspace(&tws, counter)?,
+                Arc::new(HeadlessApprover),
+            )
+            .await?;
             let outcome = match engine.required_failure() {
                 Some(message) => {
                     engine.report_error(message.clone());
