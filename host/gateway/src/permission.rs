@@ -2,7 +2,8 @@
 //!
 //! Layers, first hit wins: protected config locations (deny) > deny rules > `read-only` mode
 //! (deny) > ask rules > allow rules (which risky shell constructs cannot satisfy) > annotation
-//! default (`readOnlyHint` from a trusted server) > mode default. Annotations only ever fill in
+//! default (`readOnlyHint` from a trusted server) > mode default (`yolo` allows, except a command
+//! whose programs cannot be read while a deny rule names the tool). Annotations only ever fill in
 //! when no rule spoke: a rule always beats a hint.
 
 use serde_json::Value;
@@ -133,8 +134,22 @@ pub fn decide(
         };
     }
     match tool.mode {
-        PermissionMode::Yolo => Verdict::Allow {
-            rule: "mode:yolo".into(),
+        // Yolo allows what no rule denies — but not a command whose programs the gateway could
+        // not read, when a deny rule speaks about this tool: it may be exactly what the rule
+        // denies, spelt so the rule cannot see it (`echo rm -rf x | sh`).
+        PermissionMode::Yolo => match f.shell.filter(|a| a.opaque) {
+            Some(a) if rules.deny.iter().any(|r| r.names_tool(f.name)) => Verdict::Deny {
+                rule: "mode:yolo-unreadable".into(),
+                reason: format!(
+                    "tern cannot tell what this command runs ({}), and a deny rule applies to \
+                     `{}`: yolo denies what it cannot check against the rules",
+                    a.risks.join("; "),
+                    f.name
+                ),
+            },
+            _ => Verdict::Allow {
+                rule: "mode:yolo".into(),
+            },
         },
         PermissionMode::AcceptEdits
             if tool.is_edit
@@ -233,7 +248,13 @@ fn candidate_rules(f: &CallFacts<'_>, rules: &RuleSet, session: &RuleSet) -> Vec
             .iter()
             .enumerate()
             .filter(|&(i, _)| !covered(i))
-            .map(|(_, c)| format!("{}({})", f.name, c.text))
+            .map(|(_, c)| {
+                let mut words = c.words.clone();
+                for w in &c.writes {
+                    words.extend([">".to_string(), w.clone()]);
+                }
+                format!("{}({})", f.name, crate::shell::canonical(&words))
+            })
             .collect();
     }
     if let Some(host) = ["url", "uri"]

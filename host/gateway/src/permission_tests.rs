@@ -312,3 +312,72 @@ fn always_rules_are_exact_and_verified() {
     );
     assert_eq!(check("time__now", json!({}), None), ["time__now"]);
 }
+
+/// The spellings of `rm -rf` that the third attack run got past a deny rule under yolo: each is
+/// a command the gateway cannot read fully, and is denied now that a deny rule names the tool.
+#[test]
+fn yolo_denies_unreadable_commands_when_a_deny_rule_names_the_tool() {
+    let deny = rules(&[(RuleList::Deny, "shell__run(rm -rf *)", "u:1")]);
+    for line in [
+        "env -S 'rm -rf x'",
+        "bash <<< 'rm -rf x'",
+        "echo rm -rf x | sh",
+        "echo rm -rf x | bash -s",
+        "find . -delete",
+        "script -qc 'rm -rf x'",
+        "$(echo rm) -rf x",
+        "$x -rf y",
+        "x=rm; $x -rf y",
+        "bash -c \"$x\"",
+        "eval \"$x\"",
+        "printf 'rm -rf x' | xargs -I{} sh -c {}",
+        "f() { rm -rf x; }; f",
+        "PATH=/tmp/evil ls",
+    ] {
+        let mut c = Case::shell(line);
+        c.mode = PermissionMode::Yolo;
+        let v = c.decide(&deny);
+        assert!(matches!(&v, Verdict::Deny { .. }), "{line}: {v:?}");
+    }
+    // What the gateway reads fully is still yolo's, and so is an unreadable command when no
+    // deny rule speaks about the tool.
+    for (line, set) in [
+        ("ls -la && git status", &deny),
+        ("echo $HOME", &deny),
+        ("echo rm -rf x | sh", &RuleSet::default()),
+    ] {
+        let mut c = Case::shell(line);
+        c.mode = PermissionMode::Yolo;
+        assert_eq!(c.decide(set), allow("mode:yolo"), "{line}");
+    }
+}
+
+#[test]
+fn allow_globs_do_not_cover_redirections_unless_the_rule_writes_one() {
+    let set = rules(&[
+        (RuleList::Allow, "shell__run(git status *)", "u:1"),
+        (RuleList::Allow, "shell__run(git log * > log.txt)", "u:2"),
+    ]);
+    assert_eq!(Case::shell("git status --short").decide(&set), allow("u:1"));
+    assert_eq!(
+        Case::shell("git status > /dev/null").decide(&set),
+        allow("u:1")
+    );
+    for line in [
+        "git status > any-file",
+        "git status --short >> notes.md",
+        "{ git status; } > any-file",
+        "git status 2> errors.txt",
+    ] {
+        let v = Case::shell(line).decide(&set);
+        assert!(matches!(v, Verdict::Ask { .. }), "{line}: {v:?}");
+    }
+    assert_eq!(
+        Case::shell("git log -1 > log.txt").decide(&set),
+        allow("u:2")
+    );
+    assert!(matches!(
+        Case::shell("git log -1 > other.txt").decide(&set),
+        Verdict::Ask { .. }
+    ));
+}

@@ -53,6 +53,89 @@ async fn a_deny_rule_catches_other_spellings_and_wrapped_commands() {
     }
 }
 
+/// Round 3: the 14 spellings of `rm -rf` the third attack run got past the same deny rule
+/// under yolo — commands the rules cannot read fully (a shell fed from a pipe or a here-string,
+/// `env -S`, `script -c`, `find -delete`, a program in a variable or a substitution, `eval`,
+/// `xargs` into a shell, a function). Yolo used to allow them as "ask"; now each is denied with
+/// rule `mode:yolo-unreadable`, and every directory survives.
+#[tokio::test]
+async fn yolo_denies_what_it_cannot_read_when_a_deny_rule_applies() {
+    let env = RunEnv::new().await;
+    let commands = [
+        "env -S 'rm -rf w0'",
+        "bash <<< 'rm -rf w1'",
+        "echo rm -rf w2 | sh",
+        "echo 'rm -rf w3' | bash -s",
+        "find w4 -delete",
+        "script -qc 'rm -rf w5' /dev/null",
+        "$(echo rm) -rf w6",
+        "x=rm; $x -rf w7",
+        "c='rm -rf w8'; bash -c \"$c\"",
+        "c='rm -rf w9'; eval \"$c\"",
+        "printf 'rm -rf w10' | xargs -I{} sh -c {}",
+        "f() { rm -rf \"$1\"; }; f w11",
+        "echo 'rm -rf w12' > s.sh; sh < s.sh",
+        "`echo rm` -rf w13",
+    ];
+    let mut calls = Vec::new();
+    for (i, command) in commands.iter().enumerate() {
+        std::fs::create_dir(env.dir.path().join(format!("w{i}"))).unwrap();
+        calls.push((format!("toolu_{i}"), json!({ "command": command })));
+    }
+    let calls: Vec<(&str, &str, serde_json::Value)> = calls
+        .iter()
+        .map(|(id, args)| (id.as_str(), "shell__run", args.clone()))
+        .collect();
+    turn(&env, &calls);
+    env.answer("done");
+    let events = run_ok(
+        &env,
+        "clean up",
+        &["--mode", "yolo", "--deny", "shell__run(rm -rf *)"],
+    )
+    .await;
+    for (i, command) in commands.iter().enumerate() {
+        let d = decision(&events, &format!("toolu_{i}"));
+        assert_eq!(d["decision"], "deny", "{command}: {d}");
+        assert!(
+            env.dir.path().join(format!("w{i}")).is_dir(),
+            "{command} removed its directory"
+        );
+    }
+}
+
+/// Round 3: an allow glob never reaches across a redirection: `git status *` allows
+/// `git status --short`, but asks (headless: denies) before `git status > any-file`.
+#[tokio::test]
+async fn an_allow_glob_does_not_cover_a_redirection() {
+    let env = RunEnv::new().await;
+    std::process::Command::new("git")
+        .args(["init", "-q"])
+        .current_dir(env.dir.path())
+        .status()
+        .unwrap();
+    turn(
+        &env,
+        &[
+            (
+                "toolu_ok",
+                "shell__run",
+                json!({"command": "git status --short"}),
+            ),
+            (
+                "toolu_w",
+                "shell__run",
+                json!({"command": "git status > planted.txt"}),
+            ),
+        ],
+    );
+    env.answer("done");
+    let events = run_ok(&env, "look", &["--allow", "shell__run(git status *)"]).await;
+    assert_eq!(decision(&events, "toolu_ok")["decision"], "allow");
+    assert_eq!(decision(&events, "toolu_w")["decision"], "deny");
+    assert!(!env.dir.path().join("planted.txt").exists());
+}
+
 /// The project with a `.tern/config.toml` and an `evil.toml` the model wants to put there.
 fn project_with_config(env: &RunEnv) -> String {
     let original = "# the project's own config\n";

@@ -148,6 +148,23 @@ impl Glob {
         r.starts_with('/') || r.starts_with('~') || r.starts_with('.') || r.contains('/')
     }
 
+    /// What an allow pattern covers of one simple command: its text, and its redirections
+    /// only when the pattern itself writes one (`git status > status.txt`); a pattern that says
+    /// nothing of redirections never covers a command that writes a file.
+    pub fn covers_command(&self, command: &crate::shell::Simple) -> bool {
+        if command.writes.is_empty() {
+            return self.matches_command(&command.text);
+        }
+        // Spelt the way the pattern was canonicalized: `>` a word of its own, then the target.
+        let mut words = command.words.clone();
+        for w in &command.writes {
+            words.extend([">".to_string(), w.clone()]);
+        }
+        let with_writes = crate::shell::canonical(&words);
+        let redirect = crate::shell::quote(">");
+        self.command.contains(redirect.as_str()) && wildcard(&self.command, &with_writes)
+    }
+
     /// Against one canonical simple command.
     pub fn matches_command(&self, text: &str) -> bool {
         wildcard(&self.command, text)

@@ -162,7 +162,7 @@ impl Rule {
                         return Coverage::Nothing;
                     };
                     let hit: Vec<usize> = (0..a.commands.len())
-                        .filter(|&i| g.matches_command(&a.commands[i].text))
+                        .filter(|&i| g.covers_command(&a.commands[i]))
                         .filter(|i| commands.as_ref().is_none_or(|c| c.contains(i)))
                         .collect();
                     commands = Some(hit);

@@ -18,6 +18,25 @@ pub fn risk(words: &[String]) -> Option<String> {
                 "`{program} -c` runs a command string the gateway cannot check"
             ))
         }
+        // No script operand (or `-s`): the commands come from its input — a pipe
+        // (`… | sh`), a here-string (`bash <<< …`) — which the gateway never sees.
+        "sh" | "bash" | "zsh" | "dash" | "ksh" | "mksh" | "fish" | "ash"
+            if args
+                .iter()
+                .all(|a| a.starts_with('-') || a.starts_with('+'))
+                || args.iter().any(|a| short_cluster_has(a, 's')) =>
+        {
+            Some(format!(
+                "`{program}` reads commands from its input, which the gateway cannot check"
+            ))
+        }
+        "su" | "sg" | "runuser" | "script" | "flock"
+            if super::wrappers::command_option(args).is_some() =>
+        {
+            Some(format!(
+                "`{program} -c` runs a command string the gateway cannot check"
+            ))
+        }
         "git" => git(args),
         "find" => find(args),
         "sed" => sed(args),

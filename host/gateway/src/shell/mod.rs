@@ -85,6 +85,10 @@ pub struct Simple {
     /// the over-approximations `5 rm -rf x`, `x`): what deny and ask rules match besides
     /// `words`. Allow rules never look here.
     pub wrapped: Vec<Vec<String>>,
+    /// The files its redirections write (`> out.txt`, as written; `/dev/null` and the like
+    /// aside), its own and an enclosing group's: an allow rule for the command alone does not
+    /// cover them (`git status *` must not allow `git status > any-file`).
+    pub writes: Vec<String>,
 }
 
 /// What a command line does, as far as the text tells.
@@ -94,6 +98,11 @@ pub struct Analysis {
     pub commands: Vec<Simple>,
     /// Why it must not be allowed by a rule (empty: rules decide).
     pub risks: Vec<String>,
+    /// Some of its risks hide *which programs run* (a program decided at run time, `eval`,
+    /// `sh -c`, a shell reading its input, `env -S`, `find -exec`/`-delete`, …), so a deny rule
+    /// could match what runs without the gateway seeing it. `yolo` denies such a command when a
+    /// deny rule names the tool, instead of allowing what nobody could check.
+    pub opaque: bool,
     /// Writes into protected config locations (redirections): always denied.
     pub protected_writes: Vec<PathBuf>,
     /// Every path the line names — argument words, redirection targets, what its globs match
@@ -127,9 +136,15 @@ impl Walker<'_> {
         }
     }
 
+    /// A risk that hides which programs run ([`Analysis::opaque`]).
+    fn opaque(&mut self, why: impl Into<String>) {
+        self.out.opaque = true;
+        self.risk(why);
+    }
+
     fn source(&mut self, text: &str, depth: usize) {
         if depth > MAX_DEPTH {
-            self.risk("command substitutions nested too deep to read");
+            self.opaque("command substitutions nested too deep to read");
             return;
         }
         let mut parser = brush_parser::Parser::new(
@@ -143,13 +158,14 @@ impl Walker<'_> {
                 }
             }
             Err(err) => {
-                self.risk(format!("the shell parser cannot read it ({err})"));
+                self.opaque(format!("the shell parser cannot read it ({err})"));
                 // Deny rules still see the whole text as one command.
                 let words = split_pattern(text);
                 self.out.commands.push(Simple {
                     text: canonical(&words),
                     words,
                     wrapped: Vec::new(),
+                    writes: Vec::new(),
                 });
             }
         }
@@ -176,15 +192,21 @@ impl Walker<'_> {
         match command {
             Command::Simple(simple) => self.simple(simple, depth),
             Command::Compound(compound, redirects) => {
+                let mut writes = Vec::new();
                 if let Some(list) = redirects {
                     for r in &list.0 {
-                        self.redirect(r, depth);
+                        writes.extend(self.redirect(r, depth));
                     }
                 }
+                let first = self.out.commands.len();
                 self.compound(compound, depth);
+                // `{ git status; } > file`: every command of the group writes there.
+                for c in &mut self.out.commands[first..] {
+                    c.writes.extend(writes.iter().cloned());
+                }
             }
             Command::Function(f) => {
-                self.risk(format!("it defines a shell function `{}`", f.fname.value));
+                self.opaque(format!("it defines a shell function `{}`", f.fname.value));
                 self.compound(&f.body.0, depth);
             }
             Command::ExtendedTest(..) => self.risk("a `[[ … ]]` test"),
@@ -230,7 +252,7 @@ impl Walker<'_> {
                 self.risk("arithmetic evaluation (( … ))");
             }
             CompoundCommand::Coprocess(c) => {
-                self.risk("a coprocess");
+                self.opaque("a coprocess");
                 self.command(&c.body, depth);
             }
         }
@@ -257,6 +279,7 @@ impl Walker<'_> {
         // Arguments the shell expands into file names, as written.
         let mut globs: Vec<String> = Vec::new();
         let mut name_seen = false;
+        let mut writes = Vec::new();
         let name_item = cmd
             .word_or_name
             .as_ref()
@@ -269,6 +292,9 @@ impl Walker<'_> {
                     let is_program = !name_seen;
                     name_seen = true;
                     let lit = self.word(&w.value, depth);
+                    if is_program && let Literal::Dynamic { .. } = &lit {
+                        self.opaque(format!("the program `{}` is decided at run time", w.value));
+                    }
                     if let Literal::Glob { text, pattern } = &lit
                         && !is_program
                     {
@@ -288,10 +314,10 @@ impl Walker<'_> {
                         words.push(lit.text().to_owned());
                     }
                     if dangerous_var(&name) {
-                        self.risk(format!("it sets {name}, which changes what programs run"));
+                        self.opaque(format!("it sets {name}, which changes what programs run"));
                     }
                 }
-                CommandPrefixOrSuffixItem::IoRedirect(r) => self.redirect(r, depth),
+                CommandPrefixOrSuffixItem::IoRedirect(r) => writes.extend(self.redirect(r, depth)),
                 CommandPrefixOrSuffixItem::ProcessSubstitution(_, sub) => {
                     self.risk("a process substitution <(…)");
                     self.list(&sub.list, depth);
@@ -318,7 +344,7 @@ impl Walker<'_> {
             ));
         }
         if let Some(why) = flags::risk(&words) {
-            self.risk(why);
+            self.opaque(why);
         }
         for w in &words[1..] {
             // `--flag=PATH` names a path too.
@@ -338,6 +364,7 @@ impl Walker<'_> {
             text: canonical(&words),
             words,
             wrapped,
+            writes,
         });
     }
 
@@ -360,11 +387,11 @@ impl Walker<'_> {
             for mut form in found {
                 strip_bin_dir(&mut form);
                 if out.len() >= MAX_FORMS {
-                    self.risk("more wrapped commands than the gateway follows");
+                    self.opaque("more wrapped commands than the gateway follows");
                     return out;
                 }
                 if let Some(why) = flags::risk(&form) {
-                    self.risk(why);
+                    self.opaque(why);
                 }
                 if !out.contains(&form) {
                     queue.push(form.clone());
@@ -391,7 +418,7 @@ impl Walker<'_> {
                     while let Some(w) = words.get(i) {
                         if let Some((name, _)) = w.split_once('=').filter(|(n, _)| is_name(n)) {
                             if dangerous_var(name) {
-                                self.risk(format!(
+                                self.opaque(format!(
                                     "it sets {name}, which changes what programs run"
                                 ));
                             }
@@ -403,7 +430,7 @@ impl Walker<'_> {
                         } else if w.starts_with("--unset=") {
                             i += 1;
                         } else if w.starts_with('-') {
-                            self.risk(format!("`env {w}` is not understood"));
+                            self.opaque(format!("`env {w}` is not understood"));
                             return words;
                         } else {
                             break;
@@ -448,18 +475,20 @@ impl Walker<'_> {
         }
     }
 
-    fn redirect(&mut self, redirect: &IoRedirect, depth: usize) {
+    /// Follows one redirection; returns the file it writes, as written, if it writes one.
+    fn redirect(&mut self, redirect: &IoRedirect, depth: usize) -> Option<String> {
+        let written = |this: &mut Self, raw: &str, writes: bool| {
+            (this.redirect_path(raw, writes, depth) && writes).then(|| raw.to_string())
+        };
         match redirect {
             IoRedirect::File(_, kind, target) => {
                 let writes = !matches!(kind, IoFileRedirectKind::Read);
                 match target {
-                    IoFileRedirectTarget::Filename(w) => {
-                        self.redirect_path(&w.value, writes, depth)
-                    }
+                    IoFileRedirectTarget::Filename(w) => return written(self, &w.value, writes),
                     IoFileRedirectTarget::Duplicate(w) => {
                         let fd_like = w.value.chars().all(|c| c.is_ascii_digit() || c == '-');
                         if !fd_like {
-                            self.redirect_path(&w.value, writes, depth);
+                            return written(self, &w.value, writes);
                         }
                     }
                     IoFileRedirectTarget::Fd(_) => {}
@@ -469,7 +498,7 @@ impl Walker<'_> {
                     }
                 }
             }
-            IoRedirect::OutputAndError(w, _) => self.redirect_path(&w.value, true, depth),
+            IoRedirect::OutputAndError(w, _) => return written(self, &w.value, true),
             IoRedirect::HereString(_, w) => {
                 self.word(&w.value, depth);
             }
@@ -488,6 +517,7 @@ impl Walker<'_> {
                 }
             }
         }
+        None
     }
 
     /// A word the shell expands into file names: a risk, or for a write a protected write,
@@ -513,7 +543,9 @@ impl Walker<'_> {
         }
     }
 
-    fn redirect_path(&mut self, raw: &str, writes: bool, depth: usize) {
+    /// Follows a redirection's target; returns whether it names a file (not `/dev/null` or the
+    /// like, nor a word the shell decides at run time).
+    fn redirect_path(&mut self, raw: &str, writes: bool, depth: usize) -> bool {
         let path = match self.word(raw, depth) {
             Literal::Text(path) => path,
             Literal::Glob { text, pattern } => {
@@ -524,15 +556,16 @@ impl Walker<'_> {
                     Access::Names
                 };
                 self.glob_word(&text, &pattern, access);
-                return;
+                return true;
             }
-            Literal::Dynamic { .. } => return,
+            // Already a risk (the word is decided at run time): no rule allows it anyway.
+            Literal::Dynamic { .. } => return false,
         };
         if matches!(
             path.as_str(),
             "/dev/null" | "/dev/stdout" | "/dev/stderr" | "/dev/tty"
         ) {
-            return;
+            return false;
         }
         let abs = self.ws.normalize_from(&self.cwd, &path);
         self.out.paths.push(abs.clone());
@@ -544,6 +577,7 @@ impl Walker<'_> {
                 abs.display()
             ));
         }
+        true
     }
 }
 

@@ -17,9 +17,13 @@ fn texts(a: &Analysis) -> Vec<&str> {
 
 #[test]
 fn compound_lines_split_into_simple_commands() {
+    let a = analyze("git status && curl x | grep y", &ws());
+    assert_eq!(texts(&a), ["git status", "curl x", "grep y"]);
+    assert!(a.risks.is_empty(), "{:?}", a.risks);
+    // A shell at the end of a pipe runs what came down it: its commands are not in the text.
     let a = analyze("git status && curl x | sh", &ws());
     assert_eq!(texts(&a), ["git status", "curl x", "sh"]);
-    assert!(a.risks.is_empty(), "{:?}", a.risks);
+    assert!(a.opaque, "{:?}", a.risks);
     for (line, expected) in [
         ("a; b", vec!["a", "b"]),
         ("a\nb", vec!["a", "b"]),

@@ -122,7 +122,7 @@ fn shell_script(args: &[String]) -> Option<String> {
 }
 
 /// `-c STR`, `-cSTR`, `--command=STR`, `--command STR`.
-fn command_option(args: &[String]) -> Option<String> {
+pub(crate) fn command_option(args: &[String]) -> Option<String> {
     let mut it = args.iter();
     while let Some(a) = it.next() {
         if a == "-c" || a == "--command" {
@@ -136,6 +136,10 @@ fn command_option(args: &[String]) -> Option<String> {
             .filter(|s| !s.is_empty() && !a.starts_with("--"))
         {
             return Some(s.to_owned());
+        }
+        // A cluster ending in `c` (`script -qc CMD`): the next word is the command.
+        if !a.starts_with("--") && a.len() > 2 && a.starts_with('-') && a.ends_with('c') {
+            return it.next().cloned();
         }
     }
     None
