@@ -116,7 +116,7 @@ async fn mcp_prompts_expand_and_approvals_are_asked_inline() {
         {"expect": "[n]o, tell the model why: "},
         // The call waits for the answer: the question must stay on screen (the spinner of
         // the waiting call must not draw over it).
-        {"screen": "[y]es / [a]lways (adds `shell__run(echo approved)`) / [n]o, tell the model why:", "hold": 1.5},
+        {"screen": "[y]es / [a]lways (adds `shell__run(echo approved > mark.txt)`) / [n]o, tell the model why:", "hold": 1.5},
         {"send": "y\r"},
         {"expect": "Greeted and marked."},
         {"expect": "tern> "},

@@ -232,3 +232,37 @@ async fn what_is_not_a_recording_is_a_usage_error() {
         String::from_utf8_lossy(&out.stderr)
     );
 }
+
+/// Round 3: a FIFO in the project hung the replay's copy (and the copy was world-readable).
+/// Now the FIFO is skipped with a note, the replay finishes, and the kept copy is 0700.
+#[tokio::test]
+async fn a_fifo_in_the_project_is_skipped_and_the_copy_is_private() {
+    use std::os::unix::fs::PermissionsExt;
+    let env = RunEnv::new().await;
+    let run_id = record(&env).await;
+    let start = tempfile::tempdir().unwrap();
+    write_fixture(start.path());
+    let fifo = start.path().join("pipe");
+    let made = std::process::Command::new("mkfifo").arg(&fifo).status().unwrap();
+    assert!(made.success());
+    let start_dir = start.path().to_str().unwrap();
+    let out = tokio::time::timeout(
+        std::time::Duration::from_secs(60),
+        env.command(&["replay", &run_id, "--workspace", start_dir, "--keep"])
+            .env_remove("ANTHROPIC_API_KEY")
+            .output(),
+    )
+    .await
+    .expect("the replay hung on the FIFO")
+    .unwrap();
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(0), "{stderr}");
+    assert!(stderr.contains("not copied") && stderr.contains("pipe"), "{stderr}");
+    let kept = stderr
+        .lines()
+        .find_map(|l| l.strip_prefix("the replay's workspace is kept in "))
+        .expect("the kept workspace's path");
+    let mode = std::fs::metadata(kept).unwrap().permissions().mode() & 0o777;
+    assert_eq!(mode, 0o700, "{kept}");
+    let _ = std::fs::remove_dir_all(kept);
+}

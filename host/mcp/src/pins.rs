@@ -95,14 +95,10 @@ impl PinStore {
         let Some(path) = &self.path else {
             return Ok(());
         };
+        // Private (0600 in 0700, never through a symlink) like every file under $TERN_HOME.
         let write = || -> std::io::Result<()> {
-            if let Some(dir) = path.parent() {
-                std::fs::create_dir_all(dir)?;
-            }
-            let tmp = path.with_extension("json.tmp");
             let json = serde_json::to_vec_pretty(&self.servers).map_err(std::io::Error::other)?;
-            std::fs::write(&tmp, json)?;
-            std::fs::rename(&tmp, path)
+            tern_protocol::files::write_atomic(path, &json)
         };
         write().map_err(|source| PinError::Write {
             path: path.clone(),

@@ -26,6 +26,43 @@ pub fn private_dir(dir: &Path) -> io::Result<()> {
     Ok(())
 }
 
+/// The directories of `$TERN_HOME` tern writes whole trees into. Each must be a real directory:
+/// a symlink planted at one (by a command with write access to `$TERN_HOME`) would send every
+/// later file of that kind — events, transcripts, server logs — somewhere else.
+pub const HOME_DIRS: &[&str] = &["runs", "sessions", "logs", "oauth", "checkpoints", "plugins"];
+
+/// Makes `home` and its [`HOME_DIRS`] private directories (creating them `0700`), refusing any
+/// that is a symlink. Called before a command writes anything.
+pub fn prepare_home(home: &Path) -> io::Result<()> {
+    private_dir(home)?;
+    for name in HOME_DIRS {
+        let dir = home.join(name);
+        match std::fs::symlink_metadata(&dir) {
+            Ok(meta) if meta.file_type().is_symlink() => {
+                return Err(io::Error::new(
+                    io::ErrorKind::InvalidInput,
+                    format!(
+                        "{} is a symlink; tern does not write through one (remove it, or set \
+                         TERN_HOME elsewhere)",
+                        dir.display()
+                    ),
+                ));
+            }
+            Ok(meta) if !meta.is_dir() => {
+                return Err(io::Error::new(
+                    io::ErrorKind::InvalidInput,
+                    format!("{} is not a directory", dir.display()),
+                ));
+            }
+            Ok(_) => {}
+            Err(e) if e.kind() == io::ErrorKind::NotFound => {}
+            Err(e) => return Err(e),
+        }
+        private_dir(&dir)?;
+    }
+    Ok(())
+}
+
 /// Opens `path` for appending, creating it `0600` (and its directory `0700`). A symlink at
 /// `path` is an error (`O_NOFOLLOW`), not followed; an existing file is made `0600`.
 pub fn open_append(path: &Path) -> io::Result<File> {

@@ -58,12 +58,17 @@ impl RunResources {
         session_id: &str,
         outputs: Outputs,
     ) -> anyhow::Result<Self> {
+        // A symlink planted at `runs/`, `sessions/` or `logs/` must not carry this run's
+        // files elsewhere: refused before anything is written.
+        tern_protocol::files::prepare_home(&ws.paths.tern_home)?;
         let bus = EventBus::new(run_id, session_id);
         let redactor = Arc::new(Redactor::new(secrets::for_run(ws)));
         let audit = Arc::new(AuditLog::open(&ws.paths.audit_log())?);
         let events = ws.paths.run_dir(run_id).join("events.jsonl");
         bus.subscribe(Box::new(EventWriter::create(&events, redactor.clone())?));
-        bus.subscribe(outputs.printer);
+        // What reaches the terminal or stdout passes the redactor like every file: a key the
+        // model typed is scrubbed on screen and in `--output-format jsonl` too.
+        bus.subscribe(Box::new(Redacting::new(outputs.printer, redactor.clone())));
         if let Some(exporter) = outputs.exporter {
             bus.subscribe(exporter.subscriber(redactor.clone()));
         }
@@ -92,6 +97,78 @@ impl RunResources {
             redactor: self.redactor.clone(),
             audit: self.audit.clone(),
         }
+    }
+}
+
+/// Hands a printer each event through the redactor: the event as JSON, redacted, read back.
+/// An event with nothing to redact passes as it is (the common case costs one scan). Streamed
+/// text is printed piece by piece, so a key the model types may arrive split across two deltas:
+/// the end of a delta that could be the start of a known secret is held back until the next
+/// piece (or any other event) says what follows.
+struct Redacting {
+    inner: Box<dyn Subscriber>,
+    redactor: Arc<Redactor>,
+    /// Text held back, with the envelope it came in.
+    held: Option<(Envelope, String)>,
+}
+
+impl Redacting {
+    fn new(inner: Box<dyn Subscriber>, redactor: Arc<Redactor>) -> Self {
+        Self {
+            inner,
+            redactor,
+            held: None,
+        }
+    }
+
+    fn print(&mut self, e: &Envelope) {
+        let Ok(json) = serde_json::to_value(e) else {
+            return;
+        };
+        let redacted = self.redactor.redact_json(&json);
+        if redacted == json {
+            self.inner.on_event(e);
+            return;
+        }
+        match serde_json::from_value::<Envelope>(redacted) {
+            Ok(clean) => self.inner.on_event(&clean),
+            // Never the unredacted event: a printer misses one rather than shows a secret.
+            Err(err) => tracing::error!("an event could not be redacted for printing: {err}"),
+        }
+    }
+
+    fn flush(&mut self) {
+        if let Some((mut e, text)) = self.held.take() {
+            e.event = Event::TextDelta { text };
+            self.print(&e);
+        }
+    }
+}
+
+impl Subscriber for Redacting {
+    fn on_event(&mut self, e: &Envelope) {
+        let Event::TextDelta { text } = &e.event else {
+            self.flush();
+            self.print(e);
+            return;
+        };
+        let mut full = self.held.take().map(|(_, t)| t).unwrap_or_default();
+        full.push_str(text);
+        let keep = full.len() - self.redactor.pending_prefix(&full);
+        let tail = full.split_off(keep);
+        if !full.is_empty() {
+            let mut now = e.clone();
+            now.event = Event::TextDelta { text: full };
+            self.print(&now);
+        }
+        if !tail.is_empty() {
+            self.held = Some((e.clone(), tail));
+        }
+    }
+
+    fn close(&mut self) {
+        self.flush();
+        self.inner.close();
     }
 }
 

@@ -29,6 +29,9 @@ pub enum SpecError {
     /// The pin file is unreadable.
     #[error(transparent)]
     Pins(#[from] tern_mcp::pins::PinError),
+    /// `$TERN_HOME` or one of its directories cannot be used (a planted symlink, say).
+    #[error("$TERN_HOME: {0}")]
+    Home(std::io::Error),
     /// The built-in shell's `args` set what `[sandbox]` sets.
     #[error(
         "mcp_servers.{server}.args sets `{flag}`; configure the shell's sandbox in [sandbox] \
@@ -317,6 +320,7 @@ pub fn start_pool(
             );
         }
     }
+    tern_protocol::files::prepare_home(&paths.tern_home).map_err(SpecError::Home)?;
     let pins = PinStore::load(&paths.pins_file())?;
     let opts = PoolOptions {
         roots: vec![cwd.to_path_buf()],

@@ -67,6 +67,7 @@ const CONFIG: &str = "[mcp_servers.web]\nenabled = false\n";
 fn lay_out() -> anyhow::Result<(PathBuf, PathBuf)> {
     let root = tempfile::Builder::new()
         .prefix("tern-demo-")
+        .permissions(std::os::unix::fs::PermissionsExt::from_mode(0o700))
         .tempdir()
         .context("cannot create a directory for the demo")?
         .keep();

@@ -84,11 +84,21 @@ pub async fn run(ws: &Workspace, load: &LoadOptions, args: ReplayArgs) -> anyhow
     let scratch = if args.in_place {
         None
     } else {
+        // 0700: the copy holds the project's files (tempfile's directories follow the umask).
         let tmp = tempfile::Builder::new()
             .prefix("tern-replay-")
+            .permissions(std::os::unix::fs::PermissionsExt::from_mode(0o700))
             .tempdir()
             .context("cannot create a scratch directory")?;
-        copy_tree(&source, tmp.path())?;
+        let skipped = copy_tree(&source, tmp.path())?;
+        if !skipped.is_empty() {
+            let names: Vec<String> = skipped.iter().map(|p| p.display().to_string()).collect();
+            let _ = writeln!(
+                std::io::stderr(),
+                "note: not copied into the replay's workspace (not regular files): {}",
+                names.join(", ")
+            );
+        }
         Some(tmp)
     };
     let dir = scratch
@@ -129,8 +139,11 @@ pub fn exit_code(outcome: &ReplayOutcome) -> i32 {
 }
 
 /// Copies the files of `from` into `to` (which exists): what `.gitignore` and `.ignore` leave
-/// out stays out (build output, dependencies), `.git` too; symlinks are copied as links.
-pub fn copy_tree(from: &Path, to: &Path) -> anyhow::Result<()> {
+/// out stays out (build output, dependencies), `.git` too; symlinks are copied as links. FIFOs,
+/// sockets and devices are not copied (opening a FIFO would hang the copy; a device is no
+/// project file): they are returned, for the caller to say.
+pub fn copy_tree(from: &Path, to: &Path) -> anyhow::Result<Vec<PathBuf>> {
+    let mut skipped = Vec::new();
     let walk = ignore::WalkBuilder::new(from)
         .hidden(false)
         .git_global(false)
@@ -158,12 +171,14 @@ pub fn copy_tree(from: &Path, to: &Path) -> anyhow::Result<()> {
         } else if kind.is_dir() {
             std::fs::create_dir_all(&target)
                 .with_context(|| format!("cannot create {}", target.display()))?;
-        } else {
+        } else if kind.is_file() {
             std::fs::copy(path, &target)
                 .with_context(|| format!("cannot copy {}", path.display()))?;
+        } else {
+            skipped.push(rel.to_path_buf());
         }
     }
-    Ok(())
+    Ok(skipped)
 }
 
 /// The terminal printer, plus a line per compared call and the divergence summary.

@@ -77,3 +77,39 @@ async fn a_symlink_at_the_audit_log_path_is_not_followed() {
     );
     assert_eq!(std::fs::read_to_string(&elsewhere).unwrap(), "my notes\n");
 }
+
+/// Round 3: a symlink planted at `$TERN_HOME/runs`, `sessions` or `logs` used to be written
+/// through (events, transcripts and server logs landed in its target). Now the run refuses to
+/// start, naming the link, and the target stays empty.
+#[tokio::test]
+async fn a_symlink_planted_at_a_tern_home_directory_is_refused() {
+    for name in ["runs", "sessions", "logs"] {
+        let env = RunEnv::new().await;
+        let target = tempfile::tempdir().unwrap();
+        let _ = std::fs::remove_dir_all(env.home.path().join(name));
+        std::os::unix::fs::symlink(target.path(), env.home.path().join(name)).unwrap();
+        env.answer("hello");
+        let out = env.run(&["run", "say hello"]).await;
+        let stderr = String::from_utf8_lossy(&out.stderr);
+        assert_ne!(out.status.code(), Some(0), "{name}: {stderr}");
+        assert!(
+            stderr.contains(&format!("{name} is a symlink")),
+            "{name}: {stderr}"
+        );
+        let written: Vec<_> = std::fs::read_dir(target.path()).unwrap().collect();
+        assert!(written.is_empty(), "{name}: wrote {written:?}");
+    }
+}
+
+/// Round 3: `pins.json` is private like every file of `$TERN_HOME` (it was 0644).
+#[tokio::test]
+async fn the_pin_file_is_private() {
+    use std::os::unix::fs::PermissionsExt;
+    let env = RunEnv::new().await;
+    env.answer("hello");
+    let out = env.run(&["run", "say hello"]).await;
+    tern_e2e::run_env::assert_exit(&out, 0);
+    let pins = env.home.path().join("pins.json");
+    let mode = std::fs::metadata(&pins).unwrap().permissions().mode() & 0o777;
+    assert_eq!(mode, 0o600, "{}", pins.display());
+}

@@ -144,3 +144,26 @@ async fn no_secret_shape_reaches_a_file_under_tern_home() {
     assert!(events.contains("[REDACTED]"));
     assert!(events.contains("-----BEGIN RSA PRIVATE KEY-----"));
 }
+
+/// Round 3: the API key typed back by the model reached stdout unredacted (the files were
+/// redacted). Now what the terminal and `--output-format jsonl` print passes the same redactor.
+#[tokio::test]
+async fn the_api_key_never_reaches_stdout_in_text_or_jsonl() {
+    use tern_e2e::run_env::CANARY;
+    for format in ["text", "jsonl"] {
+        let env = RunEnv::new().await;
+        env.server.enqueue(
+            AnthropicTurn::new()
+                // Split mid-key, as a stream may split it.
+                .text(&["Your key is ", &CANARY[..12], &CANARY[12..], " — keep it safe."])
+                .finish("end_turn"),
+        );
+        let out = env
+            .run(&["run", "what is my key?", "--output-format", format])
+            .await;
+        let stdout = String::from_utf8_lossy(&out.stdout);
+        assert_eq!(out.status.code(), Some(0), "{format}: {stdout}");
+        assert!(!stdout.contains(CANARY), "{format}: {stdout}");
+        assert!(stdout.contains("keep it safe"), "{format}: {stdout}");
+    }
+}

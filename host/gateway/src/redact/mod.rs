@@ -102,6 +102,30 @@ impl Redactor {
         }
     }
 
+    /// How many bytes at the end of `text` could be the start of a known secret value (the
+    /// longest such suffix, shorter than the secret). A stream printed piece by piece holds
+    /// them back until the next piece says whether the secret follows: a key split across two
+    /// deltas is then still redacted whole.
+    pub fn pending_prefix(&self, text: &str) -> usize {
+        let secrets = match self.secrets.read() {
+            Ok(s) => s,
+            Err(poisoned) => poisoned.into_inner(),
+        };
+        let mut longest = 0;
+        for secret in secrets.iter() {
+            let value = secret.expose();
+            let max = value.len().saturating_sub(1).min(text.len());
+            for n in (longest + 1..=max).rev() {
+                let start = text.len() - n;
+                if text.is_char_boundary(start) && value.starts_with(&text[start..]) {
+                    longest = n;
+                    break;
+                }
+            }
+        }
+        longest
+    }
+
     /// `text` with every configured secret value and every secret-shaped span replaced.
     pub fn redact(&self, text: &str) -> String {
         if text.contains(ZERO_WIDTH) {
@@ -170,6 +194,17 @@ mod tests {
         assert_eq!(r.redact("abc"), "abc");
         // A clone carries what was learned.
         assert_eq!(r.clone().redact(token), REDACTED);
+    }
+
+    #[test]
+    fn the_start_of_a_secret_at_the_end_of_a_piece_is_held_back() {
+        let r = Redactor::new([Secret::new("sk-ant-0123456789")]);
+        assert_eq!(r.pending_prefix("your key is sk-an"), "sk-an".len());
+        assert_eq!(r.pending_prefix("your key is s"), 1);
+        assert_eq!(r.pending_prefix("no key here."), 0);
+        // The whole secret is not pending: it is redacted as it is.
+        assert_eq!(r.pending_prefix("sk-ant-0123456789"), 0);
+        assert_eq!(r.pending_prefix("é"), 0);
     }
 
     #[test]

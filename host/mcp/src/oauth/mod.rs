@@ -36,7 +36,7 @@ use std::{
 
 pub(crate) use authorizer::{Authorizer, Mode};
 pub use login::{LoginReport, login, logout};
-pub use redirect::Browser;
+pub use redirect::{Browser, may_open};
 pub use store::stored_secrets;
 
 /// Where progress of an authorization is told (the URL to open, the issuer used): stderr for

@@ -11,6 +11,27 @@ use tokio::{
 
 use super::AuthError;
 
+/// Whether tern may hand `url` to a browser: `https:`, and `http:` only on this machine. A server
+/// (or a page it names) chooses the URL, and a `file:`, `javascript:` or editor scheme
+/// (`vscode:`) opened by the system's handler would act on this machine. The error says why not.
+pub fn may_open(url: &str) -> Result<(), String> {
+    let parsed = url::Url::parse(url).map_err(|e| format!("it is not a URL ({e})"))?;
+    let loopback = match parsed.host() {
+        Some(url::Host::Domain(d)) => d.eq_ignore_ascii_case("localhost"),
+        Some(url::Host::Ipv4(ip)) => ip.is_loopback(),
+        Some(url::Host::Ipv6(ip)) => ip.is_loopback(),
+        None => false,
+    };
+    match parsed.scheme() {
+        "https" => Ok(()),
+        "http" if loopback => Ok(()),
+        "http" => Err("tern opens plain http: links only on this machine (localhost)".into()),
+        other => Err(format!(
+            "tern opens only https: links (and http: on localhost), not {other}:"
+        )),
+    }
+}
+
 /// How the authorization URL is opened (`TERN_OAUTH_BROWSER`).
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub enum Browser {
@@ -42,6 +63,10 @@ impl Browser {
     /// Opens `url`. Returns a task for [`Browser::Fetch`] whose end (with the final status, or
     /// why it failed) tells the waiting flow that no redirect is coming.
     pub fn open(&self, url: &str) -> Option<tokio::task::JoinHandle<String>> {
+        if let Err(why) = may_open(url) {
+            tracing::warn!("not opening {url}: {why}");
+            return None;
+        }
         match self {
             Browser::Print => None,
             Browser::System => {

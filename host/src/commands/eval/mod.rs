@@ -220,6 +220,7 @@ pub async fn run(
     )?;
     let scratch = tempfile::Builder::new()
         .prefix("tern-eval-")
+        .permissions(std::os::unix::fs::PermissionsExt::from_mode(0o700))
         .tempdir()
         .context("cannot create a scratch directory")?;
     let started = now_rfc3339();

@@ -132,7 +132,7 @@ pub async fn harbor(h: &HarborVerifier, files: &TrialFiles<'_>) -> Verdict {
     let tests = files.scratch.join("tests");
     if let Err(e) = std::fs::create_dir_all(&tests)
         .map_err(anyhow::Error::from)
-        .and_then(|()| crate::commands::replay::copy_tree(&h.tests, &tests))
+        .and_then(|()| crate::commands::replay::copy_tree(&h.tests, &tests).map(drop))
     {
         return Verdict::failed(format!("cannot copy the tests in: {e:#}"), None);
     }

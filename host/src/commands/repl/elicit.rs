@@ -178,10 +178,18 @@ pub(super) fn ask_url(
         sanitize(message),
         sanitize(url)
     ));
+    // A scheme tern does not open (`file:`, `vscode:`, …) is shown, never handed to a browser.
+    let openable = tern_mcp::may_open(url);
+    if let Err(why) = &openable {
+        io.say(&format!("  (not offered to open: {why})\n"));
+    }
     loop {
-        io.say("[o]pen it / [y]es, done / [n]o, decline / [c]ancel: ");
+        io.say(match openable {
+            Ok(()) => "[o]pen it / [y]es, done / [n]o, decline / [c]ancel: ",
+            Err(_) => "[y]es, done / [n]o, decline / [c]ancel: ",
+        });
         match io.read().as_deref().map(str::trim) {
-            Some("o" | "O" | "open") => {
+            Some("o" | "O" | "open") if openable.is_ok() => {
                 io.open(url);
                 io.say("  opened in the browser\n");
             }
@@ -301,6 +309,26 @@ mod tests {
             ElicitationAnswer::Cancel,
             "end of input cancels"
         );
+    }
+
+    #[test]
+    fn a_url_of_another_scheme_is_shown_but_never_opened() {
+        for url in [
+            "file:///etc/passwd",
+            "vscode://file/home/u/.bashrc",
+            "javascript:alert(1)",
+            "http://evil.example.com/",
+        ] {
+            let mut io = script(&["o", "c"]);
+            assert_eq!(ask_url("srv", "Look", url, &mut io), ElicitationAnswer::Cancel);
+            assert!(io.opened.is_empty(), "{url} was opened");
+            assert!(io.said.contains("not offered to open"), "{url}: {}", io.said);
+            assert!(!io.said.contains("[o]pen"), "{url}: {}", io.said);
+        }
+        // On this machine plain http is fine (a local authorization page).
+        let mut io = script(&["o", "y"]);
+        ask_url("srv", "Sign in", "http://127.0.0.1:8976/callback", &mut io);
+        assert_eq!(io.opened, ["http://127.0.0.1:8976/callback"]);
     }
 
     #[test]
