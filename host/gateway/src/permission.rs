@@ -249,11 +249,14 @@ fn candidate_rules(f: &CallFacts<'_>, rules: &RuleSet, session: &RuleSet) -> Vec
             .enumerate()
             .filter(|&(i, _)| !covered(i))
             .map(|(_, c)| {
-                let mut words = c.words.clone();
+                // A redirection is spelt bare (`> file`), as a person writes it; the rule
+                // compiler reads `>` as a word of its own either way.
+                let mut text = crate::shell::canonical(&c.words);
                 for w in &c.writes {
-                    words.extend([">".to_string(), w.clone()]);
+                    text.push_str(" > ");
+                    text.push_str(&crate::shell::quote(w));
                 }
-                format!("{}({})", f.name, crate::shell::canonical(&words))
+                format!("{}({text})", f.name)
             })
             .collect();
     }

@@ -311,6 +311,15 @@ fn always_rules_are_exact_and_verified() {
         ["fs__write_file(path: \"/p/a b.txt\")"]
     );
     assert_eq!(check("time__now", json!({}), None), ["time__now"]);
+    // A redirection is part of the rule, spelt as a person writes it.
+    assert_eq!(
+        check(
+            "shell__run",
+            json!({"command": "echo hi > out.txt"}),
+            Some("command")
+        ),
+        ["shell__run(echo hi > out.txt)"]
+    );
 }
 
 /// The spellings of `rm -rf` that the third attack run got past a deny rule under yolo: each is
