@@ -1,4 +1,5 @@
 mod admission;
+mod checkpoints;
 mod cli_mcp;
 mod conformance;
 mod context;
@@ -26,6 +27,7 @@ mod run_faults;
 mod security;
 mod serve;
 mod serve_http;
+mod session_todo;
 mod snapshots;
 mod startup;
 mod subagents;
