@@ -16,6 +16,7 @@ mod http_faults;
 mod interop_clients;
 mod interop_servers;
 mod lsp;
+mod lsp_after_edit;
 mod oauth;
 mod pool;
 mod repl;
