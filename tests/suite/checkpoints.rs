@@ -234,3 +234,48 @@ async fn with_checkpoints_off_no_store_is_made_and_a_code_rewind_says_why() {
     // The conversation can still be rewound.
     rewind(&env, &["--to", "1", "--conversation"]).await;
 }
+
+/// The REPL: `/diff` since the turn's checkpoint, `/rewind` listing the turns, rewinding both,
+/// `/undo` of it, rewinding again — and the next line is sent without the rewound turn.
+#[tokio::test]
+async fn the_repl_lists_rewinds_undoes_and_diffs() {
+    let env = RunEnv::new().await;
+    std::fs::write(env.dir.path().join("a.txt"), "one\n").unwrap();
+    edit_turn(&env);
+    env.answer("Hi.");
+    let script = serde_json::json!([
+        {"expect": "tern> "},
+        {"send": "edit a\r"},
+        {"expect": "Edited a.txt."},
+        {"expect": "tern> "},
+        {"send": "/diff\r"},
+        {"expect": "+ONE"},
+        {"expect": "tern> "},
+        {"send": "/rewind\r"},
+        {"expect": "edit a  (1 file(s) changed: a.txt)"},
+        {"expect": "tern> "},
+        {"send": "/rewind 1\r"},
+        {"expect": "conversation: 0 message(s) kept"},
+        {"expect": "tern> "},
+        {"send": "/undo\r"},
+        {"expect": "files: 1 written back"},
+        {"expect": "tern> "},
+        {"send": "/rewind 1 both\r"},
+        {"expect": "files: 1 written back"},
+        {"expect": "tern> "},
+        {"send": "say hi\r"},
+        {"expect": "Hi."},
+        {"expect": "tern> "},
+        {"send": "/exit\r"},
+    ]);
+    let report = super::repl::drive_with(&env, &script, &["--mode", "accept-edits"]).await;
+    assert_eq!(report["status"], 0, "{}", report["output"]);
+    assert_eq!(
+        std::fs::read_to_string(env.dir.path().join("a.txt")).unwrap(),
+        "one\n"
+    );
+    let last = env.server.requests().last().unwrap().json();
+    let sent = last["messages"].to_string();
+    assert!(sent.contains("say hi"), "{sent}");
+    assert!(!sent.contains("edit a"), "the rewound turn is not sent: {sent}");
+}
