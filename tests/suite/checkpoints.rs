@@ -149,6 +149,14 @@ async fn rewind_restores_fs_and_shell_edits_and_the_conversation_and_can_be_undo
     let said = rewind(&env, &["--undo"]).await;
     assert!(said.contains("files: "), "{said}");
     assert_eq!(tree(dir, false), changed);
+    // A turn the session does not have is a usage error naming the turns it has.
+    let out = env.run(&["rewind", "--to", "9"]).await;
+    assert_exit(&out, 2);
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        err.contains("has no turn 9") && err.contains("turns are 1..=3"),
+        "{err}"
+    );
     // Nothing left to undo.
     let out = env.run(&["rewind", "--undo"]).await;
     assert_exit(&out, 1);
@@ -277,5 +285,8 @@ async fn the_repl_lists_rewinds_undoes_and_diffs() {
     let last = env.server.requests().last().unwrap().json();
     let sent = last["messages"].to_string();
     assert!(sent.contains("say hi"), "{sent}");
-    assert!(!sent.contains("edit a"), "the rewound turn is not sent: {sent}");
+    assert!(
+        !sent.contains("edit a"),
+        "the rewound turn is not sent: {sent}"
+    );
 }

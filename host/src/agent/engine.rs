@@ -334,7 +334,8 @@ impl Engine {
     /// runs anyway).
     async fn checkpoint_turn(&self, input: &str) {
         let checkpointer = self.checkpointer.clone();
-        let (session, message) = (self.session_id.clone(), input.to_string());
+        // The message is kept in the turn log and the checkpoint: redacted, like the transcript.
+        let (session, message) = (self.session_id.clone(), self.redactor.redact(input));
         let recorded =
             tokio::task::spawn_blocking(move || checkpointer.before_turn(&session, &message)).await;
         match recorded {

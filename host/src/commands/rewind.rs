@@ -48,8 +48,14 @@ pub async fn run(
         (None, false) => checkpoints::list_turns(&home, &sessions, &id, &section).map(Done::Listed),
     })
     .await
-    .context("the rewind task failed")?
-    .with_context(|| format!("session {session}"))?;
+    .context("the rewind task failed")?;
+    let done = match done {
+        // A turn that is not there is a usage error (exit 2), like an unknown session.
+        Err(e @ checkpoints::RewindError::NoSuchTurn { .. }) => {
+            return Err(crate::error::UsageError(e.to_string()).into());
+        }
+        other => other.with_context(|| format!("session {session}"))?,
+    };
     match done {
         Done::Listed(turns) => {
             writeln!(out, "session {session}")?;
