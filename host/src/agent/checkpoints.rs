@@ -253,6 +253,65 @@ struct TurnRef<'a> {
     session_bytes: u64,
 }
 
+/// The checkpoint of the current turn while it is being recorded: started when the turn
+/// starts, so it overlaps the first model request, and waited for before the turn's first
+/// tool call (nothing may change the workspace before it is recorded) and before the turn's
+/// messages are saved (the turn log points into the transcript as it was).
+pub struct Gate {
+    pending: tokio::sync::Mutex<Option<tokio::task::JoinHandle<Recorded>>>,
+    bus: super::bus::EventBus,
+}
+
+impl Gate {
+    pub fn new(bus: super::bus::EventBus) -> Self {
+        Self {
+            pending: tokio::sync::Mutex::new(None),
+            bus,
+        }
+    }
+
+    /// Starts recording the workspace before turn `message` of `session`.
+    pub async fn start(
+        &self,
+        checkpointer: std::sync::Arc<Checkpointer>,
+        session: String,
+        message: String,
+    ) {
+        let task =
+            tokio::task::spawn_blocking(move || checkpointer.before_turn(&session, &message));
+        *self.pending.lock().await = Some(task);
+    }
+
+    /// Waits for the checkpoint being recorded, if any, and reports it.
+    pub async fn wait(&self) {
+        let mut pending = self.pending.lock().await;
+        let Some(task) = pending.take() else {
+            return;
+        };
+        match task.await {
+            Ok(r) => {
+                if let Some(id) = r.checkpoint {
+                    self.bus.emit(tern_protocol::Event::CheckpointRecorded {
+                        turn: r.turn,
+                        checkpoint: id.to_string(),
+                        files: r.files,
+                        reused: r.reused,
+                        duration_ms: r.duration_ms,
+                    });
+                }
+                if let Some(e) = r.error {
+                    self.bus.emit(tern_protocol::Event::Notice {
+                        message: format!("no checkpoint before turn {}: {e}", r.turn),
+                    });
+                }
+            }
+            Err(e) => self.bus.emit(tern_protocol::Event::Notice {
+                message: format!("no checkpoint before this turn: {e}"),
+            }),
+        }
+    }
+}
+
 fn turns(entries: &[Entry]) -> Vec<TurnRef<'_>> {
     entries
         .iter()

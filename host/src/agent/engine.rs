@@ -120,6 +120,8 @@ pub struct Engine {
     delegated: Arc<DelegatedUsage>,
     /// Records the workspace before each turn (`[checkpoints]`).
     checkpointer: Arc<Checkpointer>,
+    /// The current turn's checkpoint, shared with the tools (which wait for it).
+    gate: Arc<checkpoints::Gate>,
     tern_home: std::path::PathBuf,
     checkpoints: tern_config::CheckpointsSection,
 }
@@ -219,6 +221,7 @@ impl Engine {
         let conv = Conversation::new(transcript, budget, ws.config.context.summarize);
         let delegated = Arc::new(DelegatedUsage::default());
         let RunResources { bus, redactor, .. } = res;
+        let gate = Arc::new(checkpoints::Gate::new(bus.clone()));
         let agent = Agent {
             model,
             tools: Arc::new(GatewayTools {
@@ -236,6 +239,7 @@ impl Engine {
                 trace_context,
                 delegated: delegated.clone(),
                 todo: Default::default(),
+                gate: gate.clone(),
             }),
             bus: bus.clone(),
             settings: AgentSettings {
@@ -263,6 +267,7 @@ impl Engine {
             price,
             delegated,
             checkpointer,
+            gate,
             tern_home: ws.paths.tern_home.clone(),
             checkpoints: ws.config.checkpoints.clone(),
         })
@@ -306,10 +311,19 @@ impl Engine {
     /// Runs one user input to its end (an answer, `max_steps`, an error or `cancel`) and saves
     /// the new messages to the session.
     pub async fn submit(&mut self, input: &str, cancel: &CancellationToken) -> TurnOutcome {
-        self.checkpoint_turn(input).await;
+        // The workspace is recorded while the first request goes out; the first tool call waits
+        // for it ([`checkpoints::Gate`]). The message is redacted, like the transcript.
+        self.gate
+            .start(
+                self.checkpointer.clone(),
+                self.session_id.clone(),
+                self.redactor.redact(input),
+            )
+            .await;
         let before = self.conv.transcript.len();
         let delegated_before = self.delegated.total();
         let outcome = self.agent.run_turn(&mut self.conv, input, cancel).await;
+        self.gate.wait().await;
         self.usage.add(&outcome.usage);
         self.steps += outcome.steps;
         // Sub-agents' tokens count in the turn that delegated to them.
@@ -328,37 +342,6 @@ impl Engine {
         });
         self.save(before);
         outcome
-    }
-
-    /// Records the workspace before a turn and logs the turn (a failure is a notice: the turn
-    /// runs anyway).
-    async fn checkpoint_turn(&self, input: &str) {
-        let checkpointer = self.checkpointer.clone();
-        // The message is kept in the turn log and the checkpoint: redacted, like the transcript.
-        let (session, message) = (self.session_id.clone(), self.redactor.redact(input));
-        let recorded =
-            tokio::task::spawn_blocking(move || checkpointer.before_turn(&session, &message)).await;
-        match recorded {
-            Ok(r) => {
-                if let Some(id) = r.checkpoint {
-                    self.bus.emit(Event::CheckpointRecorded {
-                        turn: r.turn,
-                        checkpoint: id.to_string(),
-                        files: r.files,
-                        reused: r.reused,
-                        duration_ms: r.duration_ms,
-                    });
-                }
-                if let Some(e) = r.error {
-                    self.bus.emit(Event::Notice {
-                        message: format!("no checkpoint before turn {}: {e}", r.turn),
-                    });
-                }
-            }
-            Err(e) => self.bus.emit(Event::Notice {
-                message: format!("no checkpoint before this turn: {e}"),
-            }),
-        }
     }
 
     /// This session's turns, with the files each changed (`/rewind`).

@@ -118,6 +118,8 @@ pub struct GatewayTools {
     pub delegated: Arc<DelegatedUsage>,
     /// The session's todo list as the last result carrying `_meta["tern/todo"]` left it.
     pub todo: Mutex<Option<TodoList>>,
+    /// The turn's checkpoint: no tool runs before it is recorded.
+    pub gate: Arc<super::checkpoints::Gate>,
 }
 
 impl GatewayTools {
@@ -173,6 +175,7 @@ impl ToolExecutor for GatewayTools {
     }
 
     async fn call(&self, call: &ToolCall, cancel: CancellationToken) -> ToolResult {
+        self.gate.wait().await;
         let (tx, mut rx) = tokio::sync::mpsc::unbounded_channel::<tern_mcp::Progress>();
         let bus = self.bus.clone();
         let call_id = call.id.clone();
