@@ -290,3 +290,27 @@ async fn the_repl_lists_rewinds_undoes_and_diffs() {
         "the rewound turn is not sent: {sent}"
     );
 }
+
+#[tokio::test]
+async fn in_the_home_directory_checkpoints_are_off_with_a_notice() {
+    let env = RunEnv::new().await;
+    std::fs::write(env.dir.path().join("a.txt"), "one\n").unwrap();
+    edit_turn(&env);
+    let out = env
+        .command(&["run", "edit a", "--mode", "yolo"])
+        .env("HOME", env.dir.path())
+        .output()
+        .await
+        .unwrap();
+    assert_exit(&out, 0);
+    let events = env.events();
+    assert!(of_type(&events, "checkpoint_recorded").is_empty());
+    let notices: Vec<String> = of_type(&events, "notice")
+        .iter()
+        .map(|n| n["message"].as_str().unwrap_or_default().to_string())
+        .collect();
+    assert!(
+        notices.iter().any(|n| n.contains("checkpoints are off in")),
+        "{notices:?}"
+    );
+}

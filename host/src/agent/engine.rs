@@ -605,7 +605,20 @@ async fn open_checkpointer(
     bus: &super::bus::EventBus,
 ) -> Checkpointer {
     let section = ws.config.checkpoints.clone();
-    let store = if section.enabled && opts.parent_run_id.is_none() {
+    // Recording a whole home directory (or `/`) before every turn would take minutes and copy
+    // gigabytes: there, checkpoints are off and a notice says so.
+    let home = ws.var("HOME").and_then(|h| std::fs::canonicalize(h).ok());
+    let too_wide = ws.cwd.parent().is_none() || home.is_some_and(|h| h == ws.cwd);
+    if section.enabled && too_wide && opts.parent_run_id.is_none() {
+        bus.emit(Event::Notice {
+            message: format!(
+                "checkpoints are off in {} (too large to record before every turn); run tern \
+                 in a project directory to be able to rewind",
+                ws.cwd.display()
+            ),
+        });
+    }
+    let store = if section.enabled && !too_wide && opts.parent_run_id.is_none() {
         let (home, cwd) = (ws.paths.tern_home.clone(), ws.cwd.clone());
         let section2 = section.clone();
         let opened =
