@@ -255,6 +255,27 @@ pub enum Command {
         #[arg(long, default_value_t = 20)]
         limit: usize,
     },
+    /// Put back the files and/or the conversation of a session as they were before one of its
+    /// turns (from the checkpoints recorded before each turn), or undo the last rewind.
+    ///
+    /// Without `--to` or `--undo`, lists the session's turns with the files each changed.
+    /// Exit codes: 0 done, 1 the rewind failed, 2 usage error.
+    Rewind {
+        /// The session id (default: the most recent session).
+        session_id: Option<String>,
+        /// The turn to go back to: the state before it (numbers from the listing).
+        #[arg(long, value_name = "TURN", conflicts_with = "undo")]
+        to: Option<u64>,
+        /// Rewind the files only.
+        #[arg(long, conflicts_with = "conversation")]
+        code: bool,
+        /// Rewind the conversation only.
+        #[arg(long)]
+        conversation: bool,
+        /// Undo the last rewind (files and conversation as it found them).
+        #[arg(long)]
+        undo: bool,
+    },
     /// Show a run's events as a readable timeline.
     Trace {
         /// The run id (a unique prefix is enough), from `tern runs`.

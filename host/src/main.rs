@@ -87,6 +87,16 @@ fn main() -> ExitCode {
                 command,
             } => commands::sandbox::run(&ws, sandbox, network, &command, &mut err),
             Command::Runs { limit } => commands::runs::list(&ws, limit, &mut out),
+            Command::Rewind {
+                session_id,
+                to,
+                code,
+                conversation,
+                undo,
+            } => {
+                let what = commands::rewind::what(code, conversation);
+                commands::rewind::run(&ws, session_id, to, what, undo, &mut out).await
+            }
             Command::Trace { run_id, format } => {
                 commands::runs::trace(&ws, &run_id, format, &mut out)
             }

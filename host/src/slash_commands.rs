@@ -13,6 +13,9 @@ pub enum SlashCommand {
     Context,
     Compact,
     Clear,
+    Todo,
+    Rewind,
+    Diff,
     Allow,
     Exit,
 }
@@ -97,6 +100,27 @@ pub const SLASH_COMMANDS: &[SlashSpec] = &[
         help: "start a fresh conversation (new session)",
     },
     SlashSpec {
+        command: SlashCommand::Todo,
+        name: "todo",
+        aliases: &[],
+        args: "",
+        help: "the session's todo list as the model last wrote it",
+    },
+    SlashSpec {
+        command: SlashCommand::Rewind,
+        name: "rewind",
+        aliases: &["undo"],
+        args: "[TURN [code|conversation|both] | undo]",
+        help: "list the turns, or put files and/or conversation back to before TURN",
+    },
+    SlashSpec {
+        command: SlashCommand::Diff,
+        name: "diff",
+        aliases: &[],
+        args: "[TURN]",
+        help: "what changed in the files since the checkpoint before TURN (default: the last)",
+    },
+    SlashSpec {
         command: SlashCommand::Allow,
         name: "allow",
         aliases: &[],
@@ -154,11 +178,13 @@ mod tests {
     fn all() -> Vec<SlashCommand> {
         use SlashCommand::*;
         let every = [
-            Help, Tools, Mcp, Cost, Expand, Context, Compact, Clear, Allow, Exit,
+            Help, Tools, Mcp, Cost, Expand, Context, Compact, Clear, Todo, Rewind, Diff, Allow,
+            Exit,
         ];
         for c in every {
             match c {
-                Help | Tools | Mcp | Cost | Expand | Context | Compact | Clear | Allow | Exit => {}
+                Help | Tools | Mcp | Cost | Expand | Context | Compact | Clear | Todo | Rewind
+                | Diff | Allow | Exit => {}
             }
         }
         every.to_vec()

@@ -25,6 +25,8 @@ pub(crate) struct Layer {
     pub(crate) agent: AgentLayer,
     pub(crate) sandbox: SandboxLayer,
     pub(crate) telemetry: crate::telemetry::TelemetryLayer,
+    pub(crate) checkpoints: crate::checkpoints::CheckpointsLayer,
+    pub(crate) lsp: crate::lsp::LspLayer,
     pub(crate) servers: ServersLayer,
     pub(crate) agents: crate::agents::AgentsLayer,
 }
@@ -53,6 +55,13 @@ impl Layer {
         if let Some(telemetry) = raw.telemetry {
             layer.telemetry = crate::telemetry::TelemetryLayer::from_raw(telemetry, source)?;
         }
+        if let Some(checkpoints) = raw.checkpoints {
+            layer.checkpoints =
+                crate::checkpoints::CheckpointsLayer::from_raw(checkpoints, source)?;
+        }
+        if let Some(lsp) = raw.lsp {
+            layer.lsp = crate::lsp::LspLayer::from_raw(lsp, source)?;
+        }
         Ok(layer)
     }
 
@@ -64,6 +73,8 @@ impl Layer {
         self.agent.merge(later.agent);
         self.sandbox.merge(later.sandbox);
         self.telemetry.merge(later.telemetry);
+        self.checkpoints.merge(later.checkpoints);
+        self.lsp.merge(later.lsp);
         self.agents.merge(later.agents);
         self.servers.merge(later.servers);
     }

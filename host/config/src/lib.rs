@@ -26,6 +26,7 @@
 mod agent;
 mod agents;
 mod check;
+mod checkpoints;
 mod context;
 mod error;
 mod expand;
@@ -33,6 +34,7 @@ mod import;
 mod layers;
 mod load;
 mod locate;
+mod lsp;
 mod paths;
 mod permissions;
 mod raw;
@@ -44,6 +46,7 @@ mod trust;
 
 pub use agent::{AgentSection, DEFAULT_MAX_STEPS, DEFAULT_STARTUP_GRACE};
 pub use agents::AgentProfile;
+pub use checkpoints::CheckpointsSection;
 pub use context::ContextSection;
 pub use error::{ConfigError, Location, Result};
 pub use expand::{EnvLookup, ExpandError, expand};
@@ -51,6 +54,7 @@ pub use import::{ImportReport, import_mcp_json};
 pub use load::{
     Ceiling, Config, DEFAULT_CONFIG, DEFAULTS_SOURCE, LayerKind, LoadOptions, LoadedLayer, Notice,
 };
+pub use lsp::{AfterEdit, LspSection};
 pub use paths::{ConfigPaths, PROJECT_CONFIG};
 pub use permissions::{
     PermissionMode, Permissions, RuleList, RuleSource, append_rule, check_rule_shape,

@@ -148,6 +148,10 @@ pub struct Config {
     pub sandbox: SandboxConfig,
     /// `[telemetry]`: OpenTelemetry export (the host lays the `OTEL_*` variables under it).
     pub telemetry: crate::telemetry::TelemetrySection,
+    /// `[checkpoints]`: the workspace recorded before each turn, for rewind.
+    pub checkpoints: crate::checkpoints::CheckpointsSection,
+    /// `[lsp]`: diagnostics after an edit.
+    pub lsp: crate::lsp::LspSection,
     /// `[agents.NAME]`: the enabled agent profiles, by name.
     pub agents: BTreeMap<String, crate::agents::AgentProfile>,
     /// The sources that were applied, lowest first.
@@ -251,6 +255,8 @@ fn resolve(
         agent: merged.agent.resolve(),
         context: merged.context.resolve(),
         telemetry: merged.telemetry.resolve(),
+        checkpoints: merged.checkpoints.resolve(),
+        lsp: merged.lsp.resolve(),
         layers,
         notices,
     })

@@ -271,7 +271,14 @@ impl Gateway {
             limits,
             deny_paths: deny_paths(&policy, &self.rules, &entry.name),
         };
-        let outcome = dispatch(&self.pool, &entry.server, &entry.tool, args, &how, ctx).await;
+        let written = policy.edits_files.then(|| args.clone());
+        let mut outcome = dispatch(&self.pool, &entry.server, &entry.tool, args, &how, ctx).await;
+        if let (Some(args), Ok(out)) = (written, &mut outcome)
+            && !out.is_error
+            && let Some(more) = self.diagnostics_after_edit(&args, ctx).await
+        {
+            out.text.push_str(&more);
+        }
 
         // 5. Cap (errors too: a crash report carries a stderr tail).
         let mut result = match outcome {

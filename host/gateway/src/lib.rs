@@ -49,6 +49,7 @@
 //! ```
 #![deny(clippy::print_stdout, clippy::print_stderr)]
 
+mod after_edit;
 mod approver;
 mod ask;
 pub mod audit;

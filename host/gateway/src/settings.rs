@@ -40,6 +40,10 @@ pub struct GatewaySettings {
     /// agent profile's `tools`); a call to any other is denied by the permission stage with
     /// rule `profile`, so it has its decision event and audit line like every call.
     pub tool_allow: Option<globset::GlobSet>,
+    /// `[lsp] after_edit`: append the new errors of a file after a successful edit.
+    pub after_edit: tern_config::AfterEdit,
+    /// `[lsp] after_edit_wait_ms`.
+    pub after_edit_wait_ms: u64,
 }
 
 impl GatewaySettings {
@@ -54,6 +58,8 @@ impl GatewaySettings {
             runs_dir: home.join("runs"),
             user_config: home.join("config.toml"),
             tool_allow: None,
+            after_edit: tern_config::AfterEdit::Errors,
+            after_edit_wait_ms: tern_config::LspSection::default().after_edit_wait_ms,
         }
     }
 
@@ -77,6 +83,8 @@ impl GatewaySettings {
             servers: config.mcp_servers.clone(),
             runs_dir: paths.runs_dir(),
             user_config: paths.user_config.clone(),
+            after_edit: config.lsp.after_edit,
+            after_edit_wait_ms: config.lsp.after_edit_wait_ms,
             ..Self::new(scope)
         }
     }

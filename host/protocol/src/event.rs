@@ -254,6 +254,24 @@ pub enum Event {
         /// Characters of text attached.
         chars: usize,
     },
+    /// The session's todo list changed (a tool result carried `_meta["tern/todo"]` with
+    /// `changed: true`): the whole list after the change.
+    TodoUpdated {
+        todos: Vec<crate::todo::TodoItem>,
+        counts: crate::todo::TodoCounts,
+    },
+    /// The workspace was recorded before a turn (what `/rewind` and `tern rewind` go back to).
+    CheckpointRecorded {
+        /// The session's turn it was taken before (1-based).
+        turn: u64,
+        /// The checkpoint's id in the workspace's store.
+        checkpoint: String,
+        /// Files recorded.
+        files: usize,
+        /// Nothing had changed since the previous checkpoint, which is reused.
+        reused: bool,
+        duration_ms: u64,
+    },
     /// A notice from the engine (an ignored project config, a rule that could not be saved, …).
     Notice { message: String },
     /// `tern replay`: how one re-executed tool call compares with the recording.

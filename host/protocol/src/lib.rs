@@ -12,6 +12,7 @@ mod event;
 pub mod files;
 pub mod meta;
 mod time;
+pub mod todo;
 mod tool;
 mod usage;
 

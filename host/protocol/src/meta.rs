@@ -30,6 +30,10 @@ pub const EDITS_FILES: &str = "tern/edits_files";
 /// added to the calling run's totals.
 pub const USAGE: &str = "tern/usage";
 
+/// `tools/call` result `_meta`: the session's todo list after the call
+/// ([`crate::todo::TodoList`]), which the host shows and keeps across compaction.
+pub const TODO: &str = "tern/todo";
+
 /// JSON-RPC error `data`: marks an error made by tern's own client (a reply too large, a server
 /// gone), not one the server sent.
 pub const LOCAL: &str = "tern/local";
@@ -69,6 +73,11 @@ pub const KEYS: &[(&str, Carrier, &str)] = &[
         USAGE,
         Carrier::Result,
         "model tokens (and cost) the call spent",
+    ),
+    (
+        TODO,
+        Carrier::Result,
+        "the todo list after the call (and whether it changed)",
     ),
     (
         LOCAL,
@@ -147,7 +156,7 @@ mod tests {
             assert!(!what.is_empty());
             assert!(seen.insert(*key), "{key} listed twice");
         }
-        assert_eq!(seen.len(), 6);
+        assert_eq!(seen.len(), 7);
     }
 
     #[test]

@@ -7,7 +7,7 @@ use tern_protocol::{CompactionStage, Event, Usage};
 use tokio_util::sync::CancellationToken;
 
 use super::{
-    context::compact::{apply_summary, elide, summary_request, tail_start},
+    context::compact::{add_todo_note, apply_summary, elide, summary_request, tail_start},
     conversation::{Ask, Conversation, Reason},
     run_loop::Agent,
 };
@@ -75,6 +75,11 @@ impl Agent {
             Some(summary) => {
                 let from = after;
                 let replaced = apply_summary(&mut conv.transcript, tail, &summary);
+                // The list lives in the todo server; what the model knew of it was in the
+                // results just summarized away, so the summary message carries it on.
+                if let Some(list) = self.tools.todo().filter(|l| !l.todos.is_empty()) {
+                    add_todo_note(&mut conv.transcript, &list);
+                }
                 conv.budget.forget_from(0);
                 conv.compacted = true;
                 after = conv.budget.estimate(system, tools, &conv.transcript);

@@ -14,6 +14,7 @@ use tokio_util::sync::CancellationToken;
 
 use super::{
     bus::{EventBus, Subscriber},
+    checkpoints::{self, Checkpointer, Rewind, RewindError, Rewound, TurnInfo},
     context::defer::with_tool_search,
     context::{
         self,
@@ -25,7 +26,9 @@ use super::{
     model,
     resources::{Outputs, RunResources},
     run_loop::{Agent, AgentSettings, TurnOutcome},
-    servers::{PoolHooks, link_agent_servers, specs, start_pool},
+    servers::{
+        PoolHooks, link_agent_servers, link_todo_servers, specs, start_pool, todo_state_path,
+    },
     session,
 };
 use crate::{error::UsageError, workspace::Workspace};
@@ -115,6 +118,12 @@ pub struct Engine {
     price: Option<Price>,
     /// What sub-agents (tools reporting `tern/usage`) spent for this run.
     delegated: Arc<DelegatedUsage>,
+    /// Records the workspace before each turn (`[checkpoints]`).
+    checkpointer: Arc<Checkpointer>,
+    /// The current turn's checkpoint, shared with the tools (which wait for it).
+    gate: Arc<checkpoints::Gate>,
+    tern_home: std::path::PathBuf,
+    checkpoints: tern_config::CheckpointsSection,
 }
 
 impl Engine {
@@ -155,13 +164,19 @@ impl Engine {
                 None => model.context_window().await,
             }
         };
-        let (reported, _) = tokio::join!(probe, async {
-            // Required servers are waited for, each within its startup timeout; the others
-            // for the grace only: one slow server must not hold the first answer back.
-            pool.wait_required().await;
-            let grace = opts.server_grace.unwrap_or(ws.config.agent.startup_grace);
-            let _ = tokio::time::timeout(grace, pool.wait_for_tools()).await;
-        });
+        // The checkpoint store opens (a `git init` the first time) while the servers start.
+        let (reported, _, checkpointer) = tokio::join!(
+            probe,
+            async {
+                // Required servers are waited for, each within its startup timeout; the others
+                // for the grace only: one slow server must not hold the first answer back.
+                pool.wait_required().await;
+                let grace = opts.server_grace.unwrap_or(ws.config.agent.startup_grace);
+                let _ = tokio::time::timeout(grace, pool.wait_for_tools()).await;
+            },
+            open_checkpointer(ws, &opts, &res.bus)
+        );
+        let checkpointer = Arc::new(checkpointer);
 
         // 3. Gateway.
         let settings = GatewaySettings {
@@ -206,6 +221,7 @@ impl Engine {
         let conv = Conversation::new(transcript, budget, ws.config.context.summarize);
         let delegated = Arc::new(DelegatedUsage::default());
         let RunResources { bus, redactor, .. } = res;
+        let gate = Arc::new(checkpoints::Gate::new(bus.clone()));
         let agent = Agent {
             model,
             tools: Arc::new(GatewayTools {
@@ -222,6 +238,8 @@ impl Engine {
                 },
                 trace_context,
                 delegated: delegated.clone(),
+                todo: Default::default(),
+                gate: gate.clone(),
             }),
             bus: bus.clone(),
             settings: AgentSettings {
@@ -248,6 +266,10 @@ impl Engine {
             steps: 0,
             price,
             delegated,
+            checkpointer,
+            gate,
+            tern_home: ws.paths.tern_home.clone(),
+            checkpoints: ws.config.checkpoints.clone(),
         })
     }
 
@@ -289,9 +311,19 @@ impl Engine {
     /// Runs one user input to its end (an answer, `max_steps`, an error or `cancel`) and saves
     /// the new messages to the session.
     pub async fn submit(&mut self, input: &str, cancel: &CancellationToken) -> TurnOutcome {
+        // The workspace is recorded while the first request goes out; the first tool call waits
+        // for it ([`checkpoints::Gate`]). The message is redacted, like the transcript.
+        self.gate
+            .start(
+                self.checkpointer.clone(),
+                self.session_id.clone(),
+                self.redactor.redact(input),
+            )
+            .await;
         let before = self.conv.transcript.len();
         let delegated_before = self.delegated.total();
         let outcome = self.agent.run_turn(&mut self.conv, input, cancel).await;
+        self.gate.wait().await;
         self.usage.add(&outcome.usage);
         self.steps += outcome.steps;
         // Sub-agents' tokens count in the turn that delegated to them.
@@ -310,6 +342,63 @@ impl Engine {
         });
         self.save(before);
         outcome
+    }
+
+    /// This session's turns, with the files each changed (`/rewind`).
+    pub async fn turns(&self) -> Result<Vec<TurnInfo>, RewindError> {
+        let (home, sessions, session, section) = self.rewind_args();
+        blocking(move || checkpoints::list_turns(&home, &sessions, &session, &section)).await
+    }
+
+    /// Rewinds this session to before `turn` (`/rewind`): the files, the conversation or both.
+    /// A rewound conversation is the one the next request sends.
+    pub async fn rewind(&mut self, turn: u64, what: Rewind) -> Result<Rewound, RewindError> {
+        let (home, sessions, session, section) = self.rewind_args();
+        let done =
+            blocking(move || checkpoints::rewind(&home, &sessions, &session, turn, what, &section))
+                .await?;
+        self.adopt(&done);
+        Ok(done)
+    }
+
+    /// Undoes the last rewind (`/rewind undo`).
+    pub async fn undo_rewind(&mut self) -> Result<Rewound, RewindError> {
+        let (home, sessions, session, section) = self.rewind_args();
+        let done =
+            blocking(move || checkpoints::undo(&home, &sessions, &session, &section)).await?;
+        self.adopt(&done);
+        Ok(done)
+    }
+
+    /// The diff of the workspace since the checkpoint before `turn` (the latest) — `/diff`.
+    pub async fn diff_since(&self, turn: Option<u64>) -> Result<(u64, String), RewindError> {
+        let (home, sessions, session, section) = self.rewind_args();
+        blocking(move || checkpoints::diff_since(&home, &sessions, &session, turn, &section)).await
+    }
+
+    fn rewind_args(
+        &self,
+    ) -> (
+        std::path::PathBuf,
+        std::path::PathBuf,
+        String,
+        tern_config::CheckpointsSection,
+    ) {
+        (
+            self.tern_home.clone(),
+            self.sessions_dir.clone(),
+            self.session_id.clone(),
+            self.checkpoints.clone(),
+        )
+    }
+
+    /// Takes a rewound conversation as the transcript (already saved to the session).
+    fn adopt(&mut self, done: &Rewound) {
+        if let Some(messages) = &done.conversation {
+            self.conv.transcript = messages.clone();
+            self.conv.budget.forget_from(0);
+            self.conv.compacted = false;
+        }
     }
 
     /// Appends what joined the transcript since `before` to the session — or, after a
@@ -450,6 +539,11 @@ impl Engine {
         &self.session_id
     }
 
+    /// The session's todo list as the tools last reported it (`/todo`); `None` before any.
+    pub fn todo(&self) -> Option<tern_protocol::todo::TodoList> {
+        self.agent.tools.todo()
+    }
+
     /// The session this run appends to.
     pub fn session_id(&self) -> &str {
         &self.session_id
@@ -493,6 +587,74 @@ impl Engine {
     }
 }
 
+/// Runs a blocking checkpoint call on a blocking thread.
+async fn blocking<T: Send + 'static>(
+    f: impl FnOnce() -> Result<T, RewindError> + Send + 'static,
+) -> Result<T, RewindError> {
+    tokio::task::spawn_blocking(f)
+        .await
+        .map_err(|e| RewindError::Task(e.to_string()))?
+}
+
+/// The checkpointer of a run: a store for the workspace when `[checkpoints]` is on (pruned by
+/// age and size in the background once it is open), none for a sub-agent's run (its parent's
+/// turn checkpoint covers what it does) or when the store cannot be opened (a notice says why).
+async fn open_checkpointer(
+    ws: &Workspace,
+    opts: &EngineOptions,
+    bus: &super::bus::EventBus,
+) -> Checkpointer {
+    let section = ws.config.checkpoints.clone();
+    // Recording a whole home directory (or `/`) before every turn would take minutes and copy
+    // gigabytes: there, checkpoints are off and a notice says so.
+    let home = ws.var("HOME").and_then(|h| std::fs::canonicalize(h).ok());
+    let too_wide = ws.cwd.parent().is_none() || home.is_some_and(|h| h == ws.cwd);
+    if section.enabled && too_wide && opts.parent_run_id.is_none() {
+        bus.emit(Event::Notice {
+            message: format!(
+                "checkpoints are off in {} (too large to record before every turn); run tern \
+                 in a project directory to be able to rewind",
+                ws.cwd.display()
+            ),
+        });
+    }
+    let store = if section.enabled && !too_wide && opts.parent_run_id.is_none() {
+        let (home, cwd) = (ws.paths.tern_home.clone(), ws.cwd.clone());
+        let section2 = section.clone();
+        let opened =
+            tokio::task::spawn_blocking(move || checkpoints::open_store(&home, &cwd, &section2))
+                .await;
+        match opened {
+            Ok(Ok(store)) => {
+                let pruner = store.clone();
+                tokio::task::spawn_blocking(move || {
+                    if let Err(e) = pruner.prune(section.max_age, section.max_bytes) {
+                        tracing::warn!("checkpoints not pruned: {e}");
+                    }
+                });
+                Some(store)
+            }
+            Ok(Err(e)) => {
+                bus.emit(Event::Notice {
+                    message: format!("checkpoints are off for this run: {e}"),
+                });
+                None
+            }
+            Err(e) => {
+                tracing::warn!("checkpoint store not opened: {e}");
+                None
+            }
+        }
+    } else {
+        None
+    };
+    Checkpointer {
+        store,
+        sessions_dir: ws.paths.sessions_dir(),
+        workspace: ws.cwd.clone(),
+    }
+}
+
 /// Phase 2 of [`Engine::start`]: the servers of `config` starting, with `run_started` and the
 /// config's notices emitted first (the servers' own events follow them on the bus).
 fn start_servers(
@@ -512,6 +674,8 @@ fn start_servers(
         &ws.cwd,
     );
     link_agent_servers(&mut server_specs, config, run_id, &policy);
+    let todo_state = todo_state_path(&ws.paths.sessions_dir(), res.bus.session_id());
+    link_todo_servers(&mut server_specs, config, &todo_state);
     res.bus.emit(Event::RunStarted {
         goal: opts.goal.clone(),
         model: model.name().to_string(),

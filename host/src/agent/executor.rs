@@ -22,6 +22,11 @@ pub trait ToolExecutor: Send + Sync {
     fn tools(&self) -> Vec<ToolSpec>;
     /// Whether the tool only reads, so it may run concurrently with other reads.
     fn is_read_only(&self, name: &str) -> bool;
+    /// The session's todo list as the tools last reported it (`_meta["tern/todo"]`), so a
+    /// compaction's summary can carry it.
+    fn todo(&self) -> Option<tern_protocol::todo::TodoList> {
+        None
+    }
     /// Runs one call. Must return a result for every call, whatever happens.
     async fn call(&self, call: &ToolCall, cancel: CancellationToken) -> ToolResult;
 }

@@ -15,6 +15,7 @@ use tern_model::{ToolSpec, tokens::Tokenizer};
 use tern_protocol::{
     Event, ToolCall, ToolResult,
     catalog::{self, SearchResult},
+    todo::TodoList,
 };
 use tokio_util::sync::CancellationToken;
 
@@ -115,6 +116,28 @@ pub struct GatewayTools {
     pub trace_context: bool,
     /// Tokens tools reported spending for this run (`_meta["tern/usage"]`: sub-agents).
     pub delegated: Arc<DelegatedUsage>,
+    /// The session's todo list as the last result carrying `_meta["tern/todo"]` left it.
+    pub todo: Mutex<Option<TodoList>>,
+    /// The turn's checkpoint: no tool runs before it is recorded.
+    pub gate: Arc<super::checkpoints::Gate>,
+}
+
+impl GatewayTools {
+    /// Notes the todo list a result carries; a changed one is a `todo_updated` event.
+    fn observe_todo(&self, result_meta: Option<&serde_json::Value>) {
+        let Some(list) = TodoList::from_result_meta(result_meta) else {
+            return;
+        };
+        if list.changed {
+            self.bus.emit(Event::TodoUpdated {
+                todos: list.todos.clone(),
+                counts: list.counts,
+            });
+        }
+        if let Ok(mut todo) = self.todo.lock() {
+            *todo = Some(list);
+        }
+    }
 }
 
 #[async_trait]
@@ -147,7 +170,12 @@ impl ToolExecutor for GatewayTools {
             .is_some_and(|e| e.def.annotations.read_only == Some(true))
     }
 
+    fn todo(&self) -> Option<TodoList> {
+        self.todo.lock().ok().and_then(|t| t.clone())
+    }
+
     async fn call(&self, call: &ToolCall, cancel: CancellationToken) -> ToolResult {
+        self.gate.wait().await;
         let (tx, mut rx) = tokio::sync::mpsc::unbounded_channel::<tern_mcp::Progress>();
         let bus = self.bus.clone();
         let call_id = call.id.clone();
@@ -177,6 +205,9 @@ impl ToolExecutor for GatewayTools {
         let _ = forward.await;
         if let Some(reported) = ReportedUsage::from_result_meta(outcome.meta.result_meta.as_ref()) {
             self.delegated.add(&reported);
+        }
+        if !outcome.result.is_error {
+            self.observe_todo(outcome.meta.result_meta.as_ref());
         }
         if call.name == SEARCH_TOOL && !outcome.result.is_error {
             // The catalog server's declared output: the tools it found become callable.

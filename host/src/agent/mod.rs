@@ -3,6 +3,7 @@
 //! never the other way round).
 
 mod bus;
+pub mod checkpoints;
 mod compaction;
 pub mod context;
 mod conversation;

@@ -184,6 +184,30 @@ pub fn link_agent_servers(
     }
 }
 
+/// The variable naming the built-in todo server's state file (`tern serve todo --state`).
+pub const TODO_STATE_ENV: &str = "TERN_TODO_STATE";
+
+/// The todo list's file for session `session_id`: beside its transcript, so `--continue` and
+/// `tern resume` find the list the model left.
+pub fn todo_state_path(sessions_dir: &Path, session_id: &str) -> std::path::PathBuf {
+    sessions_dir.join(format!("{session_id}.todo.json"))
+}
+
+/// Tells every built-in todo server which file holds this session's list (`TERN_TODO_STATE`).
+/// In the environment, not on the command line, for the reason [`link_agent_servers`] gives.
+pub fn link_todo_servers(specs: &mut [ServerSpec], config: &Config, state: &Path) {
+    for spec in specs {
+        let is_todo = config
+            .mcp_servers
+            .get(&spec.name)
+            .is_some_and(|s| s.builtin() == Some(Builtin::Todo));
+        if let (true, TransportSpec::Stdio { env, .. }) = (is_todo, &mut spec.transport) {
+            env.entry(TODO_STATE_ENV.into())
+                .or_insert_with(|| state.to_string_lossy().into_owned());
+        }
+    }
+}
+
 /// `[mcp_servers.NAME.oauth]` as the pool takes it, the client secret read from its variable.
 fn oauth_spec(
     server: &ServerConfig,

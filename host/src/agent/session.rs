@@ -95,6 +95,29 @@ pub fn load(sessions_dir: &Path, id: &str) -> Result<Vec<Message>, SessionError>
             source: e,
         },
     })?;
+    parse(&path, &text)
+}
+
+/// The messages of a session as its file was when it was `bytes` long (what a conversation
+/// rewind goes back to: the file only grows, so a length is a point in its history).
+pub fn load_until(sessions_dir: &Path, id: &str, bytes: u64) -> Result<Vec<Message>, SessionError> {
+    let path = session_path(sessions_dir, id);
+    let data = match std::fs::read(&path) {
+        Ok(data) => data,
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound && bytes == 0 => Vec::new(),
+        Err(source) => return Err(SessionError::Io { path, source }),
+    };
+    let end = usize::try_from(bytes).unwrap_or(usize::MAX).min(data.len());
+    let text = String::from_utf8_lossy(&data[..end]);
+    parse(&path, &text)
+}
+
+/// How long the session file is now (0 before its first message).
+pub fn file_len(sessions_dir: &Path, id: &str) -> u64 {
+    std::fs::metadata(session_path(sessions_dir, id)).map_or(0, |m| m.len())
+}
+
+fn parse(path: &Path, text: &str) -> Result<Vec<Message>, SessionError> {
     let mut messages = Vec::new();
     for (i, l) in text
         .lines()
@@ -102,7 +125,7 @@ pub fn load(sessions_dir: &Path, id: &str) -> Result<Vec<Message>, SessionError>
         .filter(|(_, l)| !l.trim().is_empty())
     {
         let line = serde_json::from_str(l).map_err(|source| SessionError::Parse {
-            path: path.clone(),
+            path: path.to_path_buf(),
             line: i + 1,
             source,
         })?;

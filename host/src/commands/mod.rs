@@ -7,6 +7,7 @@ pub mod login;
 pub mod mcp;
 pub mod repl;
 pub mod replay;
+pub mod rewind;
 pub mod run;
 pub mod runs;
 pub mod sandbox;

@@ -323,6 +323,22 @@ fn render(events: &[Envelope], nested: &dyn Fn(&str) -> Option<String>) -> Strin
                 elided_results,
                 summarized_messages
             )),
+            Event::TodoUpdated { todos, counts } => {
+                let list = tern_protocol::todo::TodoList {
+                    todos: todos.clone(),
+                    counts: *counts,
+                    changed: true,
+                };
+                let now = list
+                    .in_progress()
+                    .map(|t| format!(" · now: {}", one_line(&t.text, 80)))
+                    .unwrap_or_default();
+                Some(format!(
+                    "  todo · {} item(s) · {}{now}",
+                    todos.len(),
+                    list.progress()
+                ))
+            }
             Event::ToolCallFinished {
                 call_id,
                 tool,

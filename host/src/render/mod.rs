@@ -5,5 +5,5 @@ mod terminal;
 
 pub use jsonl::JsonlPrinter;
 pub use terminal::{
-    Mode, Screen, TerminalPrinter, format_cost, format_tokens, sanitize, status_line,
+    Mode, Screen, TerminalPrinter, format_cost, format_tokens, sanitize, status_line, todo_lines,
 };

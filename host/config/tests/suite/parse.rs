@@ -437,3 +437,41 @@ fn the_startup_grace_is_a_bounded_number_of_seconds() {
         "{message}"
     );
 }
+
+#[test]
+fn checkpoints_and_lsp_sections_are_strict_and_resolve_their_units() {
+    let (message, _, _) = user_error("[checkpoints]\nmax_age_days = 0\n");
+    assert!(
+        message.contains(":2:16: checkpoints.max_age_days: must be at least 1"),
+        "{message}"
+    );
+    let (message, _, _) = user_error("[checkpoints]\nkeep = 3\n");
+    assert!(
+        message.contains("unknown key \"keep\" in [checkpoints]"),
+        "{message}"
+    );
+    let (message, _, _) = user_error("[lsp]\nafter_edit = \"warnings\"\n");
+    assert!(
+        message.contains(":2:14: lsp.after_edit: must be \"errors\" or \"off\""),
+        "{message}"
+    );
+
+    let fx = Fixture::new();
+    let defaults = fx.load(&Default::default()).unwrap();
+    assert!(defaults.checkpoints.enabled);
+    assert_eq!(defaults.lsp.after_edit, tern_config::AfterEdit::Errors);
+    fx.user_config(
+        "[checkpoints]\nenabled = false\nmax_age_days = 2\nmax_size_mb = 5\nmax_file_mb = 1\n\
+         [lsp]\nafter_edit = \"off\"\nafter_edit_wait_ms = 100\n",
+    );
+    let config = fx.load(&Default::default()).unwrap();
+    assert!(!config.checkpoints.enabled);
+    assert_eq!(
+        config.checkpoints.max_age,
+        Duration::from_secs(2 * 24 * 3600)
+    );
+    assert_eq!(config.checkpoints.max_bytes, 5 * 1024 * 1024);
+    assert_eq!(config.checkpoints.max_file_bytes, 1024 * 1024);
+    assert_eq!(config.lsp.after_edit, tern_config::AfterEdit::Off);
+    assert_eq!(config.lsp.after_edit_wait_ms, 100);
+}

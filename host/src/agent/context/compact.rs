@@ -264,6 +264,19 @@ pub fn apply_summary(transcript: &mut Vec<Message>, cut: usize, summary: &str) -
     cut
 }
 
+/// Adds the session's todo list to the summary message [`apply_summary`] put first.
+pub fn add_todo_note(transcript: &mut [Message], list: &tern_protocol::todo::TodoList) {
+    if let Some(Message::User { content }) = transcript.first_mut() {
+        content.push(UserContent::Text {
+            text: format!(
+                "The todo list ({}; `todo__read` returns it, `todo__write` updates it):\n{}",
+                list.progress(),
+                list.checklist().join("\n")
+            ),
+        });
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use serde_json::json;

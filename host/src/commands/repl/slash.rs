@@ -153,12 +153,104 @@ impl Slash<'_> {
                 let id = self.engine.clear();
                 writeln!(self.out, "conversation cleared (new session {id})")?;
             }
+            SlashCommand::Todo => match self.engine.todo() {
+                Some(list) => {
+                    for line in crate::render::todo_lines(&list, false) {
+                        writeln!(self.out, "{line}")?;
+                    }
+                }
+                None => writeln!(
+                    self.out,
+                    "no todo list in this session yet (the model keeps one with todo__write)"
+                )?,
+            },
+            SlashCommand::Rewind => self.rewind(name, arg).await?,
+            SlashCommand::Diff => {
+                let turn = match arg {
+                    "" => None,
+                    n => match n.parse::<u64>() {
+                        Ok(n) => Some(n),
+                        Err(_) => {
+                            writeln!(
+                                self.out,
+                                "usage: /diff [TURN]  (TURN: a number from /rewind)"
+                            )?;
+                            return Ok(Next::Prompt);
+                        }
+                    },
+                };
+                match self.engine.diff_since(turn).await {
+                    Ok((n, diff)) if diff.trim().is_empty() => {
+                        writeln!(self.out, "no file changed since before turn {n}")?
+                    }
+                    Ok((n, diff)) => {
+                        writeln!(self.out, "changes since before turn {n}:")?;
+                        write!(self.out, "{}", crate::render::sanitize(&diff))?;
+                    }
+                    Err(e) => writeln!(self.out, "{e}")?,
+                }
+            }
             SlashCommand::Allow => match self.engine.allow(arg) {
                 Ok(()) => writeln!(self.out, "allowed for this session: {arg}")?,
                 Err(e) => writeln!(self.out, "not a valid rule: {e}")?,
             },
         }
         Ok(Next::Prompt)
+    }
+
+    /// `/rewind`: the turns (no argument), a rewind (`TURN [code|conversation|both]`), or the
+    /// undo of the last one (`undo`, or the `/undo` alias with no argument).
+    async fn rewind(&mut self, name: &str, arg: &str) -> std::io::Result<()> {
+        use crate::agent::checkpoints::Rewind;
+        let mut words = arg.split_whitespace();
+        let first = words.next();
+        let outcome = match (name, first) {
+            ("undo", None) | (_, Some("undo")) => self.engine.undo_rewind().await,
+            (_, None) => {
+                match self.engine.turns().await {
+                    Ok(turns) if turns.is_empty() => writeln!(self.out, "no turn recorded yet")?,
+                    Ok(turns) => {
+                        for line in crate::commands::rewind::turn_lines(&turns) {
+                            writeln!(self.out, "{line}")?;
+                        }
+                        writeln!(
+                            self.out,
+                            "rewind with /rewind TURN [code|conversation|both] (default both); \
+                             /rewind undo reverses it"
+                        )?;
+                    }
+                    Err(e) => writeln!(self.out, "{e}")?,
+                }
+                return Ok(());
+            }
+            (_, Some(n)) => {
+                let what = match words.next() {
+                    None | Some("both") => Some(Rewind::Both),
+                    Some("code") => Some(Rewind::Code),
+                    Some("conversation") => Some(Rewind::Conversation),
+                    Some(_) => None,
+                };
+                match (n.parse::<u64>(), what) {
+                    (Ok(turn), Some(what)) => self.engine.rewind(turn, what).await,
+                    _ => {
+                        writeln!(
+                            self.out,
+                            "usage: /rewind [TURN [code|conversation|both] | undo]"
+                        )?;
+                        return Ok(());
+                    }
+                }
+            }
+        };
+        match outcome {
+            Ok(done) => {
+                for line in crate::commands::rewind::rewound_lines(&done) {
+                    writeln!(self.out, "{line}")?;
+                }
+            }
+            Err(e) => writeln!(self.out, "{e}")?,
+        }
+        Ok(())
     }
 
     /// `/mcp`: each server, its state and tools, and the resources it lists (`@server:uri`

@@ -20,7 +20,7 @@ use unicode_width::UnicodeWidthStr;
 use screen::Captured;
 pub use screen::Screen;
 pub use style::sanitize;
-use style::{BOLD, CYAN, DIM, Palette, RED, YELLOW};
+use style::{BOLD, CYAN, DIM, GREEN, Palette, RED, YELLOW};
 
 use self::markdown::Markdown;
 use crate::agent::Subscriber;
@@ -191,6 +191,42 @@ fn short_args(args: &serde_json::Value) -> String {
     }
 }
 
+/// The todo list as a checklist under a heading with its progress: `/todo` and every
+/// `todo_updated` show the same lines.
+pub fn todo_lines(list: &tern_protocol::todo::TodoList, color: bool) -> Vec<String> {
+    use tern_protocol::todo::TodoStatus;
+    let palette = Palette { color };
+    let mut lines = vec![format!(
+        "{} {}",
+        palette.paint(CYAN, "☰"),
+        palette.paint(BOLD, &format!("Todo · {}", list.progress()))
+    )];
+    for item in &list.todos {
+        let text = sanitize(&item.text.replace(['\n', '\r'], " "));
+        let line = match item.status {
+            TodoStatus::Pending => format!("  ☐ {text}"),
+            TodoStatus::InProgress => {
+                format!(
+                    "  {} {}",
+                    palette.paint(YELLOW, "▶"),
+                    palette.paint(BOLD, &text)
+                )
+            }
+            TodoStatus::Done => format!(
+                "  {} {}",
+                palette.paint(GREEN, "✔"),
+                palette.paint(DIM, &text)
+            ),
+            TodoStatus::Cancelled => palette.paint(DIM, &format!("  ✗ {text} (cancelled)")),
+        };
+        lines.push(line);
+    }
+    if list.todos.is_empty() {
+        lines.push(palette.paint(DIM, "  (empty)"));
+    }
+    lines
+}
+
 /// The status line after a turn: tokens, cache share, cost, how full the context is.
 pub fn status_line(
     usage: &tern_protocol::Usage,
@@ -345,6 +381,17 @@ impl Subscriber for TerminalPrinter {
                     ),
                 );
                 self.say(&line);
+            }
+            Event::TodoUpdated { todos, counts } => {
+                self.screen.spin(None);
+                let list = tern_protocol::todo::TodoList {
+                    todos: todos.clone(),
+                    counts: *counts,
+                    changed: true,
+                };
+                for line in todo_lines(&list, self.palette.color) {
+                    self.say(&line);
+                }
             }
             Event::Error { message } => {
                 self.screen.spin(None);

@@ -169,3 +169,37 @@ fn wrapped_lines_are_redrawn_from_their_first_row() {
     printer.on_event(&envelope(1, Event::TextDelta { text: line }));
     assert!(out.text().contains("\x1b[2A\r\x1b[J"), "{:?}", out.text());
 }
+
+#[test]
+fn a_todo_update_is_shown_as_a_checklist_with_its_progress() {
+    use tern_protocol::todo::{TodoCounts, TodoItem, TodoStatus};
+    let item = |id: &str, text: &str, status| TodoItem {
+        id: id.into(),
+        text: text.into(),
+        status,
+    };
+    let (out, err) = (Captured::default(), Captured::default());
+    let screen = Arc::new(Screen::new(Box::new(out.clone()), Box::new(err), false, 80));
+    let mut printer = TerminalPrinter::on(screen, false, Mode::Headless);
+    printer.on_event(&envelope(
+        1,
+        Event::TodoUpdated {
+            todos: vec![
+                item("1", "Read the code", TodoStatus::Done),
+                item("2", "Fix \x1b[2Jit", TodoStatus::InProgress),
+                item("3", "Test", TodoStatus::Pending),
+                item("4", "Docs", TodoStatus::Cancelled),
+            ],
+            counts: TodoCounts::default(),
+        },
+    ));
+    let text = out.text();
+    assert!(text.contains("☰ Todo · 2/4 done"), "{text}");
+    assert!(text.contains("  ✔ Read the code\n"), "{text}");
+    assert!(
+        text.contains("  ▶ Fix ") && !text.contains('\x1b'),
+        "{text:?}"
+    );
+    assert!(text.contains("  ☐ Test\n"), "{text}");
+    assert!(text.contains("  ✗ Docs (cancelled)\n"), "{text}");
+}
