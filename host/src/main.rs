@@ -63,6 +63,7 @@ fn main() -> ExitCode {
                 };
                 commands::repl::run(&ws, session).await
             }
+            Command::Acp { flags } => commands::acp::run(commands::acp::Base { load, flags }).await,
             Command::Run {
                 goal,
                 goal_flag,
