@@ -1,3 +1,4 @@
+mod acp;
 mod admission;
 mod cli_mcp;
 mod conformance;

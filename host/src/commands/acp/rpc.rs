@@ -162,12 +162,15 @@ pub fn parse(line: &str) -> Incoming {
     }
 }
 
+/// An answer to one of tern's requests: the `result`, or the `error` object.
+type Answer = Result<Value, Value>;
+
 /// The writing half: every message tern sends goes through here, in order.
 #[derive(Clone)]
 pub struct Outbox {
     tx: mpsc::UnboundedSender<Value>,
     next_id: Arc<AtomicU64>,
-    pending: Arc<Mutex<HashMap<u64, oneshot::Sender<Result<Value, Value>>>>>,
+    pending: Arc<Mutex<HashMap<u64, oneshot::Sender<Answer>>>>,
 }
 
 impl Outbox {

@@ -154,16 +154,14 @@ impl Subscriber for Updates {
                 "status": "in_progress",
             })),
             Event::ToolProgress {
-                call_id, message, ..
-            } => {
-                if let Some(m) = message {
-                    self.send(json!({
-                        "sessionUpdate": "tool_call_update",
-                        "toolCallId": call_id,
-                        "_meta": {"tern/progress": m},
-                    }));
-                }
-            }
+                call_id,
+                message: Some(m),
+                ..
+            } => self.send(json!({
+                "sessionUpdate": "tool_call_update",
+                "toolCallId": call_id,
+                "_meta": {"tern/progress": m},
+            })),
             Event::ToolCallFinished {
                 call_id,
                 is_error,
