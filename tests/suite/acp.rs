@@ -492,3 +492,43 @@ async fn bad_input_is_answered_and_closing_stdin_leaves_nothing_running() {
         "the editor's MCP server outlived tern acp"
     );
 }
+
+#[tokio::test]
+async fn without_a_model_key_a_new_session_asks_for_authentication() {
+    let env = RunEnv::new().await;
+    let mut child = env
+        .command(&["acp"])
+        .env_remove("ANTHROPIC_API_KEY")
+        .env_remove("ANTHROPIC_BASE_URL")
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let mut stdin = child.stdin.take().unwrap();
+    let mut lines = BufReader::new(child.stdout.take().unwrap()).lines();
+    let new = json!({"jsonrpc": "2.0", "id": 1, "method": "session/new",
+        "params": {"cwd": env.dir.path(), "mcpServers": []}});
+    let answer = exchange(&mut stdin, &mut lines, &new.to_string(), json!(1)).await;
+    assert_eq!(answer["error"]["code"], -32000, "{answer}");
+    assert!(
+        answer["error"]["message"]
+            .as_str()
+            .unwrap()
+            .contains("ANTHROPIC_API_KEY"),
+        "{answer}"
+    );
+    let auth = exchange(
+        &mut stdin,
+        &mut lines,
+        r#"{"jsonrpc":"2.0","id":2,"method":"authenticate","params":{"methodId":"env"}}"#,
+        json!(2),
+    )
+    .await;
+    assert_eq!(auth["result"], json!({}), "{auth}");
+    drop(stdin);
+    let status = tokio::time::timeout(Duration::from_secs(20), child.wait())
+        .await
+        .unwrap()
+        .unwrap();
+    assert!(status.success());
+}

@@ -28,6 +28,8 @@ pub const METHOD_NOT_FOUND: i64 = -32601;
 pub const INVALID_PARAMS: i64 = -32602;
 /// Internal error.
 pub const INTERNAL_ERROR: i64 = -32603;
+/// ACP: the agent needs authentication first (tern: no model key in its environment).
+pub const AUTH_REQUIRED: i64 = -32000;
 /// ACP: the resource (a session) does not exist.
 pub const RESOURCE_NOT_FOUND: i64 = -32002;
 

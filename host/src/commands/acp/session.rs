@@ -163,6 +163,19 @@ impl Session {
             Workspace::load(Some(&cwd), &load).map_err(failed)?
         };
         base.flags.apply(&mut ws.config);
+        // No key: ACP's "authentication required", which editors answer by showing the auth
+        // methods (tern's says which variables to set).
+        if let Err(
+            e @ (tern_model::ConfigError::NoProvider | tern_model::ConfigError::MissingKey { .. }),
+        ) = tern_model::ResolvedModelConfig::resolve(&ws.config.model, &|k| ws.var(k))
+        {
+            return Err(
+                RpcError::new(super::rpc::AUTH_REQUIRED, e.to_string()).hint(
+                    "set the key in the environment the editor starts `tern acp` with (Zed: \
+                 agent_servers.tern.env), then restart the agent",
+                ),
+            );
+        }
         if let Some(id) = &resume {
             check_id(id)?;
             crate::agent::session::load(&ws.paths.sessions_dir(), id)

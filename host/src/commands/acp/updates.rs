@@ -31,6 +31,32 @@ pub fn chunk(kind: &str, text: &str) -> Value {
     json!({"sessionUpdate": kind, "content": {"type": "text", "text": text}})
 }
 
+/// The ACP `plan` update showing a todo list (tern-todo's `_meta["tern/todo"]` items: `id`,
+/// `text`, `status` `pending`/`in_progress`/`done`/`cancelled`). Cancelled items are left out
+/// (ACP has no such status); every entry has priority `medium` (tern's list has none).
+///
+/// Sent for `Event::TodoUpdated`, which the long-tasks branch (wave3-tasks) adds to the engine:
+/// until it lands no event carries the list, so only the test calls this.
+#[cfg_attr(not(test), allow(dead_code))]
+pub fn plan_update(todos: &Value) -> Value {
+    let entries: Vec<Value> = todos
+        .as_array()
+        .map(Vec::as_slice)
+        .unwrap_or_default()
+        .iter()
+        .filter_map(|t| {
+            let status = match t["status"].as_str()? {
+                "pending" => "pending",
+                "in_progress" => "in_progress",
+                "done" => "completed",
+                _ => return None,
+            };
+            Some(json!({"content": t["text"].as_str()?, "priority": "medium", "status": status}))
+        })
+        .collect();
+    json!({"sessionUpdate": "plan", "entries": entries})
+}
+
 /// What a started call needs when it finishes.
 struct Started {
     tool: String,
@@ -207,5 +233,30 @@ impl Subscriber for Updates {
             })),
             _ => {}
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_todo_list_is_a_plan() {
+        let todos = json!([
+            {"id": "1", "text": "Read the parser", "status": "done"},
+            {"id": "2", "text": "Fix the bug", "status": "in_progress"},
+            {"id": "3", "text": "Run the tests", "status": "pending"},
+            {"id": "4", "text": "Old idea", "status": "cancelled"},
+        ]);
+        let plan = plan_update(&todos);
+        assert_eq!(plan["sessionUpdate"], "plan");
+        let statuses: Vec<&str> = plan["entries"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|e| e["status"].as_str().unwrap())
+            .collect();
+        assert_eq!(statuses, ["completed", "in_progress", "pending"]);
+        assert_eq!(plan["entries"][1]["content"], "Fix the bug");
     }
 }
