@@ -532,3 +532,77 @@ async fn without_a_model_key_a_new_session_asks_for_authentication() {
         .unwrap();
     assert!(status.success());
 }
+
+#[tokio::test]
+async fn the_python_sdk_drives_a_session_too() {
+    let env = RunEnv::new().await;
+    let dir = env.dir.path();
+    std::fs::write(dir.join("a.txt"), "one\ntwo\n").unwrap();
+    env.server.enqueue(
+        AnthropicTurn::new()
+            .text(&["Reading."])
+            .tool_use("p1", "fs__read_file", &[r#"{"path":"a.txt"}"#])
+            .finish("tool_use"),
+    );
+    let edit = r#"{"path":"a.txt","old_string":"two","new_string":"2"}"#;
+    env.server.enqueue(turn(("p2", "fs__edit_file", edit)));
+    let echo = r#"{"text":"hi from python"}"#;
+    env.server.enqueue(turn(("p3", "extra__echo", echo)));
+    env.server
+        .enqueue(AnthropicTurn::new().text(&["Edited."]).finish("end_turn"));
+    let plan = json!({
+        "tern": bin("tern"),
+        "cwd": dir,
+        "extraServer": [bin("tern-test-server")],
+        "answers": ["allow_once", "reject_once"],
+        "prompts": ["edit a.txt"],
+    });
+    let out = tokio::time::timeout(
+        Duration::from_secs(120),
+        tokio::process::Command::new(dep("venv/bin/python"))
+            .arg(workspace_root().join("tests/acp/py_client.py"))
+            .arg(plan.to_string())
+            .env("TERN_HOME", env.home.path())
+            .env("ANTHROPIC_API_KEY", tern_e2e::run_env::CANARY)
+            .env("ANTHROPIC_BASE_URL", env.server.url())
+            .env_remove("OPENAI_API_KEY")
+            .env_remove("OPENAI_BASE_URL")
+            .kill_on_drop(true)
+            .output(),
+    )
+    .await
+    .expect("the Python client did not finish")
+    .unwrap();
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        out.status.success(),
+        "{stdout}\n{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let report: Value = serde_json::from_str(stdout.trim()).unwrap();
+    assert_eq!(report["initialize"]["protocolVersion"], 1);
+    assert_eq!(report["prompts"][0]["stopReason"], "end_turn", "{report:#}");
+    assert_eq!(report["exit"], 0, "{report:#}");
+    let (p1, _) = call(&report, "p1");
+    assert_eq!(p1["kind"], "read");
+    let (_, end2) = call(&report, "p2");
+    assert_eq!(end2["content"][0]["type"], "diff", "{end2}");
+    assert_eq!(end2["content"][0]["oldText"], "one\ntwo\n");
+    assert_eq!(end2["content"][0]["newText"], "one\n2\n");
+    assert_eq!(
+        call(&report, "p3").1["status"],
+        "failed",
+        "rejected in the editor"
+    );
+    let asked: Vec<&str> = report["permissions"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|p| p["toolCallId"].as_str().unwrap())
+        .collect();
+    assert_eq!(asked, ["p2", "p3"]);
+    let audit = audit(env.home.path());
+    assert_eq!(rule_of(&audit, "p2"), "acp:once");
+    assert_eq!(rule_of(&audit, "p3"), "acp:deny");
+    assert!(text_of(&report, "agent_message_chunk").contains("Edited."));
+}
