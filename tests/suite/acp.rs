@@ -548,13 +548,16 @@ async fn the_python_sdk_drives_a_session_too() {
     env.server.enqueue(turn(("p2", "fs__edit_file", edit)));
     let echo = r#"{"text":"hi from python"}"#;
     env.server.enqueue(turn(("p3", "extra__echo", echo)));
+    // Rejected "always" above: the same tool again is denied without a question.
+    let again = r#"{"text":"hi again"}"#;
+    env.server.enqueue(turn(("p4", "extra__echo", again)));
     env.server
         .enqueue(AnthropicTurn::new().text(&["Edited."]).finish("end_turn"));
     let plan = json!({
         "tern": bin("tern"),
         "cwd": dir,
         "extraServer": [bin("tern-test-server")],
-        "answers": ["allow_once", "reject_once"],
+        "answers": ["allow_once", "reject_always"],
         "prompts": ["edit a.txt"],
     });
     let out = tokio::time::timeout(
@@ -589,11 +592,8 @@ async fn the_python_sdk_drives_a_session_too() {
     assert_eq!(end2["content"][0]["type"], "diff", "{end2}");
     assert_eq!(end2["content"][0]["oldText"], "one\ntwo\n");
     assert_eq!(end2["content"][0]["newText"], "one\n2\n");
-    assert_eq!(
-        call(&report, "p3").1["status"],
-        "failed",
-        "rejected in the editor"
-    );
+    assert_eq!(call(&report, "p3").1["status"], "failed", "rejected");
+    assert_eq!(call(&report, "p4").1["status"], "failed", "rejected always");
     let asked: Vec<&str> = report["permissions"]
         .as_array()
         .unwrap()
@@ -604,5 +604,6 @@ async fn the_python_sdk_drives_a_session_too() {
     let audit = audit(env.home.path());
     assert_eq!(rule_of(&audit, "p2"), "acp:once");
     assert_eq!(rule_of(&audit, "p3"), "acp:deny");
+    assert_eq!(rule_of(&audit, "p4"), "acp:deny");
     assert!(text_of(&report, "agent_message_chunk").contains("Edited."));
 }
