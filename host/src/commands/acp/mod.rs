@@ -94,22 +94,15 @@ pub async fn run(base: Base) -> anyhow::Result<i32> {
     }
     // The editor is gone: cancel every turn, answer nothing more, stop every server.
     agent.out.abandon_requests();
-    let sessions: Vec<Arc<Session>> = agent
-        .sessions
-        .lock()
-        .map(|mut s| s.drain().map(|(_, v)| v).collect())
-        .unwrap_or_default();
-    sessions.iter().for_each(|s| s.cancel());
-    for s in &sessions {
-        s.finish().await;
-    }
-    // Prompts answer as their turns end; sessions still starting are given a moment.
+    agent.finish_sessions().await;
+    // Prompts answer as their turns end; sessions still starting are given a moment, and
+    // finished too if they came up meanwhile.
     let _ = tokio::time::timeout(Duration::from_secs(5), async {
         while tasks.join_next().await.is_some() {}
     })
     .await;
     tasks.shutdown().await;
-    drop(sessions);
+    agent.finish_sessions().await;
     drop(agent);
     let _ = tokio::time::timeout(Duration::from_secs(2), writer).await;
     Ok(0)
@@ -122,6 +115,19 @@ fn str_param<'a>(params: &'a Value, key: &str) -> Result<&'a str, RpcError> {
 }
 
 impl Agent {
+    /// Cancels every session's turn, then finishes each (`run_finished`, servers stopped).
+    async fn finish_sessions(&self) {
+        let sessions: Vec<Arc<Session>> = self
+            .sessions
+            .lock()
+            .map(|mut s| s.drain().map(|(_, v)| v).collect())
+            .unwrap_or_default();
+        sessions.iter().for_each(|s| s.cancel());
+        for s in &sessions {
+            s.finish().await;
+        }
+    }
+
     fn session(&self, params: &Value) -> Result<Arc<Session>, RpcError> {
         let id = str_param(params, "sessionId")?;
         self.sessions
