@@ -537,7 +537,13 @@ async fn without_a_model_key_a_new_session_asks_for_authentication() {
 async fn the_python_sdk_drives_a_session_too() {
     let env = RunEnv::new().await;
     let dir = env.dir.path();
-    std::fs::write(dir.join("a.txt"), "one\ntwo\n").unwrap();
+    // A key the run knows sits in the file, away from the edit: the editor must never see it.
+    let canary = tern_e2e::run_env::CANARY;
+    std::fs::write(
+        dir.join("a.txt"),
+        format!("one\ntwo\n3\n4\n5\n6\nkey={canary}\n"),
+    )
+    .unwrap();
     env.server.enqueue(
         AnthropicTurn::new()
             .text(&["Reading."])
@@ -590,8 +596,22 @@ async fn the_python_sdk_drives_a_session_too() {
     assert_eq!(p1["kind"], "read");
     let (_, end2) = call(&report, "p2");
     assert_eq!(end2["content"][0]["type"], "diff", "{end2}");
-    assert_eq!(end2["content"][0]["oldText"], "one\ntwo\n");
-    assert_eq!(end2["content"][0]["newText"], "one\n2\n");
+    let (old, new) = (
+        end2["content"][0]["oldText"].as_str().unwrap(),
+        end2["content"][0]["newText"].as_str().unwrap(),
+    );
+    assert!(
+        old.starts_with("one\ntwo\n3\n") && new.starts_with("one\n2\n3\n"),
+        "{end2}"
+    );
+    assert!(
+        old.ends_with("[REDACTED]\n") && new.ends_with("[REDACTED]\n"),
+        "{end2}"
+    );
+    assert!(
+        !stdout.contains(canary),
+        "the key reached the editor: {stdout}"
+    );
     assert_eq!(call(&report, "p3").1["status"], "failed", "rejected");
     assert_eq!(call(&report, "p4").1["status"], "failed", "rejected always");
     let asked: Vec<&str> = report["permissions"]

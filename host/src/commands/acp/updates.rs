@@ -200,7 +200,7 @@ impl Subscriber for Updates {
                     Some(s) => (self.entry(&s.tool), s.arguments.clone()),
                     None => (None, Value::Null),
                 };
-                self.send(finished(
+                let mut update = finished(
                     &self.cwd,
                     call_id,
                     entry.as_ref(),
@@ -208,7 +208,22 @@ impl Subscriber for Updates {
                     output,
                     diff.as_deref(),
                     *is_error,
-                ));
+                );
+                // A diff's texts are read from the file after the event was redacted: they pass
+                // the run's redactor here, like everything else tern shows.
+                if let Some(gateway) = self.gateway.get()
+                    && let Some(items) = update["content"].as_array_mut()
+                {
+                    let redactor = gateway.redactor();
+                    for item in items.iter_mut().filter(|i| i["type"] == "diff") {
+                        for key in ["oldText", "newText"] {
+                            if let Some(text) = item[key].as_str() {
+                                item[key] = Value::String(redactor.redact(text));
+                            }
+                        }
+                    }
+                }
+                self.send(update);
             }
             Event::TurnFinished {
                 context_tokens,
