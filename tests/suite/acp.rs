@@ -436,6 +436,18 @@ async fn bad_input_is_answered_and_closing_stdin_leaves_nothing_running() {
         "the editor's server runs"
     );
 
+    let mode = json!({"jsonrpc": "2.0", "id": 40, "method": "session/set_mode",
+        "params": {"sessionId": sid, "modeId": "plan"}});
+    let no_mode = exchange(&mut stdin, &mut lines, &mode.to_string(), json!(40)).await;
+    assert_eq!(no_mode["error"]["code"], -32602, "{no_mode}");
+    assert!(
+        no_mode["error"]["data"]["hint"]
+            .as_str()
+            .unwrap()
+            .contains("accept-edits"),
+        "{no_mode}"
+    );
+
     let prompt = |id: u64| {
         json!({"jsonrpc": "2.0", "id": id, "method": "session/prompt", "params": {
             "sessionId": sid, "prompt": [{"type": "text", "text": "count"}]}})

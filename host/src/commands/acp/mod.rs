@@ -230,10 +230,13 @@ impl Agent {
     }
 
     fn list_sessions(&self, params: &Value) -> Value {
-        let cwd = params["cwd"].as_str().map(std::path::Path::new);
+        // Runs record their canonical directory: compare like with like.
+        let cwd = params["cwd"]
+            .as_str()
+            .map(|c| std::fs::canonicalize(c).unwrap_or_else(|_| c.into()));
         let paths = self.base.paths();
         let sessions = match paths {
-            Some(p) => history::list(&p.runs_dir(), &p.sessions_dir(), cwd),
+            Some(p) => history::list(&p.runs_dir(), &p.sessions_dir(), cwd.as_deref()),
             None => Vec::new(),
         };
         json!({"sessions": sessions})
