@@ -216,6 +216,15 @@ pub enum Command {
         #[command(flatten)]
         flags: RunFlags,
     },
+    /// Be an Agent Client Protocol agent over stdio, for editors (Zed, JetBrains, Neovim…).
+    ///
+    /// Speaks ACP version 1 (JSON-RPC, one message per line) on stdin/stdout; logs go to
+    /// stderr. Each editor session is a tern session in the folder the editor opened, with
+    /// the editor answering tern's permission questions.
+    Acp {
+        #[command(flatten)]
+        flags: RunFlags,
+    },
     /// Run one of tern's built-in MCP tool servers over stdio (or streamable HTTP with
     /// `--http ADDR`).
     ///

@@ -39,6 +39,15 @@ fn main() -> ExitCode {
         Err(e) => return report(&e.into()),
     };
     let load = cli.global.load_options();
+    // `tern acp` loads a workspace per editor session, in the folder the editor opened: none
+    // here (its config errors are answered to the editor, its notices are events).
+    if let Command::Acp { flags } = command {
+        let base = commands::acp::Base { load, flags };
+        return match runtime.block_on(commands::acp::run(base)) {
+            Ok(code) => ExitCode::from(u8::try_from(code).unwrap_or(1)),
+            Err(e) => report(&e),
+        };
+    }
     let result = runtime.block_on(async {
         let mut ws = Workspace::load(cli.global.cd.as_deref(), &load)?;
         let mut err = std::io::stderr();
@@ -49,7 +58,7 @@ fn main() -> ExitCode {
         // threads.
         let mut out = std::io::stdout();
         match command {
-            Command::Serve { .. } | Command::Completions { .. } => Ok(0),
+            Command::Serve { .. } | Command::Completions { .. } | Command::Acp { .. } => Ok(0),
             Command::Resume {
                 session_id,
                 fresh,

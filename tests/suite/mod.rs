@@ -1,3 +1,4 @@
+mod acp;
 mod admission;
 mod checkpoints;
 mod cli_mcp;

@@ -14,9 +14,9 @@ use crate::{
     rules::Rule,
 };
 
-/// The rule name of an "always" answer in the audit.
+/// The rule name of an "always" answer in the audit (from an approver named `user`).
 pub const USER_ALWAYS: &str = "user:always";
-/// The rule name of a "once" answer in the audit.
+/// The rule name of a "once" answer in the audit (from an approver named `user`).
 pub const USER_ONCE: &str = "user:once";
 
 impl Gateway {
@@ -45,8 +45,11 @@ impl Gateway {
                 return Err(("cancelled".into(), "cancelled while waiting for approval".into()));
             }
         };
+        // The answerer's name prefixes the rule (`user:once`, `acp:always`), so the audit says
+        // who allowed it: the person at the terminal or the editor over ACP.
+        let who = self.approver.name();
         match answer {
-            Approval::Once => Ok(USER_ONCE.into()),
+            Approval::Once => Ok(format!("{who}:once")),
             Approval::Always if always.is_empty() => {
                 (self.events)(Event::Notice {
                     message: format!(
@@ -54,11 +57,11 @@ impl Gateway {
                         p.entry.name
                     ),
                 });
-                Ok(USER_ONCE.into())
+                Ok(format!("{who}:once"))
             }
             Approval::Always => {
                 self.remember(&always);
-                Ok(USER_ALWAYS.into())
+                Ok(format!("{who}:always"))
             }
             Approval::Deny { reason } => Err((
                 format!("{}:deny", self.approver.name()),

@@ -6,6 +6,7 @@ use std::{
 };
 
 use serde_json::{Map, Value};
+use tern_config::PermissionMode;
 use tern_mcp::{ServerPool, ServerState, ToolEntry, ToolTable};
 use tern_protocol::{
     AuditRecord, Decision, ErrorKind, Event, EventSink, ToolCall, ToolResult, now_rfc3339,
@@ -74,6 +75,9 @@ impl Recorders {
 pub struct Gateway {
     pub(crate) pool: Arc<ServerPool>,
     pub(crate) settings: GatewaySettings,
+    /// The permission mode now: `settings.mode` at the start, changed by [`Gateway::set_mode`]
+    /// (an editor's mode picker over ACP).
+    mode: RwLock<PermissionMode>,
     pub(crate) rules: RuleSet,
     /// Rules the user added with "always" during this run (also saved to the user config).
     pub(crate) session: RwLock<RuleSet>,
@@ -135,6 +139,7 @@ impl Gateway {
         let (table, _) = pool.table();
         Ok(Self {
             pool,
+            mode: RwLock::new(settings.mode),
             settings,
             rules,
             session: RwLock::default(),
@@ -145,6 +150,19 @@ impl Gateway {
             audit,
             redactor,
         })
+    }
+
+    /// The permission mode calls are decided under now.
+    pub fn mode(&self) -> PermissionMode {
+        self.mode.read().map_or(self.settings.mode, |m| *m)
+    }
+
+    /// Decides the next calls under `mode` (calls already past the permission stage keep their
+    /// decision). The caller bounds it (a sub-agent's ceiling): the gateway takes it as given.
+    pub fn set_mode(&self, mode: PermissionMode) {
+        if let Ok(mut m) = self.mode.write() {
+            *m = mode;
+        }
     }
 
     /// Re-reads the pool's tool table (call it when the pool reports servers ready or tools
@@ -386,7 +404,7 @@ impl Gateway {
                 annotations: &p.entry.def.annotations,
                 trusted: p.policy.trusted,
                 is_edit: p.policy.edits_files,
-                mode: self.settings.mode,
+                mode: self.mode(),
             };
             decide(&p.facts(self), &tool, &self.rules, &session)
         };

@@ -273,6 +273,13 @@ impl Engine {
         })
     }
 
+    /// The run's gateway, for a driver that must reach it while a turn holds the engine: `tern
+    /// acp` switches the permission mode from the editor and reads the tool table to show each
+    /// call.
+    pub fn gateway(&self) -> Arc<Gateway> {
+        self.gateway.clone()
+    }
+
     /// Adds a subscriber to the run's events.
     pub fn subscribe(&self, subscriber: Box<dyn Subscriber>) {
         self.bus.subscribe(subscriber);

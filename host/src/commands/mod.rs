@@ -1,6 +1,7 @@
 //! The subcommands. Each takes the [`Workspace`](crate::workspace::Workspace), writes to the
 //! writer it is given (stdout at the binary's edge) and returns the process exit code.
 
+pub mod acp;
 pub mod demo;
 pub mod eval;
 pub mod login;

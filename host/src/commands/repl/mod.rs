@@ -23,6 +23,8 @@ use rustyline::{
 use tern_protocol::RunStatus;
 use tokio_util::sync::CancellationToken;
 
+/// How `/server:prompt` arguments map onto a prompt's (also used by `tern acp`).
+pub(crate) use self::slash::prompt_arguments;
 use self::{
     approver::TerminalApprover,
     elicit::TerminalElicitor,

@@ -1,0 +1,368 @@
+//! One ACP session: one tern [`Engine`] in the session's `cwd`, with the editor's MCP servers
+//! in its pool, the editor as its approver and [`Updates`] as its renderer. The ACP session id
+//! is tern's session id, so `session/load` continues `$TERN_HOME/sessions/<id>.jsonl` like
+//! `tern resume` does.
+
+use std::{
+    path::{Path, PathBuf},
+    sync::{Arc, Mutex, OnceLock},
+};
+
+use serde_json::{Value, json};
+use tern_config::{LoadOptions, PermissionMode};
+use tern_gateway::Gateway;
+use tern_protocol::RunStatus;
+use tokio_util::sync::CancellationToken;
+
+use super::{
+    approver::AcpApprover,
+    mcp_servers,
+    rpc::{INVALID_REQUEST, Outbox, RpcError},
+    updates::Updates,
+};
+use crate::{
+    agent::{Engine, EngineOptions, Outputs},
+    cli::RunFlags,
+    workspace::Workspace,
+};
+
+/// What every session starts from: the command line of `tern acp`.
+pub struct Base {
+    pub load: LoadOptions,
+    pub flags: RunFlags,
+}
+
+impl Base {
+    /// `$TERN_HOME` and its folders, as this process resolves them (the same for every `cwd`).
+    pub fn paths(&self) -> Option<tern_config::ConfigPaths> {
+        let here = std::env::current_dir().ok()?;
+        tern_config::ConfigPaths::resolve(&here, &|k: &str| std::env::var(k).ok()).ok()
+    }
+}
+
+/// The modes an editor may pick (ACP `SessionMode`s): tern's permission modes, without `yolo`
+/// (which the command line can still set, and is then listed as the current one).
+pub const MODES: &[(PermissionMode, &str, &str)] = &[
+    (
+        PermissionMode::Default,
+        "Default",
+        "ask before edits, commands and anything not read-only",
+    ),
+    (
+        PermissionMode::AcceptEdits,
+        "Accept edits",
+        "file edits inside the workspace run without asking",
+    ),
+    (
+        PermissionMode::ReadOnly,
+        "Read-only",
+        "every tool that is not read-only is denied",
+    ),
+];
+
+/// ACP `SessionModeState` for a session whose mode is `current`.
+pub fn mode_state(current: PermissionMode) -> Value {
+    let mut modes: Vec<Value> = MODES
+        .iter()
+        .map(|(m, name, description)| {
+            json!({"id": m.to_string(), "name": name, "description": description})
+        })
+        .collect();
+    if !MODES.iter().any(|(m, ..)| *m == current) {
+        modes.push(json!({"id": current.to_string(), "name": current.to_string()}));
+    }
+    json!({"currentModeId": current.to_string(), "availableModes": modes})
+}
+
+/// The permission mode an ACP mode id names.
+pub fn parse_mode(id: &str) -> Option<PermissionMode> {
+    [
+        PermissionMode::Default,
+        PermissionMode::AcceptEdits,
+        PermissionMode::ReadOnly,
+        PermissionMode::Yolo,
+    ]
+    .into_iter()
+    .find(|m| m.to_string() == id)
+}
+
+/// A running session.
+pub struct Session {
+    pub id: String,
+    pub cwd: PathBuf,
+    /// `$TERN_HOME/sessions/` of this session's workspace.
+    pub sessions_dir: PathBuf,
+    /// `None` once finished.
+    engine: tokio::sync::Mutex<Option<Engine>>,
+    gateway: Arc<Gateway>,
+    /// The turn running now, to cancel it.
+    turn: Mutex<Option<CancellationToken>>,
+    /// The loosest mode this session may have (`--mode` of a parent run's ceiling).
+    ceiling: Option<PermissionMode>,
+}
+
+/// Fails unless `cwd` is an absolute directory (ACP requires absolute paths).
+fn check_cwd(cwd: &str) -> Result<PathBuf, RpcError> {
+    let path = PathBuf::from(cwd);
+    if !path.is_absolute() {
+        return Err(RpcError::invalid_params(format!(
+            "`cwd` must be an absolute path, got `{cwd}`"
+        )));
+    }
+    if !path.is_dir() {
+        return Err(
+            RpcError::invalid_params(format!("`cwd` is not a directory: {cwd}"))
+                .hint("open a folder (a project) in the editor first"),
+        );
+    }
+    Ok(path)
+}
+
+/// Session ids name files: only what tern's own ids are made of.
+pub fn check_id(id: &str) -> Result<(), RpcError> {
+    if id.is_empty()
+        || !id
+            .chars()
+            .all(|c| c.is_ascii_alphanumeric() || c == '-' || c == '_')
+    {
+        return Err(RpcError::invalid_params(format!(
+            "`sessionId` `{id}` is not a tern session id"
+        ))
+        .hint("use an id from session/list or session/new"));
+    }
+    Ok(())
+}
+
+impl Session {
+    /// Starts a session in `cwd` with the editor's `mcp_servers`; continues session `resume`
+    /// when given.
+    pub async fn start(
+        out: &Outbox,
+        base: &Base,
+        cwd: &str,
+        mcp: &[Value],
+        resume: Option<String>,
+    ) -> Result<Arc<Session>, RpcError> {
+        let cwd = check_cwd(cwd)?;
+        let failed = |e: anyhow::Error| {
+            let mut msg = format!("{e}");
+            for cause in e.chain().skip(1) {
+                msg.push_str(&format!("\ncaused by: {cause}"));
+            }
+            RpcError::internal(msg)
+        };
+        // The configured servers first, so the editor's are named clear of them.
+        let ws = Workspace::load(Some(&cwd), &base.load).map_err(failed)?;
+        let taken = ws.config.mcp_servers.keys().cloned().collect();
+        let (overrides, _names) = mcp_servers::overrides(mcp, taken)?;
+        let mut ws = if overrides.is_empty() {
+            ws
+        } else {
+            let mut load = base.load.clone();
+            load.overrides.extend(overrides);
+            Workspace::load(Some(&cwd), &load).map_err(failed)?
+        };
+        base.flags.apply(&mut ws.config);
+        // No key: ACP's "authentication required", which editors answer by showing the auth
+        // methods (tern's says which variables to set).
+        if let Err(
+            e @ (tern_model::ConfigError::NoProvider | tern_model::ConfigError::MissingKey { .. }),
+        ) = tern_model::ResolvedModelConfig::resolve(&ws.config.model, &|k| ws.var(k))
+        {
+            return Err(
+                RpcError::new(super::rpc::AUTH_REQUIRED, e.to_string()).hint(
+                    "set the key in the environment the editor starts `tern acp` with (Zed: \
+                 agent_servers.tern.env), then restart the agent",
+                ),
+            );
+        }
+        if let Some(id) = &resume {
+            check_id(id)?;
+            crate::agent::session::load(&ws.paths.sessions_dir(), id)
+                .map_err(|e| RpcError::new(super::rpc::RESOURCE_NOT_FOUND, e.to_string()))?;
+        }
+
+        let link: Arc<OnceLock<Arc<Gateway>>> = Arc::default();
+        let session_id = Arc::new(OnceLock::<String>::new());
+        let updates = Updates::new(
+            out.clone(),
+            session_id.clone(),
+            ws.cwd.clone(),
+            link.clone(),
+        );
+        let approver = Arc::new(AcpApprover::new(out.clone(), session_id.clone()));
+        let options = EngineOptions {
+            goal: "(acp)".into(),
+            session: resume,
+            ..EngineOptions::default()
+        };
+        let outputs =
+            Outputs::for_workspace(&ws, Box::new(updates)).map_err(|e| failed(e.into()))?;
+        let engine = Engine::start(&ws, options, outputs, approver)
+            .await
+            .map_err(failed)?;
+        if let Some(msg) = engine.required_failure() {
+            engine.report_error(msg.clone());
+            engine.finish(RunStatus::Error, None).await;
+            return Err(RpcError::internal(msg));
+        }
+        let gateway = engine.gateway();
+        let _ = link.set(gateway.clone());
+        let _ = session_id.set(engine.session_id().to_string());
+        Ok(Arc::new(Session {
+            id: engine.session_id().to_string(),
+            cwd: ws.cwd.clone(),
+            sessions_dir: ws.paths.sessions_dir(),
+            engine: tokio::sync::Mutex::new(Some(engine)),
+            gateway,
+            turn: Mutex::default(),
+            ceiling: ws.cli.ceiling.map(|c| c.mode),
+        }))
+    }
+
+    /// The mode calls are decided under now.
+    pub fn mode(&self) -> PermissionMode {
+        self.gateway.mode()
+    }
+
+    /// Switches the permission mode for the next calls (never past the ceiling).
+    pub fn set_mode(&self, mode: PermissionMode) -> Result<(), RpcError> {
+        if let Some(ceiling) = self.ceiling
+            && mode.at_most(ceiling) != mode
+        {
+            return Err(RpcError::invalid_params(format!(
+                "mode `{mode}` is looser than `{ceiling}`, the most this run may use"
+            )));
+        }
+        self.gateway.set_mode(mode);
+        Ok(())
+    }
+
+    /// Runs one prompt to its end; the ACP stop reason, or an error for a failed turn.
+    pub async fn prompt(&self, text: &str) -> Result<&'static str, RpcError> {
+        let cancel = {
+            let mut turn = self.turn.lock().map_err(|_| RpcError::internal("lock"))?;
+            if turn.is_some() {
+                return Err(RpcError::new(
+                    INVALID_REQUEST,
+                    format!("session {} is already running a prompt", self.id),
+                )
+                .hint("wait for its response, or send session/cancel first"));
+            }
+            let token = CancellationToken::new();
+            *turn = Some(token.clone());
+            token
+        };
+        let outcome = {
+            let mut engine = self.engine.lock().await;
+            match engine.as_mut() {
+                Some(engine) => Some(engine.submit(text, &cancel).await),
+                None => None,
+            }
+        };
+        if let Ok(mut turn) = self.turn.lock() {
+            *turn = None;
+        }
+        let Some(outcome) = outcome else {
+            return Err(RpcError::internal("the session has ended"));
+        };
+        if cancel.is_cancelled() {
+            return Ok("cancelled");
+        }
+        match outcome.status {
+            RunStatus::Success => Ok("end_turn"),
+            RunStatus::MaxSteps => Ok("max_turn_requests"),
+            RunStatus::Cancelled => Ok("cancelled"),
+            RunStatus::Error => Err(RpcError::internal(
+                outcome.error.unwrap_or_else(|| "the turn failed".into()),
+            )),
+        }
+    }
+
+    /// Cancels the running turn and its calls, if any (ACP `session/cancel`).
+    pub fn cancel(&self) {
+        if let Ok(turn) = self.turn.lock()
+            && let Some(t) = turn.as_ref()
+        {
+            t.cancel();
+        }
+    }
+
+    /// Cancels what runs, then writes `run_finished` and stops the session's servers.
+    pub async fn finish(&self) {
+        self.cancel();
+        let engine = self.engine.lock().await.take();
+        if let Some(engine) = engine {
+            engine.finish(RunStatus::Success, None).await;
+        }
+    }
+
+    /// `available_commands_update`'s list: the servers' prompts, as `server:prompt` (the
+    /// REPL's `/SERVER:PROMPT`), expanded by tern when a prompt starts with `/` and one.
+    pub async fn commands(&self) -> Vec<Value> {
+        let engine = self.engine.lock().await;
+        let Some(engine) = engine.as_ref() else {
+            return Vec::new();
+        };
+        engine
+            .prompts()
+            .await
+            .into_iter()
+            .map(|p| {
+                let mut c = json!({
+                    "name": format!("{}:{}", p.server, p.name),
+                    "description": p.description,
+                });
+                if !p.arguments.is_empty() {
+                    let names: Vec<&str> = p.arguments.iter().map(|(n, _)| n.as_str()).collect();
+                    c["input"] = json!({"hint": names.join(" ")});
+                }
+                c
+            })
+            .collect()
+    }
+
+    /// `text` with a leading `/server:prompt args` expanded into the prompt's messages; other
+    /// text as it is.
+    pub async fn expand_command(&self, text: &str) -> Result<String, RpcError> {
+        let Some(command) = text.trim_start().strip_prefix('/') else {
+            return Ok(text.to_string());
+        };
+        let (name, arg) = command
+            .split_once(char::is_whitespace)
+            .unwrap_or((command, ""));
+        let Some((server, prompt)) = name.split_once(':') else {
+            return Ok(text.to_string());
+        };
+        if self.turn.lock().is_ok_and(|t| t.is_some()) {
+            return Err(RpcError::new(
+                INVALID_REQUEST,
+                format!("session {} is already running a prompt", self.id),
+            )
+            .hint("wait for its response, or send session/cancel first"));
+        }
+        let engine = self.engine.lock().await;
+        let Some(engine) = engine.as_ref() else {
+            return Err(RpcError::internal("the session has ended"));
+        };
+        let prompts = engine.prompts().await;
+        let info = prompts
+            .iter()
+            .find(|p| p.server == server && p.name == prompt)
+            .ok_or_else(|| {
+                RpcError::invalid_params(format!("no prompt `{prompt}` on server `{server}`"))
+                    .hint("the editor's command list (available_commands_update) has them")
+            })?;
+        let args = crate::commands::repl::prompt_arguments(&info.arguments, arg)
+            .map_err(|e| RpcError::invalid_params(format!("/{name}: {e}")))?;
+        engine
+            .expand_prompt(server, prompt, args)
+            .await
+            .map_err(|e| RpcError::internal(format!("/{name} failed: {e}")))
+    }
+
+    /// The working directory.
+    pub fn cwd(&self) -> &Path {
+        &self.cwd
+    }
+}
