@@ -116,6 +116,9 @@ async fn an_editor_drives_a_session_with_permissions_diffs_cancel_modes_and_load
             .tool_use("t1", "fs__read_file", &[r#"{"path":"notes.txt"}"#])
             .finish("tool_use"),
     );
+    // The model's todo list (allowed by the default rules: nothing is asked).
+    let todos = r#"{"todos":[{"id":"1","text":"Read notes","status":"done"},{"id":"2","text":"Fix notes","status":"in_progress"},{"id":"3","text":"Skip this","status":"cancelled"}]}"#;
+    env.server.enqueue(turn(("t1b", "todo__write", todos)));
     let edit = r#"{"path":"notes.txt","old_string":"beta","new_string":"gamma"}"#;
     env.server.enqueue(turn(("t2", "fs__edit_file", edit)));
     let ran = r#"{"command":"echo acp-ran > ran.txt"}"#;
@@ -198,6 +201,17 @@ async fn an_editor_drives_a_session_with_permissions_diffs_cancel_modes_and_load
             .as_str()
             .unwrap()
             .contains("alpha")
+    );
+
+    // The todo list reached the editor as its plan (cancelled items have no ACP status).
+    let plans = updates(&report, "plan");
+    assert_eq!(plans.len(), 1, "{report:#}");
+    assert_eq!(
+        plans[0]["entries"],
+        json!([
+            {"content": "Read notes", "priority": "medium", "status": "completed"},
+            {"content": "Fix notes", "priority": "medium", "status": "in_progress"},
+        ])
     );
 
     // The edit: an ACP diff with the whole file before and after.

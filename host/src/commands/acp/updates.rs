@@ -34,10 +34,7 @@ pub fn chunk(kind: &str, text: &str) -> Value {
 /// The ACP `plan` update showing a todo list (tern-todo's `_meta["tern/todo"]` items: `id`,
 /// `text`, `status` `pending`/`in_progress`/`done`/`cancelled`). Cancelled items are left out
 /// (ACP has no such status); every entry has priority `medium` (tern's list has none).
-///
-/// Sent for `Event::TodoUpdated`, which the long-tasks branch (wave3-tasks) adds to the engine:
-/// until it lands no event carries the list, so only the test calls this.
-#[cfg_attr(not(test), allow(dead_code))]
+/// Sent for every `Event::TodoUpdated`, so the editor's plan view follows the model's list.
 pub fn plan_update(todos: &Value) -> Value {
     let entries: Vec<Value> = todos
         .as_array()
@@ -241,6 +238,9 @@ impl Subscriber for Updates {
                 }
                 self.send(update);
             }
+            Event::TodoUpdated { todos, .. } => self.send(plan_update(
+                &serde_json::to_value(todos).unwrap_or_default(),
+            )),
             Event::Notice { message } => self.send(json!({
                 "sessionUpdate": "agent_message_chunk",
                 "content": {"type": "text", "text": format!("\n(tern: {message})\n")},
