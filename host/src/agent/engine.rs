@@ -79,10 +79,7 @@ fn given_model_settings(
     given: &dyn ModelAdapter,
 ) -> tern_model::ResolvedModelConfig {
     tern_model::ResolvedModelConfig {
-        provider: match given.provider() {
-            "openai" => tern_config::Provider::Openai,
-            _ => tern_config::Provider::Anthropic,
-        },
+        provider: given.provider(),
         model: given.name().to_string(),
         base_url: String::new(),
         api_key: None,
@@ -93,7 +90,15 @@ fn given_model_settings(
             .unwrap_or(tern_model::config::DEFAULT_MAX_TOKENS),
         context_window: None,
         retry: tern_model::RetryPolicy::default(),
-        idle_timeout: std::time::Duration::from_secs(300),
+        idle_timeout: tern_model::config::DEFAULT_IDLE_TIMEOUT,
+        wire_api: tern_model::WireApi::Chat,
+        server: None,
+        sampling: tern_model::Sampling::default(),
+        tool_calls: ws
+            .config
+            .model
+            .tool_calls
+            .unwrap_or(tern_model::ToolCallMode::Native),
     }
 }
 
@@ -515,7 +520,7 @@ fn start_servers(
     res.bus.emit(Event::RunStarted {
         goal: opts.goal.clone(),
         model: model.name().to_string(),
-        provider: model.provider().to_string(),
+        provider: model.provider().as_str().to_string(),
         servers: server_specs.iter().map(|s| s.name.clone()).collect(),
         cwd: ws.cwd.display().to_string(),
         parent_run_id: opts.parent_run_id.clone(),

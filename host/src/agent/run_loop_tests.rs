@@ -84,8 +84,8 @@ impl ModelAdapter for ScriptedModel {
     fn name(&self) -> &str {
         "scripted"
     }
-    fn provider(&self) -> &'static str {
-        "test"
+    fn provider(&self) -> tern_model::Provider {
+        tern_model::Provider::Anthropic
     }
     async fn stream(
         &self,
@@ -476,6 +476,7 @@ async fn a_refused_request_is_compacted_and_sent_again_once() {
         request_id: None,
         retry_after: None,
         should_retry: None,
+        overflow: None,
     };
     let model = ScriptedModel::script(vec![
         Step::Turn(calls(&[("a", "read_big")])),
@@ -536,6 +537,7 @@ async fn a_second_refusal_is_an_error_not_a_loop() {
         request_id: None,
         retry_after: None,
         should_retry: None,
+        overflow: None,
     };
     let model = ScriptedModel::script(vec![Step::Fail(refusal()), Step::Fail(refusal())]);
     let (agent, _) = agent(model.clone(), Arc::new(FakeTools::default()));
