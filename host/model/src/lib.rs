@@ -51,6 +51,7 @@ pub mod normalize;
 pub mod openai;
 pub mod retry;
 pub mod sse;
+pub mod text_calls;
 pub mod tokens;
 mod tool_args;
 pub mod types;
@@ -87,6 +88,12 @@ pub trait ModelAdapter: Send + Sync {
     /// OpenAI-compatible servers do; the public APIs do not).
     async fn context_window(&self) -> Option<u32> {
         None
+    }
+
+    /// Whether [`ModelAdapter::context_window`] asks the server (a local OpenAI-compatible one):
+    /// then `None` from it means the probe failed, which is worth saying once.
+    fn probes_window(&self) -> bool {
+        false
     }
 
     /// Starts one assistant turn.

@@ -328,6 +328,21 @@ impl MockModelServer {
         }
     }
 
+    /// Waits until a model call (not a probe of the server's settings) has arrived, or
+    /// `timeout` passes; returns whether one did.
+    pub async fn wait_for_model_request(&self, timeout: Duration) -> bool {
+        let deadline = tokio::time::Instant::now() + timeout;
+        loop {
+            let notified = self.shared.arrived.notified();
+            if lock(&self.shared.requests).iter().any(is_model_call) {
+                return true;
+            }
+            if tokio::time::timeout_at(deadline, notified).await.is_err() {
+                return lock(&self.shared.requests).iter().any(is_model_call);
+            }
+        }
+    }
+
     /// Waits until at least `n` requests have arrived, or `timeout` passes; returns how many did.
     pub async fn wait_for_requests(&self, n: usize, timeout: Duration) -> usize {
         let deadline = tokio::time::Instant::now() + timeout;

@@ -144,6 +144,12 @@ impl Engine {
         };
         let run_id = session::new_run_id();
         let trace_context = outputs.exporter.is_some();
+        // The model family's vocabulary (when it has a public one) loads in the background while
+        // the servers start: the first count waits for it only if it is not ready by then.
+        let tokenizer = Tokenizer::for_model(resolved.provider, model.name());
+        if tokenizer.is_exact() {
+            std::thread::spawn(move || tokenizer.load());
+        }
 
         // 1. Resources.
         let res = RunResources::open(ws, &run_id, &session_id, outputs)?;
@@ -194,10 +200,18 @@ impl Engine {
             .or(reported)
             .or(known.map(|k| k.context_window))
             .map(u64::from);
-        let tokenizer = Tokenizer::for_model(resolved.provider, model.name());
-        if tokenizer.is_exact() {
-            // Loading a vocabulary takes a moment: do it while the servers start.
-            std::thread::spawn(move || tokenizer.count("warm up"));
+        if resolved.context_window.is_none() && reported.is_none() && model.probes_window() {
+            // Said once, at the start: a silent default would govern the whole session.
+            res.bus.emit(Event::Notice {
+                message: match context_window {
+                    Some(n) => format!(
+                        "context window unknown: assuming {n}; set [model] context_window"
+                    ),
+                    None => "context window unknown: compacting only when the server refuses a \
+                             request; set [model] context_window"
+                        .to_owned(),
+                },
+            });
         }
         let budget = Budget::new(
             tokenizer,
@@ -237,6 +251,8 @@ impl Engine {
                 },
                 max_steps: ws.config.agent.max_steps,
                 max_tokens: resolved.max_tokens,
+                spill_dir: Some(ws.paths.run_dir(&run_id).join("spill")),
+                tool_calls: resolved.tool_calls,
             },
         };
         Ok(Engine {

@@ -106,6 +106,10 @@ impl crate::ModelAdapter for OpenAiAdapter {
         Provider::Openai
     }
 
+    fn probes_window(&self) -> bool {
+        self.server != Some(ModelServer::Openai)
+    }
+
     async fn context_window(&self) -> Option<u32> {
         window::discover(&self.client, &self.wire.base_url, &self.model, self.server).await
     }

@@ -457,7 +457,7 @@ mod tests {
                 Event::RunStarted {
                     goal: "read a".into(),
                     model: "claude-sonnet-4-5".into(),
-                    provider: tern_model::Provider::Anthropic,
+                    provider: "anthropic".into(),
                     servers: vec!["fs".into()],
                     cwd: "/w".into(),
                     parent_run_id: None,
@@ -548,7 +548,7 @@ mod tests {
                 Event::RunStarted {
                     goal: "g".into(),
                     model: "m".into(),
-                    provider: tern_model::Provider::Anthropic,
+                    provider: "anthropic".into(),
                     servers: vec![],
                     cwd: "/w".into(),
                     parent_run_id: None,
