@@ -35,7 +35,11 @@ fn bin(name: &str) -> PathBuf {
         .join("../target")
         .join(&profile)
         .join(name);
-    assert!(p.exists(), "{} missing: build the {profile} binaries first", p.display());
+    assert!(
+        p.exists(),
+        "{} missing: build the {profile} binaries first",
+        p.display()
+    );
     p
 }
 
@@ -46,7 +50,12 @@ fn children_cpu_ms() -> f64 {
     let after = stat.rsplit(')').next().unwrap_or("");
     let fields: Vec<&str> = after.split_whitespace().collect();
     // Fields after the command name start at field 3: cutime is field 16, cstime 17.
-    let ticks = |i: usize| fields.get(i - 3).and_then(|f| f.parse::<f64>().ok()).unwrap_or(0.0);
+    let ticks = |i: usize| {
+        fields
+            .get(i - 3)
+            .and_then(|f| f.parse::<f64>().ok())
+            .unwrap_or(0.0)
+    };
     (ticks(16) + ticks(17)) * 10.0
 }
 
@@ -54,7 +63,8 @@ fn children_cpu_ms() -> f64 {
 async fn once(api: Api) -> (f64, f64) {
     let home = tempfile::tempdir().unwrap();
     let dir = tempfile::tempdir().unwrap();
-    let mut config = String::from("[mcp_servers.web]\nenabled = false\n[mcp_servers.lsp]\nenabled = false\n");
+    let mut config =
+        String::from("[mcp_servers.web]\nenabled = false\n[mcp_servers.lsp]\nenabled = false\n");
     if api == Api::Responses {
         config.push_str("[model]\nwire_api = \"responses\"\n");
     }
@@ -99,7 +109,10 @@ async fn once(api: Api) -> (f64, f64) {
 #[tokio::main]
 async fn main() {
     println!("`tern run` to its first model request, built-in servers, median of {RUNS}\n");
-    println!("| {:<36} | {:>14} | {:>14} |", "provider", "first request", "CPU of the run");
+    println!(
+        "| {:<36} | {:>14} | {:>14} |",
+        "provider", "first request", "CPU of the run"
+    );
     println!("|{:-<38}|{:->16}|{:->16}|", "", "", "");
     let rows = [
         ("anthropic", Api::Anthropic),

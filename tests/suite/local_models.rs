@@ -43,7 +43,9 @@ fn llamacpp_overflow(prompt: u64, n_ctx: u64) -> MockResponse {
 async fn llamacpps_overflow_teaches_the_window_and_the_newest_result_is_cut_before_the_retry() {
     let env = RunEnv::new().await;
     env.add_servers("server = \"llamacpp\"\n[mcp_servers.fs]\nmax_output_chars = 200000\n");
-    let big: String = (0..3000).map(|i| format!("entry {i}: some build output\n")).collect();
+    let big: String = (0..3000)
+        .map(|i| format!("entry {i}: some build output\n"))
+        .collect();
     std::fs::write(env.dir.path().join("build.log"), &big).unwrap();
     env.server.enqueue(
         OpenAiTurn::new()
@@ -51,22 +53,34 @@ async fn llamacpps_overflow_teaches_the_window_and_the_newest_result_is_cut_befo
             .finish("tool_calls"),
     );
     env.server.enqueue(llamacpp_overflow(30_000, 16_384));
-    env.server
-        .enqueue(OpenAiTurn::new().text(&["It is a build log."]).finish("stop"));
-    let out = run(&env, "qwen2.5-coder-1.5b", &["run", "what is build.log?", "--output-format", "jsonl"]).await;
+    env.server.enqueue(
+        OpenAiTurn::new()
+            .text(&["It is a build log."])
+            .finish("stop"),
+    );
+    let out = run(
+        &env,
+        "qwen2.5-coder-1.5b",
+        &["run", "what is build.log?", "--output-format", "jsonl"],
+    )
+    .await;
     assert_exit(&out, 0);
     let sent = env.server.model_requests();
     assert_eq!(sent.len(), 3);
-    assert_ne!(sent[1].body, sent[2].body, "the refused request was sent again unchanged");
+    assert_ne!(
+        sent[1].body, sent[2].body,
+        "the refused request was sent again unchanged"
+    );
     assert!(sent[2].body.len() < sent[1].body.len() / 2);
     let events = env.events();
     // The window learned from the refusal is the budget from then on.
     let finished = of_type(&events, "turn_finished");
     assert_eq!(finished.last().unwrap()["context_window"], 16_384);
     assert!(
-        of_type(&events, "notice")
-            .iter()
-            .any(|n| n["message"].as_str().unwrap().contains("did not fit the context window")),
+        of_type(&events, "notice").iter().any(|n| n["message"]
+            .as_str()
+            .unwrap()
+            .contains("did not fit the context window")),
         "{events:?}"
     );
     // Only llama.cpp's own endpoint was asked for the window.
@@ -78,30 +92,49 @@ async fn a_request_that_cannot_be_shortened_is_not_sent_again() {
     let env = RunEnv::new().await;
     env.add_servers("server = \"llamacpp\"\n");
     env.server.enqueue(llamacpp_overflow(5_257, 3_072));
-    env.server.enqueue(OpenAiTurn::new().text(&["never"]).finish("stop"));
+    env.server
+        .enqueue(OpenAiTurn::new().text(&["never"]).finish("stop"));
     let out = run(&env, "tiny", &["run", "hi"]).await;
     assert_exit(&out, 1);
     assert_eq!(env.server.model_requests().len(), 1, "sent again unchanged");
-    let stderr = String::from_utf8_lossy(&out.stderr);
-    assert!(stderr.contains("exceeds the available context size"), "{stderr}");
-    assert!(stderr.contains("hint:"), "{stderr}");
+    let said = format!(
+        "{}{}",
+        String::from_utf8_lossy(&out.stdout),
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert!(
+        said.contains("exceeds the available context size"),
+        "{said}"
+    );
+    assert!(said.contains("hint:"), "{said}");
 }
 
 #[tokio::test]
 async fn a_text_answer_cut_by_max_tokens_is_continued_and_then_succeeds() {
     let env = RunEnv::new().await;
-    env.server
-        .enqueue(OpenAiTurn::new().text(&["The first half, "]).finish("length"));
+    env.server.enqueue(
+        OpenAiTurn::new()
+            .text(&["The first half, "])
+            .finish("length"),
+    );
     env.server
         .enqueue(OpenAiTurn::new().text(&["and the rest."]).finish("stop"));
-    let out = run(&env, "local", &["run", "explain", "--output-format", "jsonl"]).await;
+    let out = run(
+        &env,
+        "local",
+        &["run", "explain", "--output-format", "jsonl"],
+    )
+    .await;
     assert_exit(&out, 0);
     let sent = env.server.model_requests();
     assert_eq!(sent.len(), 2);
     let messages = sent[1].json()["messages"].as_array().unwrap().clone();
     let last = messages.last().unwrap();
     assert_eq!(last["role"], "user");
-    assert!(last["content"].as_str().unwrap().contains("cut off"), "{last}");
+    assert!(
+        last["content"].as_str().unwrap().contains("cut off"),
+        "{last}"
+    );
     let finished = env.events().pop().unwrap();
     assert_eq!(finished["status"], "success");
     assert_eq!(finished["answer"], "The first half, and the rest.");
@@ -119,8 +152,12 @@ async fn an_answer_still_cut_after_the_continuations_ends_the_run_truncated() {
     assert_eq!(env.server.model_requests().len(), 3);
     let finished = env.events().pop().unwrap();
     assert_eq!(finished["status"], "truncated");
-    let stderr = String::from_utf8_lossy(&out.stderr);
-    assert!(stderr.contains("max_tokens"), "{stderr}");
+    let said = format!(
+        "{}{}",
+        String::from_utf8_lossy(&out.stdout),
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert!(said.contains("max_tokens"), "{said}");
 }
 
 #[tokio::test]
@@ -129,7 +166,12 @@ async fn a_failed_window_probe_is_retried_then_said_once() {
     // The server answers no settings endpoint: one more try, then the assumption is said.
     env.server
         .enqueue(OpenAiTurn::new().text(&["ok"]).finish("stop"));
-    let out = run(&env, "qwen2.5-coder:1.5b", &["run", "hi", "--output-format", "jsonl"]).await;
+    let out = run(
+        &env,
+        "qwen2.5-coder:1.5b",
+        &["run", "hi", "--output-format", "jsonl"],
+    )
+    .await;
     assert_exit(&out, 0);
     let notices: Vec<String> = of_type(&env.events(), "notice")
         .iter()
@@ -194,7 +236,11 @@ async fn a_stream_silent_past_stream_idle_timeout_sec_is_cut_and_retried() {
     let started = Instant::now();
     let out = run(&env, "local", &["run", "hi", "--output-format", "jsonl"]).await;
     assert_exit(&out, 0);
-    assert!(started.elapsed() < Duration::from_secs(20), "{:?}", started.elapsed());
+    assert!(
+        started.elapsed() < Duration::from_secs(20),
+        "{:?}",
+        started.elapsed()
+    );
     let events = env.events();
     let retries = of_type(&events, "model_retry");
     assert_eq!(retries.len(), 1, "{events:?}");
@@ -204,7 +250,8 @@ async fn a_stream_silent_past_stream_idle_timeout_sec_is_cut_and_retried() {
 #[tokio::test]
 async fn a_tool_call_written_as_fenced_json_runs_and_the_history_stays_valid() {
     let env = RunEnv::new().await;
-    env.server.simulate(tern_model::mock::simulate::Api::Openai, 200_000);
+    env.server
+        .simulate(tern_model::mock::simulate::Api::Openai, 200_000);
     std::fs::write(env.dir.path().join("hello.txt"), "hello from the file\n").unwrap();
     // What Qwen2.5-Coder-1.5B wrote through llama-server: the call as text, no tool_calls.
     env.server.enqueue(
@@ -217,7 +264,12 @@ async fn a_tool_call_written_as_fenced_json_runs_and_the_history_stays_valid() {
     );
     env.server
         .enqueue(OpenAiTurn::new().text(&["It says hello."]).finish("stop"));
-    let out = run(&env, "qwen2.5-coder-1.5b", &["run", "read hello.txt", "--output-format", "jsonl"]).await;
+    let out = run(
+        &env,
+        "qwen2.5-coder-1.5b",
+        &["run", "read hello.txt", "--output-format", "jsonl"],
+    )
+    .await;
     assert_exit(&out, 0);
     let events = env.events();
     let calls = of_type(&events, "tool_call_finished");
@@ -229,10 +281,18 @@ async fn a_tool_call_written_as_fenced_json_runs_and_the_history_stays_valid() {
     assert_eq!(sent.len(), 2);
     let messages = sent[1].json()["messages"].as_array().unwrap().clone();
     let assistant = &messages[messages.len() - 2];
-    assert_eq!(assistant["tool_calls"][0]["function"]["name"], "fs__read_file");
+    assert_eq!(
+        assistant["tool_calls"][0]["function"]["name"],
+        "fs__read_file"
+    );
     let tool = messages.last().unwrap();
     assert_eq!(tool["role"], "tool");
-    assert!(tool["content"].as_str().unwrap().contains("hello from the file"));
+    assert!(
+        tool["content"]
+            .as_str()
+            .unwrap()
+            .contains("hello from the file")
+    );
     assert_eq!(events.last().unwrap()["answer"], "It says hello.");
 
     // JSON inside prose is an answer, not a call.

@@ -204,7 +204,8 @@ impl Overflow {
         }
         (found.source != OverflowSource::Other || is_overflow_wording(message)).then(|| {
             // vLLM says OpenAI's sentence; its envelope tells them apart.
-            let vllm = body.is_some_and(|b| b.get("object").and_then(Value::as_str) == Some("error"))
+            let vllm = body
+                .is_some_and(|b| b.get("object").and_then(Value::as_str) == Some("error"))
                 || error_type == Some("BadRequestError");
             match found.source {
                 OverflowSource::Openai if vllm => Overflow {
@@ -465,9 +466,19 @@ mod tests {
                 error["type"].as_str().map(str::to_owned),
                 error["code"].as_str().map(str::to_owned),
             ),
-            _ => (body["message"].as_str().unwrap_or_default().to_owned(), None, None),
+            _ => (
+                body["message"].as_str().unwrap_or_default().to_owned(),
+                None,
+                None,
+            ),
         };
-        Overflow::recognise(status, Some(&body), error_type.as_deref(), code.as_deref(), &message)
+        Overflow::recognise(
+            status,
+            Some(&body),
+            error_type.as_deref(),
+            code.as_deref(),
+            &message,
+        )
     }
 
     #[test]
@@ -477,33 +488,59 @@ mod tests {
         let llama = serde_json::json!({"error": {"code": 400, "message": "request (5257 tokens) exceeds the available context size (3072 tokens), try increasing it", "type": "exceed_context_size_error", "n_prompt_tokens": 5257, "n_ctx": 3072}});
         assert_eq!(
             recognise(400, llama),
-            Some(Overflow { source: OverflowSource::LlamaCpp, window: Some(3072), prompt_tokens: Some(5257) })
+            Some(Overflow {
+                source: OverflowSource::LlamaCpp,
+                window: Some(3072),
+                prompt_tokens: Some(5257)
+            })
         );
         // vLLM (serving_engine.py `_validate_input`), older and newer wording.
         let vllm_old = serde_json::json!({"object": "error", "message": "This model's maximum context length is 4096 tokens. However, you requested 5000 tokens (4000 in the messages, 1000 in the completion). Please reduce the length of the messages or completion.", "type": "BadRequestError", "param": null, "code": 400});
         assert_eq!(
             recognise(400, vllm_old),
-            Some(Overflow { source: OverflowSource::Vllm, window: Some(4096), prompt_tokens: Some(5000) })
+            Some(Overflow {
+                source: OverflowSource::Vllm,
+                window: Some(4096),
+                prompt_tokens: Some(5000)
+            })
         );
         let vllm_new = serde_json::json!({"error": {"message": "'max_tokens' or 'max_completion_tokens' is too large: 8192. This model's maximum context length is 32768 tokens and your request has 30000 input tokens (8192 > 32768 - 30000).", "type": "BadRequestError", "param": null, "code": 400}});
         assert_eq!(
             recognise(400, vllm_new),
-            Some(Overflow { source: OverflowSource::Vllm, window: Some(32768), prompt_tokens: Some(30000) })
+            Some(Overflow {
+                source: OverflowSource::Vllm,
+                window: Some(32768),
+                prompt_tokens: Some(30000)
+            })
         );
         let ollama = serde_json::json!({"error": "the input length exceeds the context length"});
-        assert_eq!(recognise(400, ollama).map(|o| o.source), Some(OverflowSource::Ollama));
+        assert_eq!(
+            recognise(400, ollama).map(|o| o.source),
+            Some(OverflowSource::Ollama)
+        );
         let lm = serde_json::json!({"error": "Trying to keep the first 6269 tokens when context the overflows. However, the model is loaded with context length of only 4096 tokens, which is not enough. Try to load the model with a larger context length, or provide a shorter input"});
         assert_eq!(
             recognise(400, lm),
-            Some(Overflow { source: OverflowSource::LmStudio, window: Some(4096), prompt_tokens: Some(6269) })
+            Some(Overflow {
+                source: OverflowSource::LmStudio,
+                window: Some(4096),
+                prompt_tokens: Some(6269)
+            })
         );
         let tgi = serde_json::json!({"error": "Input validation error: `inputs` tokens + `max_new_tokens` must be <= 4096. Given: 4000 `inputs` tokens and 1000 `max_new_tokens`", "error_type": "validation"});
         assert_eq!(
             recognise(422, tgi),
-            Some(Overflow { source: OverflowSource::Tgi, window: Some(4096), prompt_tokens: Some(4000) })
+            Some(Overflow {
+                source: OverflowSource::Tgi,
+                window: Some(4096),
+                prompt_tokens: Some(4000)
+            })
         );
         let responses = serde_json::json!({"error": {"message": "Your input exceeds the context window of this model. Please adjust your input and try again.", "type": "invalid_request_error", "param": "input", "code": "context_length_exceeded"}});
-        assert_eq!(recognise(400, responses).map(|o| o.source), Some(OverflowSource::Openai));
+        assert_eq!(
+            recognise(400, responses).map(|o| o.source),
+            Some(OverflowSource::Openai)
+        );
         // Not overflows.
         let other = serde_json::json!({"error": {"message": "tools are not supported", "type": "invalid_request_error"}});
         assert_eq!(recognise(400, other), None);

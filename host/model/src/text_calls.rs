@@ -100,7 +100,10 @@ fn json_values(payload: String) -> Option<Vec<Value>> {
 /// `{"name", "arguments" | "parameters" | "input"}` (OpenAI's function-call shape nested under
 /// `"function"` too), naming an offered tool; arguments as an object or a JSON string of one.
 fn call_of(object: &Value, offered: &[ToolSpec]) -> Option<TextCall> {
-    let object = object.get("function").filter(|f| f.is_object()).unwrap_or(object);
+    let object = object
+        .get("function")
+        .filter(|f| f.is_object())
+        .unwrap_or(object);
     let name = object.get("name")?.as_str()?;
     if !offered.iter().any(|t| t.name == name) {
         return None;
@@ -212,7 +215,10 @@ mod tests {
             assert_eq!(parse(text, &tools(), Strictness::WholeText), want, "{text}");
         }
         let two = "```json\n{\"name\": \"fs__read_file\", \"arguments\": {\"path\": \"a\"}}\n{\"name\": \"fs__read_file\", \"arguments\": {\"path\": \"b\"}}\n```";
-        assert_eq!(parse(two, &tools(), Strictness::WholeText).unwrap().len(), 2);
+        assert_eq!(
+            parse(two, &tools(), Strictness::WholeText).unwrap().len(),
+            2
+        );
     }
 
     #[test]
@@ -227,7 +233,11 @@ mod tests {
             "The answer is 42.",
             "```json\n{\"name\": \"fs__read_file\"\n```",
         ] {
-            assert_eq!(parse(text, &tools(), Strictness::TrailingCalls), None, "{text}");
+            assert_eq!(
+                parse(text, &tools(), Strictness::TrailingCalls),
+                None,
+                "{text}"
+            );
         }
     }
 

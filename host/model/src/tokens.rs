@@ -139,7 +139,9 @@ impl Tokenizer {
                         // Opaque state: the provider bills the reasoning tokens it stands for,
                         // roughly a quarter of the ciphertext's length.
                         r.summary.iter().map(|s| self.count(s)).sum::<u64>()
-                            + r.encrypted_content.as_ref().map_or(0, |e| e.len() as u64 / 4)
+                            + r.encrypted_content
+                                .as_ref()
+                                .map_or(0, |e| e.len() as u64 / 4)
                     }
                     AssistantContent::ToolCall(call) => {
                         self.count(&call.id)

@@ -204,9 +204,9 @@ impl Engine {
             // Said once, at the start: a silent default would govern the whole session.
             res.bus.emit(Event::Notice {
                 message: match context_window {
-                    Some(n) => format!(
-                        "context window unknown: assuming {n}; set [model] context_window"
-                    ),
+                    Some(n) => {
+                        format!("context window unknown: assuming {n}; set [model] context_window")
+                    }
                     None => "context window unknown: compacting only when the server refuses a \
                              request; set [model] context_window"
                         .to_owned(),

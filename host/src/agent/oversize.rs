@@ -44,23 +44,22 @@ impl Agent {
             conv.budget.observe(prompt);
         }
         let before = fingerprint(&conv.transcript);
-        let target = conv
-            .budget
-            .target()
-            .map(|t| t / 2)
-            .or(Some(estimate / 3));
+        let target = conv.budget.target().map(|t| t / 2).or(Some(estimate / 3));
         let ask = Ask {
             target,
             ..Ask::new(Reason::Overflow)
         };
         let after = self.compact(conv, tools, ask, usage, cancel).await;
-        // What the retry must fit in: the usable window less a tenth for counting error, else
-        // (no number anywhere) a third of what was refused.
-        let fit = conv
-            .budget
-            .usable()
-            .map_or(estimate / 3, |u| u - u / 10)
-            .max(1);
+        // What the retry must fit in: the window the refusal named, less a tenth for counting
+        // error; a refusal naming none proves only that the window is smaller than what was sent,
+        // so half of that.
+        let usable = conv.budget.usable().map(|u| u - u / 10);
+        let fit = match (window, usable) {
+            (Some(_), Some(u)) => u,
+            (_, Some(u)) => u.min(estimate / 2),
+            (_, None) => estimate / 2,
+        }
+        .max(1);
         if after > fit || fingerprint(&conv.transcript) == before {
             let cut = self.cut_newest_results(conv, tools, fit);
             if cut > 0 {

@@ -177,7 +177,14 @@ impl Agent {
                     Err(e) if e.kind() == ModelErrorKind::ContextOverflow && !overflowed => {
                         overflowed = true;
                         if let Err(message) = self
-                            .shrink_after_overflow(conv, &tools, &e, estimate, &mut out.usage, cancel)
+                            .shrink_after_overflow(
+                                conv,
+                                &tools,
+                                &e,
+                                estimate,
+                                &mut out.usage,
+                                cancel,
+                            )
                             .await
                         {
                             self.bus.emit(Event::Error {
@@ -323,7 +330,9 @@ impl Agent {
     /// A turn whose text is a JSON tool call naming an offered tool becomes that call (models
     /// without native tool calling write them so; see [`text_calls`]).
     fn take_text_calls(&self, turn: &mut ModelTurn, tools: &[ToolSpec], step: u32) {
-        if !turn.calls.is_empty() || !turn.incomplete.is_empty() || turn.stop == StopReason::MaxTokens
+        if !turn.calls.is_empty()
+            || !turn.incomplete.is_empty()
+            || turn.stop == StopReason::MaxTokens
         {
             return;
         }
@@ -334,7 +343,10 @@ impl Agent {
         let Some(found) = text_calls::parse(&turn.text, tools, strictness) else {
             return;
         };
-        tracing::debug!(calls = found.len(), "tool calls written as text taken as calls");
+        tracing::debug!(
+            calls = found.len(),
+            "tool calls written as text taken as calls"
+        );
         turn.calls = found
             .into_iter()
             .enumerate()

@@ -595,10 +595,7 @@ async fn an_answer_cut_by_max_tokens_is_continued_a_bounded_number_of_times() {
             },
         ]
     };
-    let model = ScriptedModel::script(vec![
-        Step::Turn(cut("one ")),
-        Step::Turn(answer("two")),
-    ]);
+    let model = ScriptedModel::script(vec![Step::Turn(cut("one ")), Step::Turn(answer("two"))]);
     let (looper, _) = agent(model.clone(), Arc::new(FakeTools::default()));
     let mut conv = windowed(None);
     let out = looper

@@ -142,8 +142,13 @@ impl Wire for AnthropicWire {
             .and_then(Value::as_str)
             == Some("enforced_spend_limit_reached");
         let should_retry = retry::should_retry(headers).or(spend_capped.then_some(false));
-        let overflow =
-            Overflow::recognise(status, parsed.as_ref(), error_type.as_deref(), None, &message);
+        let overflow = Overflow::recognise(
+            status,
+            parsed.as_ref(),
+            error_type.as_deref(),
+            None,
+            &message,
+        );
         let kind = if overflow.is_some() {
             ErrorKind::ContextOverflow
         } else {

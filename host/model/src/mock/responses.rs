@@ -102,9 +102,11 @@ impl ResponsesTurn {
     pub fn message(mut self, id: &str, pieces: &[&str]) -> Self {
         let index = self.index();
         let text: String = pieces.concat();
-        self.push(json!({"type": "response.output_item.added", "output_index": index,
+        self.push(
+            json!({"type": "response.output_item.added", "output_index": index,
             "item": {"id": id, "type": "message", "status": "in_progress", "content": [],
-                "role": "assistant"}}));
+                "role": "assistant"}}),
+        );
         self.push(json!({"type": "response.content_part.added", "item_id": id,
             "output_index": index, "content_index": 0,
             "part": {"type": "output_text", "annotations": [], "text": ""}}));
@@ -119,30 +121,46 @@ impl ResponsesTurn {
             "output_index": index, "content_index": 0, "part": part}));
         let item = json!({"id": id, "type": "message", "status": "completed",
             "content": [part], "role": "assistant"});
-        self.push(json!({"type": "response.output_item.done", "output_index": index,
-            "item": item}));
+        self.push(
+            json!({"type": "response.output_item.done", "output_index": index,
+            "item": item}),
+        );
         self.output.push(item);
         self
     }
 
     /// A `function_call` item (`id` is the item's `fc_…`, `call_id` what results answer) whose
     /// arguments stream in these fragments.
-    pub fn function_call(mut self, id: &str, call_id: &str, name: &str, fragments: &[&str]) -> Self {
+    pub fn function_call(
+        mut self,
+        id: &str,
+        call_id: &str,
+        name: &str,
+        fragments: &[&str],
+    ) -> Self {
         let index = self.index();
         let arguments: String = fragments.concat();
-        self.push(json!({"type": "response.output_item.added", "output_index": index,
+        self.push(
+            json!({"type": "response.output_item.added", "output_index": index,
             "item": {"id": id, "type": "function_call", "status": "in_progress",
-                "arguments": "", "call_id": call_id, "name": name}}));
+                "arguments": "", "call_id": call_id, "name": name}}),
+        );
         for fragment in fragments {
-            self.push(json!({"type": "response.function_call_arguments.delta", "item_id": id,
-                "output_index": index, "delta": fragment}));
+            self.push(
+                json!({"type": "response.function_call_arguments.delta", "item_id": id,
+                "output_index": index, "delta": fragment}),
+            );
         }
-        self.push(json!({"type": "response.function_call_arguments.done", "item_id": id,
-            "output_index": index, "arguments": arguments}));
+        self.push(
+            json!({"type": "response.function_call_arguments.done", "item_id": id,
+            "output_index": index, "arguments": arguments}),
+        );
         let item = json!({"id": id, "type": "function_call", "status": "completed",
             "arguments": arguments, "call_id": call_id, "name": name});
-        self.push(json!({"type": "response.output_item.done", "output_index": index,
-            "item": item}));
+        self.push(
+            json!({"type": "response.output_item.done", "output_index": index,
+            "item": item}),
+        );
         self.output.push(item);
         self
     }
@@ -157,15 +175,21 @@ impl ResponsesTurn {
         fragments: &[&str],
     ) -> Self {
         let index = self.index();
-        self.push(json!({"type": "response.output_item.added", "output_index": index,
+        self.push(
+            json!({"type": "response.output_item.added", "output_index": index,
             "item": {"id": id, "type": "function_call", "status": "in_progress",
-                "arguments": "", "call_id": call_id, "name": name}}));
+                "arguments": "", "call_id": call_id, "name": name}}),
+        );
         for fragment in fragments {
-            self.push(json!({"type": "response.function_call_arguments.delta", "item_id": id,
-                "output_index": index, "delta": fragment}));
+            self.push(
+                json!({"type": "response.function_call_arguments.delta", "item_id": id,
+                "output_index": index, "delta": fragment}),
+            );
         }
-        self.output.push(json!({"id": id, "type": "function_call", "status": "incomplete",
-            "arguments": fragments.concat(), "call_id": call_id, "name": name}));
+        self.output.push(
+            json!({"id": id, "type": "function_call", "status": "incomplete",
+            "arguments": fragments.concat(), "call_id": call_id, "name": name}),
+        );
         self
     }
 
@@ -175,10 +199,14 @@ impl ResponsesTurn {
         let index = self.index();
         let item = json!({"id": id, "type": "reasoning", "content": [],
             "encrypted_content": encrypted_content, "summary": []});
-        self.push(json!({"type": "response.output_item.added", "output_index": index,
-            "item": item}));
-        self.push(json!({"type": "response.output_item.done", "output_index": index,
-            "item": item}));
+        self.push(
+            json!({"type": "response.output_item.added", "output_index": index,
+            "item": item}),
+        );
+        self.push(
+            json!({"type": "response.output_item.done", "output_index": index,
+            "item": item}),
+        );
         self.output.push(item);
         self
     }

@@ -240,7 +240,9 @@ fn rewrite_usage(event: &str, api: Api, usage: SimUsage) -> Option<String> {
             u["prompt_tokens_details"] = json!({"cached_tokens": usage.cache_read});
         }
         Api::Responses => {
-            let u = json.pointer_mut("/response/usage").filter(|u| u.is_object())?;
+            let u = json
+                .pointer_mut("/response/usage")
+                .filter(|u| u.is_object())?;
             u["input_tokens"] = json!(usage.input + usage.cache_read);
             u["input_tokens_details"] = json!({"cached_tokens": usage.cache_read});
         }
@@ -276,7 +278,10 @@ fn validate_pairing(body: &Value, api: Api) -> Result<(), MockResponse> {
         Api::Responses => {
             // Every function_call needs its function_call_output somewhere in `input` (the API's
             // words for the missing one), and every output a call before it.
-            let items = body.get("input").and_then(Value::as_array).unwrap_or(&empty);
+            let items = body
+                .get("input")
+                .and_then(Value::as_array)
+                .unwrap_or(&empty);
             let mut calls: Vec<&str> = Vec::new();
             for item in items {
                 let call_id = item["call_id"].as_str().unwrap_or("");
@@ -295,7 +300,9 @@ fn validate_pairing(body: &Value, api: Api) -> Result<(), MockResponse> {
                     i["type"] == "function_call_output" && i["call_id"].as_str() == Some(call)
                 });
                 if !answered {
-                    return Err(bad(format!("No tool output found for function call {call}.")));
+                    return Err(bad(format!(
+                        "No tool output found for function call {call}."
+                    )));
                 }
             }
         }

@@ -18,7 +18,11 @@ fn responses(server: &MockModelServer) -> Box<dyn ModelAdapter> {
 async fn turn(response: MockResponse) -> (Vec<Item>, Value) {
     let server = MockModelServer::start().await.unwrap();
     server.enqueue(response.header("x-request-id", "req_resp"));
-    let items = run(&*responses(&server), &request(vec![Message::user_text("hi")])).await;
+    let items = run(
+        &*responses(&server),
+        &request(vec![Message::user_text("hi")]),
+    )
+    .await;
     let sent = server.model_requests();
     assert_eq!(sent.len(), 1);
     assert_eq!(sent[0].path, "/v1/responses");
@@ -73,7 +77,10 @@ async fn the_recorded_live_stream_yields_reasoning_then_the_call_and_usage() {
     assert_eq!(body["store"], false);
     assert_eq!(body["include"], json!(["reasoning.encrypted_content"]));
     assert_eq!(body["stream"], true);
-    assert_eq!(body["instructions"], "You are tern.\n\nProject rules: be brief.");
+    assert_eq!(
+        body["instructions"],
+        "You are tern.\n\nProject rules: be brief."
+    );
     assert_eq!(body["tools"][0]["type"], "function");
     assert_eq!(body["tools"][0]["name"], "get_weather");
     assert_eq!(body["max_output_tokens"], 512);
@@ -112,9 +119,11 @@ async fn a_message_sent_only_as_a_done_item_still_reaches_the_text() {
     // Codex's own test servers send `output_item.done` items and `response.completed` only.
     let (items, _) = turn(
         ResponsesTurn::new()
-            .event(json!({"type": "response.output_item.done", "output_index": 0,
+            .event(
+                json!({"type": "response.output_item.done", "output_index": 0,
                 "item": {"type": "message", "role": "assistant", "id": "msg_x",
-                    "content": [{"type": "output_text", "text": "Whole."}]}}))
+                    "content": [{"type": "output_text", "text": "Whole."}]}}),
+            )
             .completed(),
     )
     .await;
@@ -186,7 +195,13 @@ async fn a_server_error_in_the_stream_is_retried_and_an_error_event_surfaces() {
     let server = MockModelServer::start().await.unwrap();
     server.enqueue(ResponsesTurn::new().failed("server_error", "The server had an error"));
     server.enqueue(ResponsesTurn::new().message("m", &["ok"]).completed());
-    let ev = events(&run(&*responses(&server), &request(vec![Message::user_text("hi")])).await);
+    let ev = events(
+        &run(
+            &*responses(&server),
+            &request(vec![Message::user_text("hi")]),
+        )
+        .await,
+    );
     assert!(ev.iter().any(|e| matches!(e, ModelEvent::Retry { .. })));
     assert_eq!(text(&ev), "ok");
 
@@ -252,7 +267,11 @@ async fn the_next_request_carries_reasoning_the_call_and_its_output() {
 #[tokio::test]
 async fn chat_and_anthropic_requests_leave_reasoning_out() {
     let server = MockModelServer::start().await.unwrap();
-    server.enqueue(tern_model::mock::script::OpenAiTurn::new().text(&["x"]).finish("stop"));
+    server.enqueue(
+        tern_model::mock::script::OpenAiTurn::new()
+            .text(&["x"])
+            .finish("stop"),
+    );
     server.enqueue(
         tern_model::mock::script::AnthropicTurn::new()
             .text(&["x"])
