@@ -8,6 +8,7 @@ use serde_json::Value;
 use tern_e2e::run_env::{RunEnv, assert_exit, of_type};
 use tern_model::mock::{
     MockResponse, RecordedRequest,
+    responses::ResponsesTurn,
     script::{AnthropicTurn, OpenAiTurn},
     simulate::Api,
 };
@@ -39,6 +40,12 @@ fn answer_summaries(env: &RunEnv, api: Api) {
         Api::Openai => OpenAiTurn::new()
             .text(&["Goal: read every chapter. Files read: the early chapters."])
             .finish("stop"),
+        Api::Responses => ResponsesTurn::new()
+            .message(
+                "msg_summary",
+                &["Goal: read every chapter. Files read: the early chapters."],
+            )
+            .completed(),
     });
 }
 
@@ -53,6 +60,15 @@ fn read_turn(api: Api, i: usize) -> MockResponse {
             .text(&[&format!("Reading chapter {i}.")])
             .tool_call(0, &format!("call_{i}"), "fs__read_file", &[&args])
             .finish("tool_calls"),
+        Api::Responses => ResponsesTurn::new()
+            .message(&format!("msg_{i}"), &[&format!("Reading chapter {i}.")])
+            .function_call(
+                &format!("fc_{i}"),
+                &format!("call_{i}"),
+                "fs__read_file",
+                &[&args],
+            )
+            .completed(),
     }
 }
 
@@ -64,16 +80,22 @@ fn final_turn(api: Api) -> MockResponse {
         Api::Openai => OpenAiTurn::new()
             .text(&["The last word is chapter 39."])
             .finish("stop"),
+        Api::Responses => ResponsesTurn::new()
+            .message("msg_last", &["The last word is chapter 39."])
+            .completed(),
     }
 }
 
 /// `tern run` on `api`'s path, with the window tern is told about.
 async fn run(env: &RunEnv, api: Api, args: &[&str]) -> std::process::Output {
     let mut cmd = env.command(args);
-    if api == Api::Openai {
+    if api != Api::Anthropic {
         cmd.env_remove("ANTHROPIC_API_KEY")
             .env("OPENAI_BASE_URL", env.server.url())
             .args(["--provider", "openai", "--model", "gpt-4o"]);
+    }
+    if api == Api::Responses {
+        cmd.args(["-c", "model.wire_api=responses"]);
     }
     tokio::time::timeout(Duration::from_secs(180), cmd.output())
         .await
@@ -149,6 +171,11 @@ async fn a_40_step_session_under_a_40k_window_finishes_on_the_anthropic_path() {
 #[tokio::test]
 async fn a_40_step_session_under_a_40k_window_finishes_on_the_openai_path() {
     a_long_session_finishes_inside_the_window(Api::Openai).await;
+}
+
+#[tokio::test]
+async fn a_40_step_session_under_a_40k_window_finishes_on_the_responses_path() {
+    a_long_session_finishes_inside_the_window(Api::Responses).await;
 }
 
 #[tokio::test]
@@ -303,8 +330,10 @@ async fn a_local_servers_reported_window_is_the_budget() {
         .find(|e| e["type"] == "turn_finished")
         .unwrap();
     assert_eq!(finished["context_window"], 8192);
-    // ollama: the model's num_ctx setting wins over its native context length.
+    // ollama (named: its port is not 11434 here): the model's num_ctx setting wins over its
+    // native context length.
     let env = RunEnv::new().await;
+    env.add_servers("server = \"ollama\"\n");
     env.server.respond_when(
         |r| r.path.ends_with("/api/show"),
         |_| {

@@ -6,6 +6,7 @@ use serde_json::Value;
 use tern_e2e::run_env::{RunEnv, assert_exit, of_type};
 use tern_model::mock::{
     MockResponse,
+    responses::ResponsesTurn,
     script::{AnthropicTurn, OpenAiTurn},
     simulate::Api,
 };
@@ -28,6 +29,9 @@ fn call(api: Api, id: &str, name: &str, args: &str) -> MockResponse {
         Api::Openai => OpenAiTurn::new()
             .tool_call(0, id, name, &[args])
             .finish("tool_calls"),
+        Api::Responses => ResponsesTurn::new()
+            .function_call(&format!("fc_{id}"), id, name, &[args])
+            .completed(),
     }
 }
 
@@ -35,6 +39,7 @@ fn answer(api: Api, text: &str) -> MockResponse {
     match api {
         Api::Anthropic => AnthropicTurn::new().text(&[text]).finish("end_turn"),
         Api::Openai => OpenAiTurn::new().text(&[text]).finish("stop"),
+        Api::Responses => ResponsesTurn::new().message("msg", &[text]).completed(),
     }
 }
 

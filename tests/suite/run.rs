@@ -210,7 +210,8 @@ async fn the_openai_compatible_path_runs_a_tool_and_answers() {
     );
     assert!(stdout.contains("It says hello."), "{stdout}");
     // A local OpenAI-compatible server is asked for its context window first (vLLM's
-    // /models, ollama's /api/show, llama.cpp's /props); this one knows none of them.
+    // /models, llama.cpp's /props; ollama's /api/show only when the server is ollama); this one
+    // knows none of them.
     let probes: Vec<String> = env
         .server
         .requests()
@@ -218,7 +219,7 @@ async fn the_openai_compatible_path_runs_a_tool_and_answers() {
         .filter(|r| !r.path.ends_with("/chat/completions"))
         .map(|r| format!("{} {}", r.method, r.path))
         .collect();
-    assert_eq!(probes, ["GET /models", "POST /api/show", "GET /props"]);
+    assert_eq!(probes, ["GET /models", "GET /props"]);
     let requests = env.server.model_requests();
     assert_eq!(requests.len(), 2);
     assert_eq!(requests[0].path, "/chat/completions");

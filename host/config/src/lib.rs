@@ -60,7 +60,7 @@ pub use permissions::{
     PermissionMode, Permissions, RuleList, RuleSource, append_rule, check_rule_shape,
 };
 pub use sandbox::SandboxConfig;
-pub use sections::{ModelConfig, Provider};
+pub use sections::{ModelConfig, ModelServer, Provider, ToolCallMode, WireApi};
 pub use servers::{
     Builtin, DEFAULT_MAX_OUTPUT_CHARS, DEFAULT_STARTUP_TIMEOUT, DEFAULT_TOOL_TIMEOUT, Defer,
     Launch, OAuthConfig, ServerConfig, ServerRoots, ToolLimits, ToolSettings, Transport,

@@ -11,7 +11,7 @@
 
 use std::time::Duration;
 
-pub use tern_config::{ModelConfig, Provider};
+pub use tern_config::{ModelConfig, ModelServer, Provider, ToolCallMode, WireApi};
 
 use crate::retry::RetryPolicy;
 
@@ -113,8 +113,77 @@ pub struct ResolvedModelConfig {
     pub context_window: Option<u32>,
     /// Retry behaviour.
     pub retry: RetryPolicy,
-    /// See [`ModelConfig::idle_timeout_secs`].
+    /// See [`ModelConfig::stream_idle_timeout_sec`].
     pub idle_timeout: Duration,
+    /// Chat Completions or Responses (OpenAI only; Anthropic ignores it).
+    pub wire_api: WireApi,
+    /// The kind of server behind `base_url`, when known (decides the window probe).
+    pub server: Option<ModelServer>,
+    /// Sampling settings sent with every request.
+    pub sampling: Sampling,
+    /// How the model makes tool calls.
+    pub tool_calls: ToolCallMode,
+}
+
+/// `[model] temperature`, `top_p`, `seed`: sent only when set, so each server's defaults hold
+/// otherwise.
+#[derive(Debug, Clone, Copy, Default, PartialEq)]
+pub struct Sampling {
+    /// 0–2.
+    pub temperature: Option<f64>,
+    /// (0, 1].
+    pub top_p: Option<f64>,
+    /// Chat Completions only (Anthropic and Responses have no seed).
+    pub seed: Option<u64>,
+}
+
+impl Sampling {
+    /// Adds the settings that are set to a request body (`temperature`, `top_p`, `seed`: the
+    /// same names in all three APIs; [`ResolvedModelConfig::resolve`] refuses a seed where the API
+    /// has none).
+    pub fn insert_into(&self, body: &mut serde_json::Value) {
+        let Some(map) = body.as_object_mut() else {
+            return;
+        };
+        if let Some(t) = self.temperature {
+            map.insert("temperature".into(), serde_json::json!(t));
+        }
+        if let Some(p) = self.top_p {
+            map.insert("top_p".into(), serde_json::json!(p));
+        }
+        if let Some(seed) = self.seed {
+            map.insert("seed".into(), serde_json::json!(seed));
+        }
+    }
+}
+
+/// Default `stream_idle_timeout_sec`.
+pub const DEFAULT_IDLE_TIMEOUT: Duration = Duration::from_secs(300);
+
+/// Models api.openai.com serves only through the Responses API (the `-pro` reasoning models and
+/// the Codex models): `wire_api` defaults to `responses` for them there.
+fn responses_only(model: &str) -> bool {
+    let m = model.to_ascii_lowercase();
+    m.contains("codex")
+        || m.starts_with("o1-pro")
+        || m.starts_with("o3-pro")
+        || (m.starts_with("gpt-5") && m.contains("-pro"))
+}
+
+/// The server kind a base URL suggests: ollama's, llama.cpp's, vLLM's and LM Studio's default
+/// ports. `None` when the port says nothing (then every probe is tried).
+pub fn guess_server(base_url: &str) -> Option<ModelServer> {
+    if base_url == OPENAI_DEFAULT_BASE_URL {
+        return Some(ModelServer::Openai);
+    }
+    let url = reqwest::Url::parse(base_url).ok()?;
+    match url.port_or_known_default()? {
+        11434 => Some(ModelServer::Ollama),
+        8080 => Some(ModelServer::Llamacpp),
+        8000 => Some(ModelServer::Vllm),
+        1234 => Some(ModelServer::Lmstudio),
+        _ => None,
+    }
 }
 
 /// Default output budget.
@@ -192,7 +261,33 @@ impl ResolvedModelConfig {
             .clone()
             .filter(|n| !n.trim().is_empty())
             .unwrap_or_else(|| default_model.to_owned());
+        let wire_api = match (provider, config.wire_api) {
+            (Provider::Anthropic, _) => WireApi::Chat,
+            (Provider::Openai, Some(api)) => api,
+            (Provider::Openai, None)
+                if base_url == OPENAI_DEFAULT_BASE_URL && responses_only(&model) =>
+            {
+                WireApi::Responses
+            }
+            (Provider::Openai, None) => WireApi::Chat,
+        };
+        let sampling = Sampling {
+            temperature: config.temperature,
+            top_p: config.top_p,
+            seed: config.seed,
+        };
+        check_sampling(&sampling, provider, wire_api)?;
+        let idle = config
+            .stream_idle_timeout_sec
+            .map_or(DEFAULT_IDLE_TIMEOUT, Duration::from_secs);
+        if idle.is_zero() {
+            return Err(ConfigError::Invalid {
+                field: "stream_idle_timeout_sec",
+                reason: "must be at least 1".into(),
+            });
+        }
         Ok(ResolvedModelConfig {
+            server: config.server.or_else(|| guess_server(&base_url)),
             provider,
             model,
             base_url,
@@ -200,9 +295,46 @@ impl ResolvedModelConfig {
             max_tokens,
             context_window: config.context_window,
             retry,
-            idle_timeout: Duration::from_secs(config.idle_timeout_secs.unwrap_or(300)),
+            idle_timeout: idle,
+            wire_api,
+            sampling,
+            tool_calls: config.tool_calls.unwrap_or(ToolCallMode::Native),
         })
     }
+}
+
+/// Ranges as the APIs document them; a seed only where the API has one.
+fn check_sampling(s: &Sampling, provider: Provider, api: WireApi) -> Result<(), ConfigError> {
+    if let Some(t) = s.temperature
+        && !(0.0..=2.0).contains(&t)
+    {
+        return Err(ConfigError::Invalid {
+            field: "temperature",
+            reason: format!("{t} is outside 0–2"),
+        });
+    }
+    if let Some(p) = s.top_p
+        && !(p > 0.0 && p <= 1.0)
+    {
+        return Err(ConfigError::Invalid {
+            field: "top_p",
+            reason: format!("{p} is outside (0, 1]"),
+        });
+    }
+    if s.seed.is_some() {
+        let without = match (provider, api) {
+            (Provider::Anthropic, _) => Some("the Anthropic Messages API has no seed"),
+            (Provider::Openai, WireApi::Responses) => Some("the Responses API has no seed"),
+            (Provider::Openai, WireApi::Chat) => None,
+        };
+        if let Some(reason) = without {
+            return Err(ConfigError::Invalid {
+                field: "seed",
+                reason: reason.into(),
+            });
+        }
+    }
+    Ok(())
 }
 
 fn validate_base_url(raw: &str) -> Result<String, ConfigError> {

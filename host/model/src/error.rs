@@ -95,65 +95,226 @@ impl std::fmt::Display for ErrorKind {
     }
 }
 
+/// Whose words an overflow was recognised in: each server says it differently, and only some
+/// give numbers (`tests/fixtures/provider-wire/` and each function below say where from).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum OverflowSource {
+    /// `prompt is too long: N tokens > M maximum` (invalid_request_error, HTTP 400).
+    Anthropic,
+    /// `code: "context_length_exceeded"` (Chat Completions and Responses, HTTP 400 or a
+    /// `response.failed` event).
+    Openai,
+    /// llama.cpp's `llama-server`: `type: "exceed_context_size_error"` with `n_prompt_tokens` and
+    /// `n_ctx` beside `message` (observed, `llamacpp_observed_errors.json`).
+    LlamaCpp,
+    /// vLLM: `This model's maximum context length is N tokens. However, you requested M tokens…`
+    /// (older) or `…maximum context length is N tokens and your request has M input tokens…`,
+    /// in `{"object": "error", "type": "BadRequestError", …}` (vllm `serving_engine.py`).
+    Vllm,
+    /// ollama: `the input length exceeds the context length` / `input exceeds maximum context
+    /// length` in `{"error": "…"}` (ollama `llm/server.go`, `runner`).
+    Ollama,
+    /// LM Studio: `Trying to keep the first N tokens when context the overflows. However, the model
+    /// is loaded with context length of only M tokens…` in `{"error": "…"}`.
+    LmStudio,
+    /// Hugging Face TGI (HTTP 422, `error_type: "validation"`): `` `inputs` tokens +
+    /// `max_new_tokens` must be <= N. Given: A `inputs` tokens and B `max_new_tokens` `` or
+    /// `` `inputs` must have less than N tokens. Given: A `` (TGI `router/src/validation.rs`).
+    Tgi,
+    /// A proxy or server saying it in words only ("exceeds the context window", …).
+    Other,
+}
+
+/// A request refused for being longer than the context window, with what the server said about
+/// the numbers: the window (learned for the rest of the session) and the prompt's size.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize)]
+pub struct Overflow {
+    /// Who said it.
+    pub source: OverflowSource,
+    /// The window (or the prompt limit) the server named.
+    pub window: Option<u64>,
+    /// The prompt's size in the server's own tokens, when named.
+    pub prompt_tokens: Option<u64>,
+}
+
+/// The first run of digits (commas allowed) after `needle` in `text`.
+fn number_after(text: &str, needle: &str) -> Option<u64> {
+    let at = text.find(needle)? + needle.len();
+    let digits: String = text[at..]
+        .trim_start()
+        .trim_start_matches('(')
+        .chars()
+        .take_while(|c| c.is_ascii_digit() || *c == ',')
+        .filter(char::is_ascii_digit)
+        .collect();
+    digits.parse().ok()
+}
+
+/// The run of digits just before `needle` in `text`.
+fn number_before(text: &str, needle: &str) -> Option<u64> {
+    let at = text.find(needle)?;
+    let digits: String = text[..at]
+        .trim_end()
+        .chars()
+        .rev()
+        .take_while(char::is_ascii_digit)
+        .collect::<Vec<_>>()
+        .into_iter()
+        .rev()
+        .collect();
+    digits.parse().ok()
+}
+
+impl Overflow {
+    /// Recognises an overflow in an error response: `status`, the body parsed as JSON when it is,
+    /// and the message taken from it. `None` when it is some other error.
+    pub fn recognise(
+        status: u16,
+        body: Option<&serde_json::Value>,
+        error_type: Option<&str>,
+        code: Option<&str>,
+        message: &str,
+    ) -> Option<Overflow> {
+        use serde_json::Value;
+        let error = body.and_then(|b| b.get("error"));
+        // Typed by the server: believe it at any status.
+        if error_type == Some("exceed_context_size_error") {
+            let field = |k: &str| error.and_then(|e| e.get(k)).and_then(Value::as_u64);
+            let words = Overflow::from_message(message);
+            return Some(Overflow {
+                source: OverflowSource::LlamaCpp,
+                window: field("n_ctx").or(words.window),
+                prompt_tokens: field("n_prompt_tokens").or(words.prompt_tokens),
+            });
+        }
+        if code == Some("context_length_exceeded") {
+            return Some(Overflow {
+                source: OverflowSource::Openai,
+                ..Overflow::from_message(message)
+            });
+        }
+        // In words: only on the statuses servers use for a request they refuse (TGI answers
+        // 422); old llama.cpp builds said theirs with a 500.
+        let found = Overflow::from_message(message);
+        let refused = matches!(status, 400 | 413 | 422)
+            || (status == 500 && found.source == OverflowSource::LlamaCpp);
+        if !refused {
+            return None;
+        }
+        (found.source != OverflowSource::Other || is_overflow_wording(message)).then(|| {
+            // vLLM says OpenAI's sentence; its envelope tells them apart.
+            let vllm = body
+                .is_some_and(|b| b.get("object").and_then(Value::as_str) == Some("error"))
+                || error_type == Some("BadRequestError");
+            match found.source {
+                OverflowSource::Openai if vllm => Overflow {
+                    source: OverflowSource::Vllm,
+                    ..found
+                },
+                _ => found,
+            }
+        })
+    }
+
+    /// The source and numbers a message's wording gives (source `Other` and no numbers when it
+    /// names none of the known forms).
+    pub fn from_message(message: &str) -> Overflow {
+        let m = message.to_ascii_lowercase();
+        let none = Overflow {
+            source: OverflowSource::Other,
+            window: None,
+            prompt_tokens: None,
+        };
+        if m.contains("prompt is too long") {
+            return Overflow {
+                source: OverflowSource::Anthropic,
+                window: number_before(message, " maximum"),
+                prompt_tokens: number_after(message, "prompt is too long:"),
+            };
+        }
+        if m.contains("exceeds the available context size") {
+            return Overflow {
+                source: OverflowSource::LlamaCpp,
+                window: number_after(&m, "available context size"),
+                prompt_tokens: number_after(&m, "request"),
+            };
+        }
+        if m.contains("when context the overflows") || m.contains("loaded with context length") {
+            return Overflow {
+                source: OverflowSource::LmStudio,
+                window: number_after(&m, "context length of only"),
+                prompt_tokens: number_after(&m, "keep the first"),
+            };
+        }
+        if m.contains("must be <=") && m.contains("`inputs` tokens") {
+            return Overflow {
+                source: OverflowSource::Tgi,
+                window: number_after(&m, "must be <="),
+                prompt_tokens: number_after(&m, "given:"),
+            };
+        }
+        if m.contains("`inputs` must have less than") {
+            return Overflow {
+                source: OverflowSource::Tgi,
+                window: number_after(&m, "must have less than"),
+                prompt_tokens: number_after(&m, "given:"),
+            };
+        }
+        if m.contains("input length exceeds the context length")
+            || m.contains("input exceeds maximum context length")
+        {
+            return Overflow {
+                source: OverflowSource::Ollama,
+                ..none
+            };
+        }
+        if m.contains("maximum context length") {
+            return Overflow {
+                source: OverflowSource::Openai,
+                window: number_after(&m, "maximum context length is"),
+                prompt_tokens: number_after(&m, "resulted in")
+                    .or_else(|| number_after(&m, "you requested"))
+                    .or_else(|| number_after(&m, "your request has")),
+            };
+        }
+        if m.contains("exceeds the context window") {
+            return Overflow {
+                source: OverflowSource::Openai,
+                ..none
+            };
+        }
+        none
+    }
+}
+
+/// Wording that says "too long for the window" without naming a known server.
+fn is_overflow_wording(message: &str) -> bool {
+    let m = message.to_ascii_lowercase();
+    [
+        "context_length_exceeded",
+        "context length exceeded",
+        "exceeds the context window",
+        "exceeds the context length",
+    ]
+    .iter()
+    .any(|needle| m.contains(needle))
+}
+
 /// Whether a rejected request was rejected for being longer than the context window, in any of
-/// the providers' wordings: Anthropic `prompt is too long: N tokens > M maximum`, OpenAI's
-/// `context_length_exceeded` code (and its older "maximum context length" message), vLLM's
-/// "maximum context length is N tokens", llama.cpp's `exceed_context_size_error`.
+/// the servers' wordings (see [`OverflowSource`]).
 pub fn is_context_overflow(
     status: u16,
     error_type: Option<&str>,
     code: Option<&str>,
     message: &str,
 ) -> bool {
-    if !matches!(status, 400 | 413) {
-        return false;
-    }
-    if matches!(code, Some("context_length_exceeded"))
-        || matches!(error_type, Some("exceed_context_size_error"))
-    {
-        return true;
-    }
-    let m = message.to_ascii_lowercase();
-    [
-        "prompt is too long",
-        "maximum context length",
-        "context_length_exceeded",
-        "exceeds the context window",
-        "exceeds the available context size",
-        "context length exceeded",
-    ]
-    .iter()
-    .any(|needle| m.contains(needle))
+    Overflow::recognise(status, None, error_type, code, message).is_some()
 }
 
-/// The limit a context-overflow message names, when it names one: Anthropic's `> N maximum`,
-/// OpenAI's and vLLM's `maximum context length is N tokens`, llama.cpp's `n_ctx`.
+/// The limit a context-overflow message names, when it names one.
 pub fn overflow_limit(message: &str) -> Option<u64> {
-    let number_after = |needle: &str| -> Option<u64> {
-        let at = message.find(needle)? + needle.len();
-        let digits: String = message[at..]
-            .trim_start()
-            .chars()
-            .take_while(|c| c.is_ascii_digit())
-            .collect();
-        digits.parse().ok()
-    };
-    if let Some(i) = message.find(" maximum") {
-        // "... tokens > 200000 maximum": the number just before.
-        let before = message[..i].trim_end();
-        let digits: String = before
-            .chars()
-            .rev()
-            .take_while(|c| c.is_ascii_digit())
-            .collect::<Vec<_>>()
-            .into_iter()
-            .rev()
-            .collect();
-        if let Ok(n) = digits.parse() {
-            return Some(n);
-        }
-    }
-    number_after("maximum context length is").or_else(|| number_after("\"n_ctx\":"))
+    Overflow::from_message(message).window
 }
 
 /// A failure of a model turn.
@@ -179,6 +340,8 @@ pub enum ModelError {
         retry_after: Option<Duration>,
         /// The provider's `x-should-retry` verdict, when it sent one; overrides the kind.
         should_retry: Option<bool>,
+        /// Set (and `kind` is [`ErrorKind::ContextOverflow`]) when the request was too long.
+        overflow: Option<Overflow>,
     },
     /// The connection failed or broke, or the stream ended before the turn did.
     #[error("{provider} transport error{}: {message}", fmt_request_id(request_id.as_deref()))]
@@ -273,6 +436,14 @@ impl ModelError {
         }
     }
 
+    /// What the server said about an overflow, when this is one.
+    pub fn overflow(&self) -> Option<&Overflow> {
+        match self {
+            ModelError::Api { overflow, .. } => overflow.as_ref(),
+            _ => None,
+        }
+    }
+
     /// The wait the provider asked for, if any.
     pub fn retry_after(&self) -> Option<Duration> {
         match self {
@@ -285,6 +456,97 @@ impl ModelError {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    fn recognise(status: u16, body: serde_json::Value) -> Option<Overflow> {
+        let error = &body["error"];
+        let (message, error_type, code) = match error {
+            serde_json::Value::String(s) => (s.clone(), None, None),
+            serde_json::Value::Object(_) => (
+                error["message"].as_str().unwrap_or_default().to_owned(),
+                error["type"].as_str().map(str::to_owned),
+                error["code"].as_str().map(str::to_owned),
+            ),
+            _ => (
+                body["message"].as_str().unwrap_or_default().to_owned(),
+                None,
+                None,
+            ),
+        };
+        Overflow::recognise(
+            status,
+            Some(&body),
+            error_type.as_deref(),
+            code.as_deref(),
+            &message,
+        )
+    }
+
+    #[test]
+    fn each_local_servers_overflow_body_is_typed_with_its_numbers() {
+        // llama.cpp, observed (provider-wire/llamacpp_observed_errors.json): numbers beside the
+        // message, which names neither "maximum" nor "context length".
+        let llama = serde_json::json!({"error": {"code": 400, "message": "request (5257 tokens) exceeds the available context size (3072 tokens), try increasing it", "type": "exceed_context_size_error", "n_prompt_tokens": 5257, "n_ctx": 3072}});
+        assert_eq!(
+            recognise(400, llama),
+            Some(Overflow {
+                source: OverflowSource::LlamaCpp,
+                window: Some(3072),
+                prompt_tokens: Some(5257)
+            })
+        );
+        // vLLM (serving_engine.py `_validate_input`), older and newer wording.
+        let vllm_old = serde_json::json!({"object": "error", "message": "This model's maximum context length is 4096 tokens. However, you requested 5000 tokens (4000 in the messages, 1000 in the completion). Please reduce the length of the messages or completion.", "type": "BadRequestError", "param": null, "code": 400});
+        assert_eq!(
+            recognise(400, vllm_old),
+            Some(Overflow {
+                source: OverflowSource::Vllm,
+                window: Some(4096),
+                prompt_tokens: Some(5000)
+            })
+        );
+        let vllm_new = serde_json::json!({"error": {"message": "'max_tokens' or 'max_completion_tokens' is too large: 8192. This model's maximum context length is 32768 tokens and your request has 30000 input tokens (8192 > 32768 - 30000).", "type": "BadRequestError", "param": null, "code": 400}});
+        assert_eq!(
+            recognise(400, vllm_new),
+            Some(Overflow {
+                source: OverflowSource::Vllm,
+                window: Some(32768),
+                prompt_tokens: Some(30000)
+            })
+        );
+        let ollama = serde_json::json!({"error": "the input length exceeds the context length"});
+        assert_eq!(
+            recognise(400, ollama).map(|o| o.source),
+            Some(OverflowSource::Ollama)
+        );
+        let lm = serde_json::json!({"error": "Trying to keep the first 6269 tokens when context the overflows. However, the model is loaded with context length of only 4096 tokens, which is not enough. Try to load the model with a larger context length, or provide a shorter input"});
+        assert_eq!(
+            recognise(400, lm),
+            Some(Overflow {
+                source: OverflowSource::LmStudio,
+                window: Some(4096),
+                prompt_tokens: Some(6269)
+            })
+        );
+        let tgi = serde_json::json!({"error": "Input validation error: `inputs` tokens + `max_new_tokens` must be <= 4096. Given: 4000 `inputs` tokens and 1000 `max_new_tokens`", "error_type": "validation"});
+        assert_eq!(
+            recognise(422, tgi),
+            Some(Overflow {
+                source: OverflowSource::Tgi,
+                window: Some(4096),
+                prompt_tokens: Some(4000)
+            })
+        );
+        let responses = serde_json::json!({"error": {"message": "Your input exceeds the context window of this model. Please adjust your input and try again.", "type": "invalid_request_error", "param": "input", "code": "context_length_exceeded"}});
+        assert_eq!(
+            recognise(400, responses).map(|o| o.source),
+            Some(OverflowSource::Openai)
+        );
+        // Not overflows.
+        let other = serde_json::json!({"error": {"message": "tools are not supported", "type": "invalid_request_error"}});
+        assert_eq!(recognise(400, other), None);
+        let busy = serde_json::json!({"error": "the input length exceeds the context length"});
+        assert_eq!(recognise(503, busy), None);
+    }
 
     #[test]
     fn overflows_are_recognised_in_each_providers_words_and_their_limit_read() {

@@ -51,6 +51,7 @@ pub mod normalize;
 pub mod openai;
 pub mod retry;
 pub mod sse;
+pub mod text_calls;
 pub mod tokens;
 mod tool_args;
 pub mod types;
@@ -60,14 +61,17 @@ use std::time::Duration;
 use tokio_util::sync::CancellationToken;
 
 pub use anthropic::AnthropicAdapter;
-pub use config::{ApiKey, ConfigError, ModelConfig, Provider, ResolvedModelConfig};
+pub use config::{
+    ApiKey, ConfigError, ModelConfig, ModelServer, Provider, ResolvedModelConfig, Sampling,
+    ToolCallMode, WireApi,
+};
 pub use driver::EventStream;
 pub use error::{ErrorKind, ModelError, Result};
 pub use openai::OpenAiAdapter;
 pub use retry::RetryPolicy;
 pub use types::{
-    AssistantContent, Message, ModelEvent, ModelRequest, StopReason, ToolCall, ToolChoice,
-    ToolResult, ToolSpec, Usage, UserContent,
+    AssistantContent, Message, ModelEvent, ModelRequest, Reasoning, StopReason, ToolCall,
+    ToolChoice, ToolResult, ToolSpec, Usage, UserContent,
 };
 
 /// A model behind some provider's API.
@@ -76,13 +80,20 @@ pub trait ModelAdapter: Send + Sync {
     /// The model name sent to the provider.
     fn name(&self) -> &str;
 
-    /// `anthropic` or `openai`.
-    fn provider(&self) -> &'static str;
+    /// Whose API this is: every decision that depends on it is an exhaustive `match`, so a new
+    /// provider is a compile error where it needs one, never silently another provider.
+    fn provider(&self) -> Provider;
 
     /// The context window the endpoint reports for this model, when it reports one (local
     /// OpenAI-compatible servers do; the public APIs do not).
     async fn context_window(&self) -> Option<u32> {
         None
+    }
+
+    /// Whether [`ModelAdapter::context_window`] asks the server (a local OpenAI-compatible one):
+    /// then `None` from it means the probe failed, which is worth saying once.
+    fn probes_window(&self) -> bool {
+        false
     }
 
     /// Starts one assistant turn.

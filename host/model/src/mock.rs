@@ -17,6 +17,7 @@
 //! # Ok(()) }
 //! ```
 
+pub mod responses;
 pub mod script;
 pub mod simulate;
 
@@ -253,7 +254,8 @@ impl MockModelServer {
 
     /// `http://127.0.0.1:PORT`, to use as an adapter's `base_url` (Anthropic; append `/v1` for
     /// OpenAI-style clients if you want realistic paths). Queued responses answer model calls
-    /// (`POST …/messages`, `POST …/chat/completions`); anything else is a 404 unless a
+    /// (`POST …/messages`, `POST …/chat/completions`, `POST …/responses` — see [`responses`] for
+    /// the Responses API); anything else is a 404 unless a
     /// [`MockModelServer::respond_when`] responder takes it.
     pub fn url(&self) -> String {
         format!("http://{}", self.addr)
@@ -322,6 +324,21 @@ impl MockModelServer {
             }
             if tokio::time::timeout_at(deadline, notified).await.is_err() {
                 return self.disconnects() > 0;
+            }
+        }
+    }
+
+    /// Waits until a model call (not a probe of the server's settings) has arrived, or
+    /// `timeout` passes; returns whether one did.
+    pub async fn wait_for_model_request(&self, timeout: Duration) -> bool {
+        let deadline = tokio::time::Instant::now() + timeout;
+        loop {
+            let notified = self.shared.arrived.notified();
+            if lock(&self.shared.requests).iter().any(is_model_call) {
+                return true;
+            }
+            if tokio::time::timeout_at(deadline, notified).await.is_err() {
+                return lock(&self.shared.requests).iter().any(is_model_call);
             }
         }
     }
@@ -411,10 +428,13 @@ fn respond(request: &RecordedRequest, shared: &Shared) -> Option<MockResponse> {
     }
 }
 
-/// `POST …/messages` or `POST …/chat/completions`.
+/// `POST …/messages`, `POST …/chat/completions` or `POST …/responses` (a query string allowed).
 fn is_model_call(request: &RecordedRequest) -> bool {
+    let path = request.path.split('?').next().unwrap_or_default();
     request.method == "POST"
-        && (request.path.ends_with("/messages") || request.path.ends_with("/chat/completions"))
+        && (path.ends_with("/messages")
+            || path.ends_with("/chat/completions")
+            || path.ends_with("/responses"))
 }
 
 async fn read_request(socket: &mut TcpStream) -> std::io::Result<Option<RecordedRequest>> {

@@ -28,7 +28,7 @@ pub fn normalize(messages: &[Message]) -> Vec<Message> {
                 .iter()
                 .filter_map(|c| match c {
                     AssistantContent::ToolCall(call) => Some(call.id.clone()),
-                    AssistantContent::Text { .. } => None,
+                    AssistantContent::Text { .. } | AssistantContent::Reasoning(_) => None,
                 })
                 .collect(),
             Message::User { .. } => Vec::new(),
@@ -53,6 +53,24 @@ pub fn normalize(messages: &[Message]) -> Vec<Message> {
     }
     // Dropping orphans can empty a turn; merge again so roles still alternate.
     merge(out.into_iter().filter(|m| !is_empty(m)))
+}
+
+/// `messages` without reasoning items, for APIs that have no place for them (Anthropic Messages,
+/// Chat Completions). A turn left empty is dropped by [`normalize`] afterwards.
+pub fn strip_reasoning(messages: &[Message]) -> Vec<Message> {
+    messages
+        .iter()
+        .map(|m| match m {
+            Message::Assistant { content } => Message::Assistant {
+                content: content
+                    .iter()
+                    .filter(|c| !matches!(c, AssistantContent::Reasoning(_)))
+                    .cloned()
+                    .collect(),
+            },
+            user => user.clone(),
+        })
+        .collect()
 }
 
 fn drop_empty_text(message: Message) -> Option<Message> {

@@ -1,5 +1,9 @@
 //! Counting tokens before a request is sent, so the context window is a budget and not a wall.
 //!
+//! A vocabulary is decompressed and built (tens of milliseconds of CPU) on its first count, not
+//! when the tokenizer is chosen: choosing is free, so nothing on the start path pays for it, and
+//! [`Tokenizer::load`] lets the engine build it on a spare thread while the servers start.
+//!
 //! Where a model's tokenizer is public (OpenAI's o200k/cl100k, Llama 3, Qwen 2, Mistral,
 //! DeepSeek), tern counts with the real vocabulary; Claude's is not public, so it is estimated
 //! from the text's length. Either way the count of a whole request is off by the provider's
@@ -16,6 +20,28 @@ use crate::{
 /// Tokens per image when the real size is unknown (Anthropic: about 1 600 for a 1 092 px
 /// square; OpenAI's high-detail tiles land in the same range).
 pub const IMAGE_TOKENS: u64 = 1_600;
+/// The encodings `tiktoken::get_encoding` builds (the names `model_to_encoding` and the
+/// family table above can produce).
+const KNOWN_ENCODINGS: &[&str] = &[
+    "o200k_base",
+    "o200k_harmony",
+    "cl100k_base",
+    "p50k_base",
+    "p50k_edit",
+    "r50k_base",
+    "gpt2",
+    "llama3",
+    "qwen2",
+    "mistral_v3",
+    "deepseek_v3",
+    "deepseek_v4",
+    "kimi_k2",
+    "kimi_k3",
+    "glm4",
+    "glm5",
+    "minimax_m2",
+];
+
 /// Framing tokens per message (role markers, separators).
 const MESSAGE_OVERHEAD: u64 = 4;
 /// Characters per token for text no vocabulary is known for. Code and English average about
@@ -23,21 +49,12 @@ const MESSAGE_OVERHEAD: u64 = 4;
 const CHARS_PER_TOKEN: f64 = 3.5;
 
 /// How tokens are counted for one model.
-#[derive(Clone, Copy)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Tokenizer {
-    /// The model family's real BPE vocabulary.
-    Bpe(&'static CoreBpe),
+    /// The model family's real BPE vocabulary, by its tiktoken name; built on first use.
+    Bpe(&'static str),
     /// Characters divided by [`CHARS_PER_TOKEN`].
     Estimate,
-}
-
-impl std::fmt::Debug for Tokenizer {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.write_str(match self {
-            Tokenizer::Bpe(_) => "Tokenizer::Bpe",
-            Tokenizer::Estimate => "Tokenizer::Estimate",
-        })
-    }
 }
 
 impl Tokenizer {
@@ -68,9 +85,22 @@ impl Tokenizer {
             .find(|(prefix, _)| family.starts_with(prefix))
             .map(|(_, enc)| *enc)
         });
+        // Only a name is kept: `get_encoding` would build the vocabulary right here.
         encoding
-            .and_then(tiktoken::get_encoding)
+            .filter(|name| KNOWN_ENCODINGS.contains(name))
             .map_or(Tokenizer::Estimate, Tokenizer::Bpe)
+    }
+
+    /// Builds the vocabulary now (idempotent; for a background thread).
+    pub fn load(&self) {
+        let _ = self.vocabulary();
+    }
+
+    fn vocabulary(&self) -> Option<&'static CoreBpe> {
+        match self {
+            Tokenizer::Bpe(name) => tiktoken::get_encoding(name),
+            Tokenizer::Estimate => None,
+        }
     }
 
     /// Whether counts come from the model's own vocabulary.
@@ -80,9 +110,9 @@ impl Tokenizer {
 
     /// Tokens in `text`.
     pub fn count(&self, text: &str) -> u64 {
-        match self {
-            Tokenizer::Bpe(bpe) => bpe.count(text) as u64,
-            Tokenizer::Estimate => (text.chars().count() as f64 / CHARS_PER_TOKEN).ceil() as u64,
+        match self.vocabulary() {
+            Some(bpe) => bpe.count(text) as u64,
+            None => (text.chars().count() as f64 / CHARS_PER_TOKEN).ceil() as u64,
         }
     }
 
@@ -105,6 +135,14 @@ impl Tokenizer {
                 .iter()
                 .map(|c| match c {
                     AssistantContent::Text { text } => self.count(text),
+                    AssistantContent::Reasoning(r) => {
+                        // Opaque state: the provider bills the reasoning tokens it stands for,
+                        // roughly a quarter of the ciphertext's length.
+                        r.summary.iter().map(|s| self.count(s)).sum::<u64>()
+                            + r.encrypted_content
+                                .as_ref()
+                                .map_or(0, |e| e.len() as u64 / 4)
+                    }
                     AssistantContent::ToolCall(call) => {
                         self.count(&call.id)
                             + self.count(&call.name)

@@ -68,6 +68,25 @@ pub enum AssistantContent {
     },
     /// A tool call the model made.
     ToolCall(ToolCall),
+    /// Reasoning the model did, in the provider's own opaque form; sent back unchanged where the
+    /// API takes it, dropped where it does not.
+    Reasoning(Reasoning),
+}
+
+/// A reasoning item (OpenAI Responses `{"type": "reasoning", "encrypted_content": …}`). With
+/// `store: false` the provider keeps nothing between requests, so the chain of thought of a turn
+/// that called tools survives only if the client sends this item back before the calls it led to.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Reasoning {
+    /// The provider's item id (`rs_…`), for logs; not sent back (a stateless request cannot
+    /// refer to a stored item).
+    pub id: String,
+    /// The readable summary, when the provider gave one.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub summary: Vec<String>,
+    /// The opaque state to send back (`include: ["reasoning.encrypted_content"]`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub encrypted_content: Option<String>,
 }
 
 /// A tool the model may call.
@@ -174,6 +193,8 @@ pub enum ModelEvent {
         /// Human-readable cause, suitable for an `is_error` tool result.
         reason: String,
     },
+    /// A finished reasoning item: keep it in the assistant turn, before the turn's tool calls.
+    Reasoning(Reasoning),
     /// Token usage of the turn; sent once, just before `Completed`, when the provider reported it.
     Usage(Usage),
     /// The request is being retried after `delay`.

@@ -366,6 +366,9 @@ pub enum RunStatus {
     Success,
     /// `max_steps` was reached.
     MaxSteps,
+    /// The answer was cut off by the output limit (`max_tokens`), still so after the bounded
+    /// continuations: what the run produced is incomplete, never a success.
+    Truncated,
     /// An unrecoverable error.
     Error,
     /// Ctrl-C.
@@ -377,7 +380,7 @@ impl RunStatus {
     pub fn exit_code(self) -> i32 {
         match self {
             RunStatus::Success => 0,
-            RunStatus::MaxSteps | RunStatus::Error => 1,
+            RunStatus::MaxSteps | RunStatus::Truncated | RunStatus::Error => 1,
             RunStatus::Cancelled => 130,
         }
     }
@@ -387,6 +390,7 @@ impl RunStatus {
         match self {
             RunStatus::Success => "success",
             RunStatus::MaxSteps => "max_steps",
+            RunStatus::Truncated => "truncated",
             RunStatus::Error => "error",
             RunStatus::Cancelled => "cancelled",
         }

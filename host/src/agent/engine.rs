@@ -82,10 +82,7 @@ fn given_model_settings(
     given: &dyn ModelAdapter,
 ) -> tern_model::ResolvedModelConfig {
     tern_model::ResolvedModelConfig {
-        provider: match given.provider() {
-            "openai" => tern_config::Provider::Openai,
-            _ => tern_config::Provider::Anthropic,
-        },
+        provider: given.provider(),
         model: given.name().to_string(),
         base_url: String::new(),
         api_key: None,
@@ -96,7 +93,15 @@ fn given_model_settings(
             .unwrap_or(tern_model::config::DEFAULT_MAX_TOKENS),
         context_window: None,
         retry: tern_model::RetryPolicy::default(),
-        idle_timeout: std::time::Duration::from_secs(300),
+        idle_timeout: tern_model::config::DEFAULT_IDLE_TIMEOUT,
+        wire_api: tern_model::WireApi::Chat,
+        server: None,
+        sampling: tern_model::Sampling::default(),
+        tool_calls: ws
+            .config
+            .model
+            .tool_calls
+            .unwrap_or(tern_model::ToolCallMode::Native),
     }
 }
 
@@ -148,6 +153,12 @@ impl Engine {
         };
         let run_id = session::new_run_id();
         let trace_context = outputs.exporter.is_some();
+        // The model family's vocabulary (when it has a public one) loads in the background while
+        // the servers start: the first count waits for it only if it is not ready by then.
+        let tokenizer = Tokenizer::for_model(resolved.provider, model.name());
+        if tokenizer.is_exact() {
+            std::thread::spawn(move || tokenizer.load());
+        }
 
         // 1. Resources.
         let res = RunResources::open(ws, &run_id, &session_id, outputs)?;
@@ -204,10 +215,18 @@ impl Engine {
             .or(reported)
             .or(known.map(|k| k.context_window))
             .map(u64::from);
-        let tokenizer = Tokenizer::for_model(resolved.provider, model.name());
-        if tokenizer.is_exact() {
-            // Loading a vocabulary takes a moment: do it while the servers start.
-            std::thread::spawn(move || tokenizer.count("warm up"));
+        if resolved.context_window.is_none() && reported.is_none() && model.probes_window() {
+            // Said once, at the start: a silent default would govern the whole session.
+            res.bus.emit(Event::Notice {
+                message: match context_window {
+                    Some(n) => {
+                        format!("context window unknown: assuming {n}; set [model] context_window")
+                    }
+                    None => "context window unknown: compacting only when the server refuses a \
+                             request; set [model] context_window"
+                        .to_owned(),
+                },
+            });
         }
         let budget = Budget::new(
             tokenizer,
@@ -250,6 +269,8 @@ impl Engine {
                 },
                 max_steps: ws.config.agent.max_steps,
                 max_tokens: resolved.max_tokens,
+                spill_dir: Some(ws.paths.run_dir(&run_id).join("spill")),
+                tool_calls: resolved.tool_calls,
             },
         };
         Ok(Engine {
@@ -686,7 +707,7 @@ fn start_servers(
     res.bus.emit(Event::RunStarted {
         goal: opts.goal.clone(),
         model: model.name().to_string(),
-        provider: model.provider().to_string(),
+        provider: model.provider().as_str().to_string(),
         servers: server_specs.iter().map(|s| s.name.clone()).collect(),
         cwd: ws.cwd.display().to_string(),
         parent_run_id: opts.parent_run_id.clone(),

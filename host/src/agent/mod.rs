@@ -13,6 +13,7 @@ mod executor;
 mod gateway_tools;
 pub mod inherit;
 mod model;
+mod oversize;
 pub mod replay;
 mod resources;
 mod run_loop;

@@ -7,7 +7,7 @@ use futures::StreamExt;
 use serde_json::Value;
 use tern_model::{
     AssistantContent, ErrorKind as ModelErrorKind, Message, ModelAdapter, ModelError, ModelEvent,
-    ModelRequest, StopReason, ToolChoice, ToolSpec, UserContent,
+    ModelRequest, StopReason, ToolCallMode, ToolChoice, ToolSpec, UserContent, text_calls,
 };
 use tern_protocol::{
     ErrorKind, Event, IncompleteCall, LoopState, RunStatus, ToolCall, ToolResult, Usage,
@@ -23,12 +23,21 @@ use super::{
 /// How many identical calls in a row are allowed before the guard answers instead.
 const REPEAT_LIMIT: usize = 3;
 
+/// How many times an answer cut off by `max_tokens` is continued before the run ends
+/// `truncated`: enough for an answer a little over the limit, not for a model that never stops.
+pub const MAX_CONTINUATIONS: u32 = 2;
+
 /// Fixed settings of an agent.
 #[derive(Debug, Clone)]
 pub struct AgentSettings {
     pub system: Vec<String>,
     pub max_steps: u32,
     pub max_tokens: u32,
+    /// Where a tool result cut to fit the window is kept whole (`runs/<id>/spill`); `None` keeps
+    /// nothing (tests).
+    pub spill_dir: Option<std::path::PathBuf>,
+    /// `[model] tool_calls`: native tool calls, or calls written as JSON text.
+    pub tool_calls: ToolCallMode,
 }
 
 /// The loop and what it talks to.
@@ -69,6 +78,8 @@ impl TurnOutcome {
 /// What one model call produced.
 struct ModelTurn {
     text: String,
+    /// Reasoning items, to send back before the calls (Responses API).
+    reasoning: Vec<tern_model::Reasoning>,
     calls: Vec<ToolCall>,
     incomplete: Vec<IncompleteCall>,
     stop: StopReason,
@@ -93,6 +104,9 @@ impl Agent {
             error: None,
         };
         let mut history: Vec<String> = Vec::new();
+        // Text of an answer cut off by max_tokens so far, and how often it was continued.
+        let mut cut_answer = String::new();
+        let mut continuations = 0;
         loop {
             if cancel.is_cancelled() {
                 out.status = RunStatus::Cancelled;
@@ -128,10 +142,20 @@ impl Agent {
                         ),
                     });
                 }
+                let (system, messages, offered) = match self.settings.tool_calls {
+                    ToolCallMode::Native => (self.settings.system.clone(), messages, tools.clone()),
+                    // No native tools on the wire: the format is in the system prompt and the
+                    // history's calls and results are written as text.
+                    ToolCallMode::Text => {
+                        let mut system = self.settings.system.clone();
+                        system.push(text_calls::instructions(&tools));
+                        (system, text_calls::render(&messages), Vec::new())
+                    }
+                };
                 let request = ModelRequest {
-                    system: self.settings.system.clone(),
+                    system,
                     messages,
-                    tools: tools.clone(),
+                    tools: offered,
                     max_tokens: self.settings.max_tokens,
                     tool_choice: ToolChoice::Auto,
                     cache: true,
@@ -152,16 +176,24 @@ impl Agent {
                     // Nothing of the refused request ran, so nothing runs twice.
                     Err(e) if e.kind() == ModelErrorKind::ContextOverflow && !overflowed => {
                         overflowed = true;
-                        if let Some(limit) = tern_model::error::overflow_limit(&e.message()) {
-                            conv.budget.set_window(limit);
+                        if let Err(message) = self
+                            .shrink_after_overflow(
+                                conv,
+                                &tools,
+                                &e,
+                                estimate,
+                                &mut out.usage,
+                                cancel,
+                            )
+                            .await
+                        {
+                            self.bus.emit(Event::Error {
+                                message: message.clone(),
+                            });
+                            out.status = RunStatus::Error;
+                            out.error = Some(message);
+                            return out;
                         }
-                        let target = conv.budget.target().map(|t| t / 2).or(Some(estimate / 3));
-                        let ask = Ask {
-                            target,
-                            ..Ask::new(Reason::Overflow)
-                        };
-                        self.compact(conv, &tools, ask, &mut out.usage, cancel)
-                            .await;
                     }
                     Err(ModelError::Cancelled) => {
                         out.status = RunStatus::Cancelled;
@@ -178,6 +210,8 @@ impl Agent {
                     }
                 }
             };
+            let mut turn = turn;
+            self.take_text_calls(&mut turn, &tools, step);
             conv.budget.observe(usage.total_input());
             out.context_tokens = usage.total_input() + usage.output;
             self.bus.emit(Event::ModelResponse {
@@ -195,7 +229,12 @@ impl Agent {
                 incomplete: turn.incomplete.clone(),
             });
 
-            let mut assistant = Vec::new();
+            let mut assistant: Vec<AssistantContent> = turn
+                .reasoning
+                .iter()
+                .cloned()
+                .map(AssistantContent::Reasoning)
+                .collect();
             if !turn.text.trim().is_empty() {
                 assistant.push(AssistantContent::Text {
                     text: turn.text.clone(),
@@ -210,10 +249,39 @@ impl Agent {
             }
 
             if turn.calls.is_empty() && turn.incomplete.is_empty() {
-                out.answer = Some(turn.text);
+                cut_answer.push_str(&turn.text);
+                if turn.stop != StopReason::MaxTokens {
+                    out.answer = Some(std::mem::take(&mut cut_answer));
+                    self.bus.emit(Event::TurnEnd { step });
+                    return out;
+                }
+                // Cut off by the output limit: never a success. Ask for the rest (the text so
+                // far is in the transcript), a bounded number of times.
                 self.bus.emit(Event::TurnEnd { step });
-                return out;
+                if continuations >= MAX_CONTINUATIONS {
+                    let message = format!(
+                        "the answer was cut off by the output limit (max_tokens = {}) {} time(s)                          in a row\nhint: raise [model] max_tokens",
+                        self.settings.max_tokens,
+                        continuations + 1
+                    );
+                    self.bus.emit(Event::Error {
+                        message: message.clone(),
+                    });
+                    out.status = RunStatus::Truncated;
+                    out.answer = Some(cut_answer);
+                    out.error = Some(message);
+                    return out;
+                }
+                continuations += 1;
+                conv.transcript.push(Message::user_text(format!(
+                    "(tern: your answer was cut off by the output limit of {} tokens. Continue \
+                     exactly where it stopped, without repeating anything.)",
+                    self.settings.max_tokens
+                )));
+                continue;
             }
+            continuations = 0;
+            cut_answer.clear();
 
             self.state(LoopState::RunTools, step);
             let results = self.run_tools(&turn.calls, &mut history, cancel).await;
@@ -259,6 +327,39 @@ impl Agent {
         }
     }
 
+    /// A turn whose text is a JSON tool call naming an offered tool becomes that call (models
+    /// without native tool calling write them so; see [`text_calls`]).
+    fn take_text_calls(&self, turn: &mut ModelTurn, tools: &[ToolSpec], step: u32) {
+        if !turn.calls.is_empty()
+            || !turn.incomplete.is_empty()
+            || turn.stop == StopReason::MaxTokens
+        {
+            return;
+        }
+        let strictness = match self.settings.tool_calls {
+            ToolCallMode::Native => text_calls::Strictness::WholeText,
+            ToolCallMode::Text => text_calls::Strictness::TrailingCalls,
+        };
+        let Some(found) = text_calls::parse(&turn.text, tools, strictness) else {
+            return;
+        };
+        tracing::debug!(
+            calls = found.len(),
+            "tool calls written as text taken as calls"
+        );
+        turn.calls = found
+            .into_iter()
+            .enumerate()
+            .map(|(i, c)| ToolCall {
+                id: format!("call_text_{step}_{i}"),
+                name: c.name,
+                arguments: c.arguments,
+            })
+            .collect();
+        turn.text.clear();
+        turn.stop = StopReason::ToolUse;
+    }
+
     fn state(&self, state: LoopState, step: u32) {
         self.bus.emit(Event::State { state, step });
     }
@@ -275,6 +376,7 @@ impl Agent {
         let mut stream = self.model.stream(request, cancel.child_token()).await?;
         let mut turn = ModelTurn {
             text: String::new(),
+            reasoning: Vec::new(),
             calls: Vec::new(),
             incomplete: Vec::new(),
             stop: StopReason::EndTurn,
@@ -310,6 +412,7 @@ impl Agent {
                 ModelEvent::ToolCallIncomplete { id, name, reason } => {
                     turn.incomplete.push(IncompleteCall { id, name, reason })
                 }
+                ModelEvent::Reasoning(r) => turn.reasoning.push(r),
                 ModelEvent::Usage(u) => usage = u,
                 ModelEvent::Retry {
                     attempt,
@@ -319,6 +422,7 @@ impl Agent {
                 } => {
                     if discard_partial {
                         turn.text.clear();
+                        turn.reasoning.clear();
                         turn.calls.clear();
                         turn.incomplete.clear();
                     }

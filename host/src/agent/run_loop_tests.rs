@@ -20,7 +20,7 @@ use tern_model::{
 use tern_protocol::{Envelope, ErrorKind, Event, RunStatus, ToolCall, ToolResult, Usage};
 use tokio_util::sync::CancellationToken;
 
-use super::{Agent, AgentSettings};
+use super::{Agent, AgentSettings, MAX_CONTINUATIONS};
 use crate::agent::context::compact::SUMMARY_MARKER;
 use crate::agent::{
     bus::{EventBus, Subscriber},
@@ -84,8 +84,8 @@ impl ModelAdapter for ScriptedModel {
     fn name(&self) -> &str {
         "scripted"
     }
-    fn provider(&self) -> &'static str {
-        "test"
+    fn provider(&self) -> tern_model::Provider {
+        tern_model::Provider::Anthropic
     }
     async fn stream(
         &self,
@@ -218,6 +218,8 @@ fn agent(model: Arc<ScriptedModel>, tools: Arc<FakeTools>) -> (Agent, Arc<Mutex<
             system: vec!["system".into()],
             max_steps: 10,
             max_tokens: 100,
+            spill_dir: None,
+            tool_calls: tern_model::ToolCallMode::Native,
         },
     };
     (agent, events)
@@ -476,6 +478,7 @@ async fn a_refused_request_is_compacted_and_sent_again_once() {
         request_id: None,
         retry_after: None,
         should_retry: None,
+        overflow: None,
     };
     let model = ScriptedModel::script(vec![
         Step::Turn(calls(&[("a", "read_big")])),
@@ -536,8 +539,15 @@ async fn a_second_refusal_is_an_error_not_a_loop() {
         request_id: None,
         retry_after: None,
         should_retry: None,
+        overflow: None,
     };
-    let model = ScriptedModel::script(vec![Step::Fail(refusal()), Step::Fail(refusal())]);
+    // Something to shorten (three big results), so the first refusal earns one retry.
+    let model = ScriptedModel::script(vec![
+        Step::Turn(calls(&[("a", "read_big")])),
+        Step::Turn(calls(&[("b", "read_big")])),
+        Step::Fail(refusal()),
+        Step::Fail(refusal()),
+    ]);
     let (agent, _) = agent(model.clone(), Arc::new(FakeTools::default()));
     let mut conv = windowed(None);
     let out = agent
@@ -545,5 +555,70 @@ async fn a_second_refusal_is_an_error_not_a_loop() {
         .await;
     assert_eq!(out.status, RunStatus::Error);
     assert!(out.error.unwrap().contains("maximum context length"));
-    assert_eq!(model.requests.lock().unwrap().len(), 2);
+    assert_eq!(model.requests.lock().unwrap().len(), 4);
+}
+
+#[tokio::test]
+async fn a_refused_request_nothing_can_shorten_is_not_sent_again() {
+    let refusal = ModelError::Api {
+        provider: "openai",
+        kind: tern_model::ErrorKind::ContextOverflow,
+        status: Some(400),
+        error_type: None,
+        message: "This model's maximum context length is 10 tokens.".into(),
+        request_id: None,
+        retry_after: None,
+        should_retry: None,
+        overflow: None,
+    };
+    let model = ScriptedModel::script(vec![Step::Fail(refusal), Step::Turn(answer("never"))]);
+    let (agent, _) = agent(model.clone(), Arc::new(FakeTools::default()));
+    let mut conv = windowed(None);
+    let out = agent
+        .run_turn(&mut conv, "go", &CancellationToken::new())
+        .await;
+    assert_eq!(out.status, RunStatus::Error);
+    let error = out.error.unwrap();
+    assert!(error.contains("nothing in it can be shortened"), "{error}");
+    assert!(error.contains("hint:"), "{error}");
+    assert_eq!(model.requests.lock().unwrap().len(), 1);
+}
+
+#[tokio::test]
+async fn an_answer_cut_by_max_tokens_is_continued_a_bounded_number_of_times() {
+    let cut = |text: &str| {
+        vec![
+            ModelEvent::TextDelta(text.into()),
+            ModelEvent::Completed {
+                stop_reason: StopReason::MaxTokens,
+                request_id: None,
+            },
+        ]
+    };
+    let model = ScriptedModel::script(vec![Step::Turn(cut("one ")), Step::Turn(answer("two"))]);
+    let (looper, _) = agent(model.clone(), Arc::new(FakeTools::default()));
+    let mut conv = windowed(None);
+    let out = looper
+        .run_turn(&mut conv, "go", &CancellationToken::new())
+        .await;
+    assert_eq!(out.status, RunStatus::Success);
+    assert_eq!(out.answer.as_deref(), Some("one two"));
+
+    let model = ScriptedModel::script(vec![
+        Step::Turn(cut("a")),
+        Step::Turn(cut("b")),
+        Step::Turn(cut("c")),
+        Step::Turn(answer("never")),
+    ]);
+    let (looper, _) = agent(model.clone(), Arc::new(FakeTools::default()));
+    let mut conv = windowed(None);
+    let out = looper
+        .run_turn(&mut conv, "go", &CancellationToken::new())
+        .await;
+    assert_eq!(out.status, RunStatus::Truncated);
+    assert_eq!(out.answer.as_deref(), Some("abc"));
+    assert_eq!(
+        model.requests.lock().unwrap().len(),
+        1 + MAX_CONTINUATIONS as usize
+    );
 }

@@ -15,6 +15,8 @@ pub enum ReportStatus {
     Success,
     /// It used all its steps without an answer.
     MaxSteps,
+    /// Its answer was cut off by the output limit.
+    Truncated,
     /// It used up its token budget.
     TokenBudget,
     /// It failed (the model, a server it needed).
@@ -30,6 +32,7 @@ impl ReportStatus {
             _ if over_budget => Self::TokenBudget,
             RunStatus::Success => Self::Success,
             RunStatus::MaxSteps => Self::MaxSteps,
+            RunStatus::Truncated => Self::Truncated,
             RunStatus::Error => Self::Error,
             RunStatus::Cancelled => Self::Cancelled,
         }
@@ -39,6 +42,7 @@ impl ReportStatus {
         match self {
             Self::Success => "success",
             Self::MaxSteps => "max_steps",
+            Self::Truncated => "truncated",
             Self::TokenBudget => "token_budget",
             Self::Error => "error",
             Self::Cancelled => "cancelled",

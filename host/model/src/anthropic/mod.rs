@@ -10,9 +10,9 @@ use reqwest::header::{CONTENT_TYPE, HeaderMap, HeaderValue};
 use serde_json::Value;
 use tokio_util::sync::CancellationToken;
 
-use crate::config::{ApiKey, ResolvedModelConfig};
+use crate::config::{ApiKey, Provider, ResolvedModelConfig, Sampling};
 use crate::driver::{self, Decoder, EventStream, Wire};
-use crate::error::{ErrorKind, ModelError};
+use crate::error::{ErrorKind, ModelError, Overflow};
 use crate::retry::{self, RetryPolicy};
 use crate::types::ModelRequest;
 
@@ -27,6 +27,7 @@ pub struct AnthropicAdapter {
     retry: RetryPolicy,
     model: String,
     max_tokens: u32,
+    sampling: Sampling,
 }
 
 struct AnthropicWire {
@@ -45,12 +46,15 @@ impl AnthropicAdapter {
             retry: cfg.retry,
             model: cfg.model.clone(),
             max_tokens: cfg.max_tokens,
+            sampling: cfg.sampling,
         }
     }
 
     /// The exact body this adapter sends for `req` (for logs and tests).
     pub fn request_body(&self, req: &ModelRequest) -> Value {
-        request::build_body(&self.model, self.max_tokens, req)
+        let mut body = request::build_body(&self.model, self.max_tokens, req);
+        self.sampling.insert_into(&mut body);
+        body
     }
 }
 
@@ -60,8 +64,8 @@ impl crate::ModelAdapter for AnthropicAdapter {
         &self.model
     }
 
-    fn provider(&self) -> &'static str {
-        PROVIDER
+    fn provider(&self) -> Provider {
+        Provider::Anthropic
     }
 
     async fn stream(
@@ -138,12 +142,18 @@ impl Wire for AnthropicWire {
             .and_then(Value::as_str)
             == Some("enforced_spend_limit_reached");
         let should_retry = retry::should_retry(headers).or(spend_capped.then_some(false));
-        let kind =
-            if crate::error::is_context_overflow(status, error_type.as_deref(), None, &message) {
-                ErrorKind::ContextOverflow
-            } else {
-                error_kind(error_type.as_deref(), Some(status))
-            };
+        let overflow = Overflow::recognise(
+            status,
+            parsed.as_ref(),
+            error_type.as_deref(),
+            None,
+            &message,
+        );
+        let kind = if overflow.is_some() {
+            ErrorKind::ContextOverflow
+        } else {
+            error_kind(error_type.as_deref(), Some(status))
+        };
         ModelError::Api {
             provider: PROVIDER,
             kind,
@@ -153,6 +163,7 @@ impl Wire for AnthropicWire {
             request_id,
             retry_after: retry::retry_after(headers),
             should_retry,
+            overflow,
         }
     }
 }

@@ -13,7 +13,7 @@
 
 use serde_json::{Map, Value, json};
 
-use crate::normalize::normalize;
+use crate::normalize::{normalize, strip_reasoning};
 use crate::types::{AssistantContent, Message, ModelRequest, ToolChoice, UserContent};
 
 /// Most breakpoints the API accepts ("A maximum of 4 blocks with cache_control may be provided").
@@ -40,7 +40,10 @@ pub fn build_body(model: &str, default_max_tokens: u32, req: &ModelRequest) -> V
         body.insert("system".into(), Value::Array(system));
     }
 
-    let messages: Vec<Value> = normalize(&req.messages).iter().map(message).collect();
+    let messages: Vec<Value> = normalize(&strip_reasoning(&req.messages))
+        .iter()
+        .map(message)
+        .collect();
     body.insert("messages".into(), Value::Array(messages));
 
     if !req.tools.is_empty() {
@@ -105,8 +108,8 @@ fn message(m: &Message) -> Value {
         Message::Assistant { content } => {
             let blocks: Vec<Value> = content
                 .iter()
-                .map(|c| match c {
-                    AssistantContent::Text { text } => json!({"type": "text", "text": text}),
+                .filter_map(|c| match c {
+                    AssistantContent::Text { text } => Some(json!({"type": "text", "text": text})),
                     AssistantContent::ToolCall(call) => {
                         // `input` must be an object; anything else came from a broken call.
                         let input = if call.arguments.is_object() {
@@ -114,8 +117,12 @@ fn message(m: &Message) -> Value {
                         } else {
                             json!({})
                         };
-                        json!({"type": "tool_use", "id": call.id, "name": call.name, "input": input})
+                        Some(
+                            json!({"type": "tool_use", "id": call.id, "name": call.name, "input": input}),
+                        )
                     }
+                    // Stripped before normalizing; nothing of it is Anthropic's.
+                    AssistantContent::Reasoning(_) => None,
                 })
                 .collect();
             json!({"role": "assistant", "content": blocks})

@@ -200,6 +200,7 @@ impl Decoder for AnthropicDecoder {
                     request_id: self.request_id.clone(),
                     retry_after: None,
                     should_retry: None,
+                    overflow: None,
                 });
             }
             // `ping` and any event type added later.

@@ -20,6 +20,8 @@ pub enum Api {
     Anthropic,
     /// OpenAI Chat Completions: automatic prefix caching from 1 024 tokens.
     Openai,
+    /// OpenAI Responses (`input` items, `instructions`): caching as Chat Completions.
+    Responses,
 }
 
 /// A provider with a context window.
@@ -70,6 +72,7 @@ impl Simulation {
         let max_tokens = body
             .get("max_tokens")
             .or_else(|| body.get("max_completion_tokens"))
+            .or_else(|| body.get("max_output_tokens"))
             .and_then(Value::as_u64)
             .unwrap_or(0);
         if prompt + max_tokens > self.window {
@@ -88,7 +91,7 @@ impl Simulation {
             let point = match self.api {
                 Api::Anthropic => unit.cache_point,
                 // Automatic caching: every unit boundary past 1 024 tokens is a prefix it keeps.
-                Api::Openai => so_far >= 1024,
+                Api::Openai | Api::Responses => so_far >= 1024,
             };
             if point {
                 let h = hash.finish();
@@ -102,10 +105,10 @@ impl Simulation {
         self.cached.extend(points);
         let creation = match self.api {
             Api::Anthropic => last_point.saturating_sub(read),
-            Api::Openai => 0,
+            Api::Openai | Api::Responses => 0,
         };
         // OpenAI serves cache hits in 128-token blocks.
-        if self.api == Api::Openai {
+        if self.api != Api::Anthropic {
             read -= read % 128;
         }
         self.total_prompt += prompt;
@@ -136,6 +139,8 @@ impl Simulation {
                     "type": "invalid_request_error", "param": "messages",
                     "code": "context_length_exceeded"}}),
             ),
+            // The Responses API names no numbers.
+            Api::Responses => super::responses::overflow_error(),
         }
     }
 
@@ -191,6 +196,15 @@ fn units(body: &Value, api: Api) -> Vec<Unit> {
             out.push(unit(&block, "system:"));
         }
     }
+    if api == Api::Responses {
+        if let Some(instructions) = body.get("instructions") {
+            out.push(unit(instructions, "system:"));
+        }
+        for item in array("input") {
+            out.push(unit(&item, "item:"));
+        }
+        return out;
+    }
     for message in array("messages") {
         let role = message.get("role").and_then(Value::as_str).unwrap_or("");
         match message.get("content") {
@@ -225,6 +239,13 @@ fn rewrite_usage(event: &str, api: Api, usage: SimUsage) -> Option<String> {
             u["prompt_tokens"] = json!(usage.input + usage.cache_read);
             u["prompt_tokens_details"] = json!({"cached_tokens": usage.cache_read});
         }
+        Api::Responses => {
+            let u = json
+                .pointer_mut("/response/usage")
+                .filter(|u| u.is_object())?;
+            u["input_tokens"] = json!(usage.input + usage.cache_read);
+            u["input_tokens_details"] = json!({"cached_tokens": usage.cache_read});
+        }
     }
     Some(format!("{prefix}data: {json}\n\n"))
 }
@@ -247,8 +268,44 @@ fn validate_pairing(body: &Value, api: Api) -> Result<(), MockResponse> {
             &json!({"error": {"message": message, "type": "invalid_request_error",
                 "param": "messages", "code": null}}),
         ),
+        Api::Responses => MockResponse::json(
+            400,
+            &json!({"error": {"message": message, "type": "invalid_request_error",
+                "param": "input", "code": null}}),
+        ),
     };
     match api {
+        Api::Responses => {
+            // Every function_call needs its function_call_output somewhere in `input` (the API's
+            // words for the missing one), and every output a call before it.
+            let items = body
+                .get("input")
+                .and_then(Value::as_array)
+                .unwrap_or(&empty);
+            let mut calls: Vec<&str> = Vec::new();
+            for item in items {
+                let call_id = item["call_id"].as_str().unwrap_or("");
+                match item["type"].as_str() {
+                    Some("function_call") => calls.push(call_id),
+                    Some("function_call_output") if !calls.contains(&call_id) => {
+                        return Err(bad(format!(
+                            "No tool call found for function call output with call_id {call_id}."
+                        )));
+                    }
+                    _ => {}
+                }
+            }
+            for call in calls {
+                let answered = items.iter().any(|i| {
+                    i["type"] == "function_call_output" && i["call_id"].as_str() == Some(call)
+                });
+                if !answered {
+                    return Err(bad(format!(
+                        "No tool output found for function call {call}."
+                    )));
+                }
+            }
+        }
         Api::Anthropic => {
             let mut expected: Vec<String> = Vec::new();
             for (i, m) in messages.iter().enumerate() {

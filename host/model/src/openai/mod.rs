@@ -7,6 +7,7 @@
 //! * llama.cpp (`llama-server --jinja -m model.gguf`): `base_url = "http://localhost:8080/v1"`
 
 pub mod request;
+pub mod responses;
 mod stream;
 mod window;
 
@@ -17,16 +18,19 @@ use reqwest::header::{AUTHORIZATION, CONTENT_TYPE, HeaderMap, HeaderValue};
 use serde_json::Value;
 use tokio_util::sync::CancellationToken;
 
-use crate::config::{ApiKey, OPENAI_DEFAULT_BASE_URL, ResolvedModelConfig};
+use crate::config::{
+    ApiKey, ModelServer, OPENAI_DEFAULT_BASE_URL, Provider, ResolvedModelConfig, Sampling, WireApi,
+};
 use crate::driver::{self, Decoder, EventStream, Wire};
-use crate::error::{ErrorKind, ModelError};
+use crate::error::{ErrorKind, ModelError, Overflow};
 use crate::retry::{self, RetryPolicy};
 use crate::types::ModelRequest;
 use request::MaxTokensField;
 
 pub(crate) const PROVIDER: &str = "openai";
 
-/// Talks to an OpenAI-compatible Chat Completions endpoint.
+/// Talks to an OpenAI-compatible endpoint: Chat Completions, or the Responses API when
+/// `wire_api = "responses"`.
 pub struct OpenAiAdapter {
     wire: Arc<OpenAiWire>,
     client: reqwest::Client,
@@ -34,6 +38,8 @@ pub struct OpenAiAdapter {
     model: String,
     max_tokens: u32,
     max_tokens_field: MaxTokensField,
+    sampling: Sampling,
+    server: Option<ModelServer>,
 }
 
 struct OpenAiWire {
@@ -41,6 +47,7 @@ struct OpenAiWire {
     /// `base_url`, for probing a local server's settings.
     base_url: String,
     key: Option<ApiKey>,
+    api: WireApi,
 }
 
 impl OpenAiAdapter {
@@ -50,23 +57,42 @@ impl OpenAiAdapter {
         } else {
             MaxTokensField::MaxTokens
         };
+        let path = match cfg.wire_api {
+            WireApi::Chat => "chat/completions",
+            WireApi::Responses => "responses",
+        };
         OpenAiAdapter {
             wire: Arc::new(OpenAiWire {
-                url: format!("{}/chat/completions", cfg.base_url),
+                url: format!("{}/{path}", cfg.base_url),
                 base_url: cfg.base_url.clone(),
                 key: cfg.api_key.clone(),
+                api: cfg.wire_api,
             }),
             client,
             retry: cfg.retry,
             model: cfg.model.clone(),
             max_tokens: cfg.max_tokens,
             max_tokens_field,
+            sampling: cfg.sampling,
+            server: cfg.server,
         }
     }
 
     /// The exact body this adapter sends for `req` (for logs and tests).
     pub fn request_body(&self, req: &ModelRequest) -> Value {
-        request::build_body(&self.model, self.max_tokens, self.max_tokens_field, req)
+        let mut body = match self.wire.api {
+            WireApi::Chat => {
+                request::build_body(&self.model, self.max_tokens, self.max_tokens_field, req)
+            }
+            WireApi::Responses => responses::request::build_body(&self.model, self.max_tokens, req),
+        };
+        self.sampling.insert_into(&mut body);
+        body
+    }
+
+    /// Which of OpenAI's APIs this adapter speaks.
+    pub fn wire_api(&self) -> WireApi {
+        self.wire.api
     }
 }
 
@@ -76,16 +102,16 @@ impl crate::ModelAdapter for OpenAiAdapter {
         &self.model
     }
 
-    fn provider(&self) -> &'static str {
-        PROVIDER
+    fn provider(&self) -> Provider {
+        Provider::Openai
+    }
+
+    fn probes_window(&self) -> bool {
+        self.server != Some(ModelServer::Openai)
     }
 
     async fn context_window(&self) -> Option<u32> {
-        // OpenAI's own API does not say; local servers do.
-        if self.wire.base_url == OPENAI_DEFAULT_BASE_URL {
-            return None;
-        }
-        window::discover(&self.client, &self.wire.base_url, &self.model).await
+        window::discover(&self.client, &self.wire.base_url, &self.model, self.server).await
     }
 
     async fn stream(
@@ -124,7 +150,10 @@ impl Wire for OpenAiWire {
     }
 
     fn decoder(&self, request_id: Option<String>) -> Box<dyn Decoder> {
-        Box::new(stream::OpenAiDecoder::new(request_id))
+        match self.api {
+            WireApi::Chat => Box::new(stream::OpenAiDecoder::new(request_id)),
+            WireApi::Responses => Box::new(responses::stream::ResponsesDecoder::new(request_id)),
+        }
     }
 
     fn error_response(
@@ -156,12 +185,14 @@ impl Wire for OpenAiWire {
                 None => (String::from_utf8_lossy(body).into_owned(), None, None),
             },
         };
-        let kind = if crate::error::is_context_overflow(
+        let overflow = Overflow::recognise(
             status,
+            parsed.as_ref(),
             error_type.as_deref(),
             code.as_deref(),
             &message,
-        ) {
+        );
+        let kind = if overflow.is_some() {
             ErrorKind::ContextOverflow
         } else {
             ErrorKind::from_status(status)
@@ -175,6 +206,7 @@ impl Wire for OpenAiWire {
             request_id,
             retry_after: retry::retry_after(headers),
             should_retry: retry::should_retry(headers),
+            overflow,
         }
     }
 }

@@ -11,7 +11,7 @@
 
 use serde_json::{Map, Value, json};
 
-use crate::normalize::normalize;
+use crate::normalize::{normalize, strip_reasoning};
 use crate::types::{AssistantContent, Message, ModelRequest, ToolChoice, UserContent};
 
 /// Which name the output budget goes by.
@@ -46,7 +46,7 @@ pub fn build_body(
     if !system.is_empty() {
         messages.push(json!({"role": "system", "content": system.join("\n\n")}));
     }
-    for m in normalize(&req.messages) {
+    for m in normalize(&strip_reasoning(&req.messages)) {
         push_message(&mut messages, &m);
     }
     body.insert("messages".into(), Value::Array(messages));
@@ -146,6 +146,7 @@ fn push_message(out: &mut Vec<Value>, m: &Message) {
                         calls.push(json!({"id": call.id, "type": "function",
                             "function": {"name": call.name, "arguments": arguments}}));
                     }
+                    AssistantContent::Reasoning(_) => {}
                 }
             }
             let content = if text.is_empty() {

@@ -246,5 +246,6 @@ fn stream_error(error: &Value, request_id: Option<String>) -> ModelError {
         request_id,
         retry_after: None,
         should_retry: None,
+        overflow: None,
     }
 }

@@ -165,5 +165,5 @@ fn keys_never_show_in_debug_or_errors() {
         &env_with(&[("OPENAI_API_KEY", SECRET)]),
     )
     .unwrap();
-    assert_eq!(adapter.provider(), "openai");
+    assert_eq!(adapter.provider(), tern_model::Provider::Openai);
 }

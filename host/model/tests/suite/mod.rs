@@ -4,4 +4,5 @@ mod anthropic_requests;
 mod common;
 mod config;
 mod openai;
+mod responses;
 mod streaming;

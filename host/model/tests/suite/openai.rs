@@ -317,7 +317,7 @@ async fn local_server_without_key_sends_no_authorization() {
     server.enqueue(OpenAiTurn::new().text(&["hi"]).finish("stop"));
     let env = env_with(&[("OPENAI_BASE_URL", &format!("{}/v1", server.url()))]);
     let adapter = build_adapter(&Default::default(), &env).unwrap();
-    assert_eq!(adapter.provider(), "openai");
+    assert_eq!(adapter.provider(), tern_model::Provider::Openai);
     let mut req = request(vec![Message::user_text("hi")]);
     req.tool_choice = tern_model::ToolChoice::Any;
     assert_eq!(text(&events(&run(&*adapter, &req).await)), "hi");

@@ -75,7 +75,7 @@ pub fn elide(transcript: &mut [Message], until: usize) -> (usize, usize) {
                         AssistantContent::ToolCall(call) => {
                             Some((call.id.clone(), call.name.clone(), call.arguments.clone()))
                         }
-                        AssistantContent::Text { .. } => None,
+                        AssistantContent::Text { .. } | AssistantContent::Reasoning(_) => None,
                     })
                     .collect();
             }
@@ -182,6 +182,8 @@ pub fn render(transcript: &[Message], cut: usize, max_chars: usize) -> String {
                             call.name,
                             clip(&call.arguments.to_string(), 300)
                         )),
+                        // Opaque to everyone but the provider that wrote it.
+                        AssistantContent::Reasoning(_) => {}
                     }
                 }
             }

@@ -46,7 +46,7 @@ pub struct Recording {
     pub run_id: String,
     pub goal: String,
     pub model: String,
-    pub provider: String,
+    pub provider: tern_model::Provider,
     /// The directory the run worked in.
     pub cwd: String,
     /// What the user said, one entry per input the run handled (`tern run` has one: the goal;
@@ -65,6 +65,11 @@ pub struct Recording {
 pub enum RecordingError {
     #[error("the recording has no run_started event: it is not a tern run's events.jsonl")]
     NoRunStarted,
+    #[error(
+        "the recording's provider {0:?} is not one this tern knows (anthropic, openai)\nhint: \
+         replay it with the tern version that recorded it"
+    )]
+    UnknownProvider(String),
     #[error(
         "the recording holds no model turns (it was written by a tern that did not record them, or \
          the run failed before the model answered)"
@@ -99,6 +104,8 @@ impl Recording {
                 _ => None,
             })
             .ok_or(RecordingError::NoRunStarted)?;
+        let provider = tern_model::Provider::parse(&provider)
+            .ok_or(RecordingError::UnknownProvider(provider))?;
         let mut turns = Vec::new();
         let mut summaries = Vec::new();
         let mut context_window = None;
@@ -229,7 +236,7 @@ pub type TurnHook = Arc<dyn Fn() + Send + Sync>;
 /// A [`ModelAdapter`] serving a [`Recording`]'s turns in order.
 pub struct ReplayModel {
     name: String,
-    provider: &'static str,
+    provider: tern_model::Provider,
     context_window: Option<u64>,
     turns: Mutex<VecDeque<RecordedTurn>>,
     summaries: Mutex<VecDeque<String>>,
@@ -242,10 +249,7 @@ impl ReplayModel {
     pub fn new(recording: &Recording, pacing: Pacing, hook: Option<TurnHook>) -> Self {
         Self {
             name: recording.model.clone(),
-            provider: match recording.provider.as_str() {
-                "openai" => "openai",
-                _ => "anthropic",
-            },
+            provider: recording.provider,
             context_window: recording.context_window,
             turns: Mutex::new(recording.turns.iter().cloned().collect()),
             summaries: Mutex::new(recording.summaries.iter().cloned().collect()),
@@ -349,7 +353,7 @@ impl ModelAdapter for ReplayModel {
         &self.name
     }
 
-    fn provider(&self) -> &'static str {
+    fn provider(&self) -> tern_model::Provider {
         self.provider
     }
 

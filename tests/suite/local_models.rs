@@ -1,0 +1,338 @@
+//! Local OpenAI-compatible servers as they really behave (issue 23 item 3): their own overflow
+//! bodies, their window endpoints, answers cut by `max_tokens`, sampling settings, a stream that
+//! goes silent. The real `tern` against the mock speaking Chat Completions.
+
+use std::time::{Duration, Instant};
+
+use serde_json::json;
+use tern_e2e::run_env::{RunEnv, assert_exit, of_type};
+use tern_model::mock::{MockResponse, script::OpenAiTurn};
+
+async fn run(env: &RunEnv, model: &str, args: &[&str]) -> std::process::Output {
+    let mut cmd = env.command(args);
+    cmd.args(["--provider", "openai", "--model", model])
+        .env_remove("ANTHROPIC_API_KEY")
+        .env("OPENAI_BASE_URL", format!("{}/v1", env.server.url()));
+    tokio::time::timeout(Duration::from_secs(120), cmd.output())
+        .await
+        .expect("tern run did not finish in 120 s")
+        .unwrap()
+}
+
+fn probes(env: &RunEnv) -> Vec<String> {
+    env.server
+        .requests()
+        .iter()
+        .filter(|r| !r.path.ends_with("/chat/completions"))
+        .map(|r| format!("{} {}", r.method, r.path))
+        .collect()
+}
+
+/// llama.cpp's own overflow body (provider-wire/llamacpp_observed_errors.json), for a prompt of
+/// `prompt` tokens in a `n_ctx` window.
+fn llamacpp_overflow(prompt: u64, n_ctx: u64) -> MockResponse {
+    MockResponse::json(
+        400,
+        &json!({"error": {"code": 400, "message": format!("request ({prompt} tokens) exceeds the \
+            available context size ({n_ctx} tokens), try increasing it"),
+            "type": "exceed_context_size_error", "n_prompt_tokens": prompt, "n_ctx": n_ctx}}),
+    )
+}
+
+#[tokio::test]
+async fn llamacpps_overflow_teaches_the_window_and_the_newest_result_is_cut_before_the_retry() {
+    let env = RunEnv::new().await;
+    env.add_servers("server = \"llamacpp\"\n[mcp_servers.fs]\nmax_output_chars = 200000\n");
+    let big: String = (0..3000)
+        .map(|i| format!("entry {i}: some build output\n"))
+        .collect();
+    std::fs::write(env.dir.path().join("build.log"), &big).unwrap();
+    env.server.enqueue(
+        OpenAiTurn::new()
+            .tool_call(0, "call_1", "fs__read_file", &[r#"{"path":"build.log"}"#])
+            .finish("tool_calls"),
+    );
+    env.server.enqueue(llamacpp_overflow(30_000, 16_384));
+    env.server.enqueue(
+        OpenAiTurn::new()
+            .text(&["It is a build log."])
+            .finish("stop"),
+    );
+    let out = run(
+        &env,
+        "qwen2.5-coder-1.5b",
+        &["run", "what is build.log?", "--output-format", "jsonl"],
+    )
+    .await;
+    assert_exit(&out, 0);
+    let sent = env.server.model_requests();
+    assert_eq!(sent.len(), 3);
+    assert_ne!(
+        sent[1].body, sent[2].body,
+        "the refused request was sent again unchanged"
+    );
+    assert!(sent[2].body.len() < sent[1].body.len() / 2);
+    let events = env.events();
+    // The window learned from the refusal is the budget from then on.
+    let finished = of_type(&events, "turn_finished");
+    assert_eq!(finished.last().unwrap()["context_window"], 16_384);
+    assert!(
+        of_type(&events, "notice").iter().any(|n| n["message"]
+            .as_str()
+            .unwrap()
+            .contains("did not fit the context window")),
+        "{events:?}"
+    );
+    // Only llama.cpp's own endpoint was asked for the window.
+    assert_eq!(probes(&env), ["GET /props"]);
+}
+
+#[tokio::test]
+async fn a_request_that_cannot_be_shortened_is_not_sent_again() {
+    let env = RunEnv::new().await;
+    env.add_servers("server = \"llamacpp\"\n");
+    env.server.enqueue(llamacpp_overflow(5_257, 3_072));
+    env.server
+        .enqueue(OpenAiTurn::new().text(&["never"]).finish("stop"));
+    let out = run(&env, "tiny", &["run", "hi"]).await;
+    assert_exit(&out, 1);
+    assert_eq!(env.server.model_requests().len(), 1, "sent again unchanged");
+    let said = format!(
+        "{}{}",
+        String::from_utf8_lossy(&out.stdout),
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert!(
+        said.contains("exceeds the available context size"),
+        "{said}"
+    );
+    assert!(said.contains("hint:"), "{said}");
+}
+
+#[tokio::test]
+async fn a_text_answer_cut_by_max_tokens_is_continued_and_then_succeeds() {
+    let env = RunEnv::new().await;
+    env.server.enqueue(
+        OpenAiTurn::new()
+            .text(&["The first half, "])
+            .finish("length"),
+    );
+    env.server
+        .enqueue(OpenAiTurn::new().text(&["and the rest."]).finish("stop"));
+    let out = run(
+        &env,
+        "local",
+        &["run", "explain", "--output-format", "jsonl"],
+    )
+    .await;
+    assert_exit(&out, 0);
+    let sent = env.server.model_requests();
+    assert_eq!(sent.len(), 2);
+    let messages = sent[1].json()["messages"].as_array().unwrap().clone();
+    let last = messages.last().unwrap();
+    assert_eq!(last["role"], "user");
+    assert!(
+        last["content"].as_str().unwrap().contains("cut off"),
+        "{last}"
+    );
+    let finished = env.events().pop().unwrap();
+    assert_eq!(finished["status"], "success");
+    assert_eq!(finished["answer"], "The first half, and the rest.");
+}
+
+#[tokio::test]
+async fn an_answer_still_cut_after_the_continuations_ends_the_run_truncated() {
+    let env = RunEnv::new().await;
+    for _ in 0..3 {
+        env.server
+            .enqueue(OpenAiTurn::new().text(&["more and more "]).finish("length"));
+    }
+    let out = run(&env, "local", &["run", "explain"]).await;
+    assert_exit(&out, 1);
+    assert_eq!(env.server.model_requests().len(), 3);
+    let finished = env.events().pop().unwrap();
+    assert_eq!(finished["status"], "truncated");
+    let said = format!(
+        "{}{}",
+        String::from_utf8_lossy(&out.stdout),
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert!(said.contains("max_tokens"), "{said}");
+}
+
+#[tokio::test]
+async fn a_failed_window_probe_is_retried_then_said_once() {
+    let env = RunEnv::new().await;
+    // The server answers no settings endpoint: one more try, then the assumption is said.
+    env.server
+        .enqueue(OpenAiTurn::new().text(&["ok"]).finish("stop"));
+    let out = run(
+        &env,
+        "qwen2.5-coder:1.5b",
+        &["run", "hi", "--output-format", "jsonl"],
+    )
+    .await;
+    assert_exit(&out, 0);
+    let notices: Vec<String> = of_type(&env.events(), "notice")
+        .iter()
+        .filter_map(|n| n["message"].as_str().map(str::to_owned))
+        .filter(|m| m.contains("context window unknown"))
+        .collect();
+    assert_eq!(
+        notices,
+        ["context window unknown: assuming 32768; set [model] context_window"]
+    );
+    // Generic probes only (no ollama POST to a server that is not ollama).
+    assert_eq!(probes(&env), ["GET /v1/models", "GET /props"]);
+
+    // ollama, named: its endpoint only; unreachable (5xx) is asked twice.
+    let env = RunEnv::new().await;
+    env.add_servers("server = \"ollama\"\n");
+    env.server.respond_when(
+        |r| r.path.ends_with("/api/show"),
+        |_| MockResponse::json(503, &json!({"error": "loading model"})),
+    );
+    env.server
+        .enqueue(OpenAiTurn::new().text(&["ok"]).finish("stop"));
+    let out = run(&env, "qwen2.5-coder:1.5b", &["run", "hi"]).await;
+    assert_exit(&out, 0);
+    assert_eq!(probes(&env), ["POST /api/show", "POST /api/show"]);
+}
+
+#[tokio::test]
+async fn temperature_top_p_and_seed_are_sent_when_set() {
+    let env = RunEnv::new().await;
+    env.add_servers("temperature = 0.2\ntop_p = 0.9\nseed = 7\n");
+    env.server
+        .enqueue(OpenAiTurn::new().text(&["ok"]).finish("stop"));
+    let out = run(&env, "local", &["run", "hi"]).await;
+    assert_exit(&out, 0);
+    let body = env.server.model_requests()[0].json();
+    assert_eq!(body["temperature"], 0.2);
+    assert_eq!(body["top_p"], 0.9);
+    assert_eq!(body["seed"], 7);
+
+    // Out of range: a config error before anything starts.
+    let env = RunEnv::new().await;
+    env.add_servers("temperature = 3.5\n");
+    let out = run(&env, "local", &["run", "hi"]).await;
+    assert_exit(&out, 2);
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(stderr.contains("temperature"), "{stderr}");
+    assert!(env.server.model_requests().is_empty());
+}
+
+#[tokio::test]
+async fn a_stream_silent_past_stream_idle_timeout_sec_is_cut_and_retried() {
+    let env = RunEnv::new().await;
+    env.add_servers("stream_idle_timeout_sec = 1\n");
+    // The first answer starts, then says nothing for 30 s.
+    env.server.enqueue(
+        MockResponse::sse_chunks(OpenAiTurn::new().text(&["thinking"]).finish_events("stop"))
+            .delay_between(Duration::from_secs(30)),
+    );
+    env.server
+        .enqueue(OpenAiTurn::new().text(&["done"]).finish("stop"));
+    let started = Instant::now();
+    let out = run(&env, "local", &["run", "hi", "--output-format", "jsonl"]).await;
+    assert_exit(&out, 0);
+    assert!(
+        started.elapsed() < Duration::from_secs(20),
+        "{:?}",
+        started.elapsed()
+    );
+    let events = env.events();
+    let retries = of_type(&events, "model_retry");
+    assert_eq!(retries.len(), 1, "{events:?}");
+    assert_eq!(events.last().unwrap()["answer"], "done");
+}
+
+#[tokio::test]
+async fn a_tool_call_written_as_fenced_json_runs_and_the_history_stays_valid() {
+    let env = RunEnv::new().await;
+    env.server
+        .simulate(tern_model::mock::simulate::Api::Openai, 200_000);
+    std::fs::write(env.dir.path().join("hello.txt"), "hello from the file\n").unwrap();
+    // What Qwen2.5-Coder-1.5B wrote through llama-server: the call as text, no tool_calls.
+    env.server.enqueue(
+        OpenAiTurn::new()
+            .text(&[
+                "```json\n{\"name\": \"fs__read_file\", ",
+                "\"arguments\": {\"path\": \"hello.txt\"}}\n```",
+            ])
+            .finish("stop"),
+    );
+    env.server
+        .enqueue(OpenAiTurn::new().text(&["It says hello."]).finish("stop"));
+    let out = run(
+        &env,
+        "qwen2.5-coder-1.5b",
+        &["run", "read hello.txt", "--output-format", "jsonl"],
+    )
+    .await;
+    assert_exit(&out, 0);
+    let events = env.events();
+    let calls = of_type(&events, "tool_call_finished");
+    assert_eq!(calls.len(), 1, "{events:?}");
+    assert_eq!(calls[0]["tool"], "fs__read_file");
+    assert_eq!(calls[0]["is_error"], false);
+    // The next request pairs a real tool call with its result (the simulated server checks).
+    let sent = env.server.model_requests();
+    assert_eq!(sent.len(), 2);
+    let messages = sent[1].json()["messages"].as_array().unwrap().clone();
+    let assistant = &messages[messages.len() - 2];
+    assert_eq!(
+        assistant["tool_calls"][0]["function"]["name"],
+        "fs__read_file"
+    );
+    let tool = messages.last().unwrap();
+    assert_eq!(tool["role"], "tool");
+    assert!(
+        tool["content"]
+            .as_str()
+            .unwrap()
+            .contains("hello from the file")
+    );
+    assert_eq!(events.last().unwrap()["answer"], "It says hello.");
+
+    // JSON inside prose is an answer, not a call.
+    let env = RunEnv::new().await;
+    env.server.enqueue(
+        OpenAiTurn::new()
+            .text(&["Call it like this:\n```json\n{\"name\": \"fs__read_file\", \"arguments\": {}}\n```"])
+            .finish("stop"),
+    );
+    let out = run(&env, "local", &["run", "how?", "--output-format", "jsonl"]).await;
+    assert_exit(&out, 0);
+    assert!(of_type(&env.events(), "tool_call_finished").is_empty());
+}
+
+#[tokio::test]
+async fn with_tool_calls_text_the_format_is_taught_and_no_native_tools_are_sent() {
+    let env = RunEnv::new().await;
+    env.add_servers("tool_calls = \"text\"\n");
+    std::fs::write(env.dir.path().join("hello.txt"), "hello from the file\n").unwrap();
+    env.server.enqueue(
+        OpenAiTurn::new()
+            .text(&["I will read it.\n```json\n{\"name\": \"fs__read_file\", \"arguments\": {\"path\": \"hello.txt\"}}\n```"])
+            .finish("stop"),
+    );
+    env.server
+        .enqueue(OpenAiTurn::new().text(&["It says hello."]).finish("stop"));
+    let out = run(&env, "plain-model", &["run", "read hello.txt"]).await;
+    assert_exit(&out, 0);
+    let sent = env.server.model_requests();
+    assert_eq!(sent.len(), 2);
+    for r in &sent {
+        let body = r.json();
+        assert!(body.get("tools").is_none(), "{body}");
+        let system = body["messages"][0]["content"].as_str().unwrap().to_owned();
+        assert!(system.contains("# Calling tools"), "{system}");
+        assert!(system.contains("fs__read_file"));
+    }
+    let text = String::from_utf8_lossy(&sent[1].body).into_owned();
+    assert!(!text.contains("tool_calls"), "{text}");
+    assert!(!text.contains("\"role\":\"tool\""), "{text}");
+    assert!(text.contains("Result of tool call"), "{text}");
+    assert!(text.contains("hello from the file"), "{text}");
+}
