@@ -46,6 +46,12 @@ pub fn replay(cwd: &Path, messages: &[Message]) -> Vec<Value> {
                             out.push(chunk("agent_message_chunk", text));
                         }
                         AssistantContent::Text { .. } => {}
+                        // The readable summary of the model's reasoning, shown as its thought.
+                        AssistantContent::Reasoning(r) => {
+                            for text in r.summary.iter().filter(|t| !t.trim().is_empty()) {
+                                out.push(chunk("agent_thought_chunk", text));
+                            }
+                        }
                         AssistantContent::ToolCall(call) => {
                             let (output, is_error) =
                                 results.get(call.id.as_str()).copied().unwrap_or(("", true));

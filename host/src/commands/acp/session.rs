@@ -272,6 +272,8 @@ impl Session {
         match outcome.status {
             RunStatus::Success => Ok("end_turn"),
             RunStatus::MaxSteps => Ok("max_turn_requests"),
+            // The answer was cut by the model's output limit: ACP's own stop reason for it.
+            RunStatus::Truncated => Ok("max_tokens"),
             RunStatus::Cancelled => Ok("cancelled"),
             RunStatus::Error => Err(RpcError::internal(
                 outcome.error.unwrap_or_else(|| "the turn failed".into()),
