@@ -369,10 +369,19 @@ impl Sandbox {
                 } else {
                     0
                 };
+                // In the view, a protected path outside every root is read-only (or
+                // hidden, under the host's /tmp) already.
+                let roots: Vec<PathBuf> = self
+                    .policy
+                    .writable_roots
+                    .iter()
+                    .filter_map(|r| r.canonicalize().ok())
+                    .collect();
                 let read_only = self
                     .policy
                     .protected_paths()
                     .iter()
+                    .filter(|p| self.view.is_none() || roots.iter().any(|r| p.starts_with(r)))
                     .map(|p| Ok((c_path(p)?, kept_mount_flags(p) | extra)))
                     .collect::<Result<Vec<_>, SandboxError>>()?;
                 let mut ns = namespaces(flags, mount_proc, loopback, read_only);
@@ -482,8 +491,21 @@ impl Sandbox {
                 Some(c_path(p).map(|c| (c, is_dir)))
             })
             .collect::<Result<Vec<_>, _>>()?;
+        // Under git_writes `.git` is writable but must stay where it is: a
+        // renamed `.git` and a new one made in its place would escape the
+        // read-only control entries.
+        let pinned = match (self.policy.git, self.policy.mode) {
+            (crate::policy::GitWrites::Objects, Mode::WorkspaceWrite) => roots
+                .iter()
+                .map(|r| r.join(".git"))
+                .filter(|g| g.symlink_metadata().is_ok_and(|m| m.is_dir()))
+                .map(|g| c_path(&g))
+                .collect::<Result<Vec<_>, _>>()?,
+            _ => Vec::new(),
+        };
         Ok(View {
             attach,
+            pinned,
             hidden: plan
                 .hidden
                 .iter()

@@ -66,6 +66,7 @@ impl Support {
                 ns.view = Some(crate::child::view::View {
                     attach: Vec::new(),
                     hidden: Vec::new(),
+                    pinned: Vec::new(),
                     masked: Vec::new(),
                     pty: false,
                     tty: false,

@@ -51,6 +51,9 @@ pub(crate) struct View {
     pub attach: Vec<Attach>,
     /// Directories covered by an empty read-only tmpfs.
     pub hidden: Vec<CString>,
+    /// Bound onto themselves, still writable, so they are mount points that
+    /// cannot be renamed or replaced (`.git` under `git_writes`).
+    pub pinned: Vec<CString>,
     /// Files and directories covered by an empty one (deny rules, item 3).
     pub masked: Vec<(CString, bool)>,
     /// Mount a private `devpts` (and `/dev/ptmx`) for commands that need a pty.
@@ -161,6 +164,18 @@ pub(crate) fn set_up(view: &View) -> io::Result<()> {
     }
     for dir in &view.hidden {
         set_attr(dir, 0, MOUNT_ATTR_RDONLY, 0)?;
+    }
+    for path in &view.pinned {
+        let none: *const libc::c_char = std::ptr::null();
+        check(unsafe {
+            libc::mount(
+                path.as_ptr(),
+                path.as_ptr(),
+                none,
+                libc::MS_BIND | libc::MS_REC,
+                std::ptr::null(),
+            )
+        })?;
     }
     Ok(())
 }
