@@ -6,6 +6,8 @@
 //! network = "off"            # off | on
 //! writable = ["~/.cache/cargo"]
 //! protect = ["~/.config/git"]
+//! git_writes = false         # true: commands may commit (git's control files stay read-only)
+//! allow_sockets = ["~/.ssh/agent.sock"]  # unix sockets reachable with the network off
 //! ```
 //!
 //! Mode and network are `tern_sandbox`'s own types, so the names here are the ones
@@ -36,6 +38,12 @@ pub struct SandboxConfig {
     /// always the last entry, listed or not: a command that could rewrite tern's own config
     /// would choose the servers of the next run.
     pub protect: Vec<PathBuf>,
+    /// `git_writes` (default false): `.git` is read-only as a whole unless this is set; with
+    /// it, objects, refs and the index are writable and git's control files are not.
+    pub git_writes: bool,
+    /// `allow_sockets`: unix sockets commands may connect to with the network off (the view
+    /// hides `/run`, `/var/run`, `$XDG_RUNTIME_DIR` and the host's `/tmp` otherwise).
+    pub allow_sockets: Vec<PathBuf>,
 }
 
 /// `mode`, or `ceiling` when that is tighter: read-only < workspace-write < full-access.
@@ -60,6 +68,8 @@ pub(crate) struct RawSandbox {
     network: Option<Spanned<String>>,
     writable: Option<Vec<Spanned<String>>>,
     protect: Option<Vec<Spanned<String>>>,
+    git_writes: Option<bool>,
+    allow_sockets: Option<Vec<Spanned<String>>>,
 }
 
 /// A path as written and where.
@@ -76,6 +86,8 @@ pub(crate) struct SandboxLayer {
     network: Option<Network>,
     writable: Option<Vec<PathEntry>>,
     protect: Option<Vec<PathEntry>>,
+    git_writes: Option<bool>,
+    allow_sockets: Option<Vec<PathEntry>>,
 }
 
 impl SandboxLayer {
@@ -137,6 +149,8 @@ impl SandboxLayer {
                 .transpose()?,
             writable: paths("writable", raw.writable)?,
             protect: paths("protect", raw.protect)?,
+            git_writes: raw.git_writes,
+            allow_sockets: paths("allow_sockets", raw.allow_sockets)?,
         })
     }
 
@@ -153,6 +167,12 @@ impl SandboxLayer {
         }
         if later.protect.is_some() {
             self.protect = later.protect;
+        }
+        if later.git_writes.is_some() {
+            self.git_writes = later.git_writes;
+        }
+        if later.allow_sockets.is_some() {
+            self.allow_sockets = later.allow_sockets;
         }
     }
 
@@ -184,6 +204,8 @@ impl SandboxLayer {
             network: self.network.unwrap_or_default(),
             writable: expand(self.writable, "writable")?,
             protect,
+            git_writes: self.git_writes.unwrap_or(false),
+            allow_sockets: expand(self.allow_sockets, "allow_sockets")?,
         })
     }
 }

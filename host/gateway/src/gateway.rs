@@ -497,11 +497,13 @@ impl Gateway {
 /// The deny globs to send with a call of `tool`. Only a trusted server learns them: a
 /// third-party server would learn what the user hides, and has no reason to be believed to
 /// enforce it.
+/// A tool that runs shell commands (it names its command argument) gets the globs of every
+/// path rule: its commands can read any file, whatever tool the rule was written for.
 fn deny_paths(policy: &ToolPolicy, rules: &RuleSet, tool: &str) -> Vec<String> {
-    if policy.trusted {
-        rules.deny_globs_for(tool)
-    } else {
-        Vec::new()
+    match (policy.trusted, &policy.command_arg) {
+        (false, _) => Vec::new(),
+        (true, Some(_)) => rules.deny_globs_for_shell(),
+        (true, None) => rules.deny_globs_for(tool),
     }
 }
 
@@ -546,5 +548,19 @@ mod tests {
             ["**/.[eE][nN][vV]"]
         );
         assert!(deny_paths(&policy(false), &rules, "thirdparty__grep").is_empty());
+        // A rule written for the file tools also binds a shell's commands.
+        let mut rules = RuleSet::default();
+        let fs_only =
+            Rule::compile("fs__*(path: **/.env)", RuleList::Deny, "t:2".into(), &ws).unwrap();
+        rules.push(fs_only);
+        assert!(deny_paths(&policy(true), &rules, "web__fetch").is_empty());
+        let shell = ToolPolicy {
+            command_arg: Some("command".into()),
+            ..policy(true)
+        };
+        assert_eq!(
+            deny_paths(&shell, &rules, "shell__run"),
+            ["**/.[eE][nN][vV]"]
+        );
     }
 }

@@ -289,6 +289,13 @@ fn sandbox_args(
         out.push("--protect".into());
         out.push(path.to_string_lossy().into_owned());
     }
+    if sandbox.git_writes {
+        out.push("--git-writes".into());
+    }
+    for socket in &sandbox.allow_sockets {
+        out.push("--allow-socket".into());
+        out.push(socket.to_string_lossy().into_owned());
+    }
     Ok(out)
 }
 

@@ -3,6 +3,7 @@
 
 mod annotations;
 mod files;
+mod mountview;
 mod redaction;
 mod rules;
 mod sandbox;

@@ -6,6 +6,12 @@
 //! Landlock rules only grant, they cannot carve a read-only hole out of a
 //! writable directory: the protected paths inside writable roots are made
 //! read-only by bind mounts instead (see `child/setup.rs`).
+//!
+//! With the mount view, the private `/tmp` and `/dev/shm` are tmpfs mounts
+//! made in the child, inodes the parent cannot name (and Landlock does not
+//! let a rule on a mount point cover what is mounted over it). So the child
+//! builds its ruleset itself, after its mounts, from masks computed here
+//! ([`ChildRuleset`]); a few system calls per command.
 
 use std::os::fd::OwnedFd;
 use std::path::PathBuf;
@@ -32,8 +38,50 @@ pub enum TcpRule {
     Denied,
 }
 
+/// Where commands' temporary files go, which decides what the ruleset grants.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Temp {
+    /// The host's `TMPDIR` and `/dev/shm` (no mount view).
+    HostDirs,
+    /// The view's private `/tmp` and `/dev/shm`: granted by the child.
+    PrivateView,
+}
+
+/// The access masks of a ruleset the child builds itself, for this kernel's ABI.
+#[derive(Debug, Clone, Copy)]
+pub struct ChildRuleset {
+    /// `struct landlock_ruleset_attr`: handled fs, handled net, scoped.
+    pub attr: [u64; 3],
+    /// Rights granted on `/`.
+    pub read: u64,
+    /// Rights granted on `/dev` (device files: read, write, ioctl).
+    pub file: u64,
+    /// Rights granted on writable roots and the private tmp.
+    pub all: u64,
+}
+
+/// The masks for the running kernel (`abi` from the probe).
+pub fn child_ruleset(abi: u32, tcp: TcpRule) -> ChildRuleset {
+    let wanted = ABI_WANTED as i32;
+    let abi = ABI::from(i32::try_from(abi).unwrap_or(wanted).min(wanted));
+    let net = match tcp {
+        TcpRule::Denied => AccessNet::from_all(abi).bits(),
+        TcpRule::Unrestricted => 0,
+    };
+    ChildRuleset {
+        attr: [
+            AccessFs::from_all(abi).bits(),
+            net,
+            Scope::from_all(abi).bits(),
+        ],
+        read: AccessFs::from_read(abi).bits(),
+        file: AccessFs::from_file(abi).bits(),
+        all: AccessFs::from_all(abi).bits(),
+    }
+}
+
 /// Builds the ruleset fd for `policy`.
-pub fn ruleset(policy: &Policy, tcp: TcpRule) -> Result<OwnedFd, SandboxError> {
+pub fn ruleset(policy: &Policy, tcp: TcpRule, temp: Temp) -> Result<OwnedFd, SandboxError> {
     let err = |e: landlock::RulesetError| SandboxError::Landlock(e.to_string());
     let abi = ABI_WANTED;
     let mut ruleset = Ruleset::default()
@@ -52,7 +100,10 @@ pub fn ruleset(policy: &Policy, tcp: TcpRule) -> Result<OwnedFd, SandboxError> {
         Mode::WorkspaceWrite => policy
             .writable_roots
             .iter()
-            .chain(&policy.temp_dirs)
+            .chain(match temp {
+                Temp::HostDirs => policy.temp_dirs.as_slice(),
+                Temp::PrivateView => &[],
+            })
             .cloned()
             .collect(),
     };

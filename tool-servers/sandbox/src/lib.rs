@@ -10,11 +10,19 @@
 //!   environment of any process outside (the host's API key in
 //!   `/proc/<pid>/environ`). When the init exits, the kernel kills everything
 //!   left in the namespace, so `setsid sleep 1000 &` dies with the call.
-//! - **read-only binds** — `.git/hooks`, `.git/config`, `.tern/` and every
-//!   `protected` path stay read-only even inside a writable root.
-//! - **Landlock** — writes only inside the writable roots (and `TMPDIR`).
+//! - **a mount view** (issue 24) — the whole filesystem re-bound read-only,
+//!   `nosuid` and `nodev` except the writable roots; a private `/tmp` and a
+//!   minimal `/dev` (null, zero, full, random, urandom, a private `shm`) that
+//!   die with the call; with the network off, `/run`, `/var/run` and
+//!   `$XDG_RUNTIME_DIR` hidden, so host unix sockets are out of reach; the
+//!   paths of file deny rules covered by an empty file (see `child/view.rs`).
+//! - **read-only binds** — `.git` (or, with [`GitWrites::Objects`], its
+//!   control entries), `.tern/` and every `protected` path stay read-only even
+//!   inside a writable root.
+//! - **Landlock** — writes only inside the writable roots and the private tmp.
 //! - **seccomp** — no `mount`, no new namespaces, no kernel keyrings, no BPF,
-//!   module loading or `io_uring`, so the command cannot undo the above.
+//!   module loading or `io_uring`, so the command cannot undo the above; no
+//!   `chmod`/`open`/`mknod` that sets the setuid or setgid bit.
 //!
 //! Every layer is probed at startup ([`Support::detect`]); a layer the kernel
 //! lacks is reported once as a [`Degradation`] and the rest still apply —
@@ -35,13 +43,15 @@
 #![deny(clippy::print_stdout, clippy::print_stderr)]
 
 mod child;
+mod git_guard;
 mod landlock_rules;
 mod policy;
 mod sandbox;
 mod seccomp;
 mod support;
 
-pub use policy::{Mode, Network, Policy, builtin_protected};
+pub use git_guard::GitGuard;
+pub use policy::{GIT_CONTROL_ENTRIES, GitWrites, Mode, Network, Policy, builtin_protected};
 pub use sandbox::{Degradation, Sandbox, Session, abort};
 pub use support::{Support, landlock_abi};
 

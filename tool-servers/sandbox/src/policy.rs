@@ -96,7 +96,48 @@ pub struct Policy {
     /// Kept read-only even inside a writable root, in addition to
     /// [`builtin_protected`] (e.g. `$TERN_HOME`).
     pub protected: Vec<PathBuf>,
+    /// Unix sockets a command may still reach when the network is off and the
+    /// directory they live in (`/run`, `$XDG_RUNTIME_DIR`, the host's `/tmp`)
+    /// is hidden, e.g. an ssh-agent the user wants to lend (`[sandbox]
+    /// allow_sockets`).
+    pub allow_sockets: Vec<PathBuf>,
+    /// How much of each writable root's `.git` a command may change.
+    pub git: GitWrites,
+    /// Give commands a private `/dev/pts` (and `/dev/ptmx`), for callers that
+    /// run them on a pseudo-terminal. Off: no pty can be opened at all.
+    pub pty: bool,
 }
+
+/// How much of a repository's `.git` a sandboxed command may change.
+///
+/// Anything under `.git` can make the user's next `git` command, outside any
+/// sandbox, run a program: `config` (`core.fsmonitor`), `hooks/`, a planted
+/// `commondir` naming a hostile copy of the repository, `modules/*/config`,
+/// `worktrees/*/`, `info/`. So the default keeps all of it read-only (as
+/// Codex does); `git commit` and friends then need `[sandbox] git_writes`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum GitWrites {
+    /// `.git` is read-only as a whole (and, being a mount point in the view,
+    /// cannot be renamed or replaced).
+    #[default]
+    None,
+    /// Objects, refs, the index and logs are writable; `config`, `hooks`,
+    /// `commondir`, `modules/`, `worktrees/` and `info/` stay read-only, and
+    /// any of them a command creates is removed after the call and reported
+    /// (see [`crate::GitGuard`]).
+    Objects,
+}
+
+/// The entries of `.git` that stay read-only under [`GitWrites::Objects`]:
+/// each names programs or repositories git uses later.
+pub const GIT_CONTROL_ENTRIES: [&str; 6] = [
+    "config",
+    "hooks",
+    "commondir",
+    "modules",
+    "worktrees",
+    "info",
+];
 
 impl Policy {
     /// A policy with the usual temporary directories: `$TMPDIR` (else `/tmp`)
@@ -111,6 +152,9 @@ impl Policy {
             writable_roots,
             temp_dirs: vec![tmp, PathBuf::from("/dev/shm")],
             protected: Vec::new(),
+            allow_sockets: Vec::new(),
+            git: GitWrites::None,
+            pty: false,
         }
     }
 
@@ -121,7 +165,7 @@ impl Policy {
         let mut paths: Vec<PathBuf> = self
             .writable_roots
             .iter()
-            .flat_map(|root| builtin_protected(root))
+            .flat_map(|root| protected_in(root, self.git))
             .chain(self.protected.iter().cloned())
             .filter(|p| p.symlink_metadata().is_ok())
             .filter_map(|p| p.canonicalize().ok())
@@ -133,19 +177,22 @@ impl Policy {
 }
 
 /// The paths under a writable root that a command must not change, because
-/// changing them runs code later outside the sandbox: git hooks and config
-/// (`core.hooksPath`, `core.fsmonitor`…) run at the user's next `git` command,
+/// changing them runs code later outside the sandbox: anything in `.git` can
+/// make the user's next `git` command run a program (see [`GitWrites`]), and
 /// `.tern/` holds tern's project config (which names MCP servers to start).
 /// A `.git` *file* (worktrees, submodules) is protected itself: it points git
 /// at the repository directory.
 pub fn builtin_protected(root: &Path) -> Vec<PathBuf> {
+    protected_in(root, GitWrites::None)
+}
+
+fn protected_in(root: &Path, git_writes: GitWrites) -> Vec<PathBuf> {
     let git = root.join(".git");
     let mut paths = vec![root.join(".tern")];
-    if git.is_file() {
+    if git.is_file() || git_writes == GitWrites::None {
         paths.push(git);
     } else {
-        paths.push(git.join("hooks"));
-        paths.push(git.join("config"));
+        paths.extend(GIT_CONTROL_ENTRIES.iter().map(|e| git.join(e)));
     }
     paths
 }
@@ -171,7 +218,7 @@ mod tests {
     }
 
     #[test]
-    fn protected_paths_exist_and_include_git_internals_and_extras() {
+    fn protected_paths_exist_and_include_git_and_extras() {
         let dir = tempfile::tempdir().unwrap();
         let root = dir.path().canonicalize().unwrap();
         std::fs::create_dir_all(root.join(".git/hooks")).unwrap();
@@ -181,6 +228,12 @@ mod tests {
         let mut policy = Policy::new(Mode::WorkspaceWrite, Network::Off, vec![root.clone()]);
         policy.protected.push(home.clone());
         policy.protected.push(root.join("missing"));
+        assert_eq!(
+            policy.protected_paths(),
+            vec![root.join(".git"), home.clone()]
+        );
+        // git_writes: only the control entries, those that exist.
+        policy.git = GitWrites::Objects;
         assert_eq!(
             policy.protected_paths(),
             vec![root.join(".git/config"), root.join(".git/hooks"), home]

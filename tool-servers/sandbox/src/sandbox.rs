@@ -3,11 +3,12 @@
 use std::ffi::CString;
 use std::fmt;
 use std::os::unix::ffi::OsStrExt;
-use std::path::Path;
+use std::path::{Path, PathBuf};
 use std::process::{Command, ExitStatus};
 use std::sync::Arc;
 
 use crate::SandboxError;
+use crate::child::view::{self, Attach, AttachKind, View};
 use crate::child::{self, Fixed, Namespaces, Plan, SharedNamespaces};
 use crate::landlock_rules::{self, TcpRule};
 use crate::policy::{Mode, Network, Policy};
@@ -56,7 +57,41 @@ pub struct Sandbox {
     /// The user (and, network off, network) namespace every command joins,
     /// when it could be made; else each command creates its own.
     shared: Option<Arc<SharedNamespaces>>,
+    /// Directories the mount view hides, when the kernel can build the view.
+    view: Option<ViewPlan>,
     degradations: Vec<Degradation>,
+}
+
+/// The parts of the mount view fixed for a sandbox.
+#[derive(Debug, Clone)]
+struct ViewPlan {
+    /// Covered by an empty tmpfs (network off: where host unix sockets live).
+    hidden: Vec<PathBuf>,
+}
+
+/// The directories whose unix sockets a command must not reach with the
+/// network off: `/run` (and `/var/run` when it is not a link to it) and
+/// `$XDG_RUNTIME_DIR` — Docker, D-Bus, systemd, ssh-agent, gpg-agent live
+/// there. The host's `/tmp` (X11, tmux, ssh-agent) is replaced by the private
+/// one anyway. A directory inside a writable root is the workspace's own.
+fn socket_dirs(policy: &Policy) -> Vec<PathBuf> {
+    let runtime = std::env::var_os("XDG_RUNTIME_DIR")
+        .filter(|d| !d.is_empty())
+        .map(PathBuf::from);
+    let mut dirs: Vec<PathBuf> = [PathBuf::from("/run"), PathBuf::from("/var/run")]
+        .into_iter()
+        .chain(runtime)
+        .filter_map(|d| d.canonicalize().ok())
+        .filter(|d| d.is_dir() && d != Path::new("/"))
+        .filter(|d| !d.starts_with("/tmp") && !d.starts_with("/dev"))
+        .filter(|d| !policy.writable_roots.iter().any(|r| d.starts_with(r)))
+        .collect();
+    dirs.sort();
+    dirs.dedup();
+    // A directory inside another hidden one is hidden with it.
+    let all = dirs.clone();
+    dirs.retain(|d| !all.iter().any(|o| o != d && d.starts_with(o)));
+    dirs
 }
 
 impl fmt::Debug for SharedNamespaces {
@@ -68,7 +103,10 @@ impl fmt::Debug for SharedNamespaces {
 impl fmt::Debug for Fixed {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.debug_struct("Fixed")
-            .field("landlock", &self.landlock.is_some())
+            .field(
+                "landlock",
+                &(self.landlock.is_some() || self.landlock_in_child.is_some()),
+            )
             .field("seccomp_instructions", &self.seccomp.as_ref().map(Vec::len))
             .field("drop_capabilities", &self.drop_capabilities)
             .finish()
@@ -86,11 +124,13 @@ impl Sandbox {
                 policy,
                 fixed: Arc::new(Fixed {
                     landlock: None,
+                    landlock_in_child: None,
                     seccomp: None,
                     drop_capabilities: false,
                 }),
                 namespaces: None,
                 shared: None,
+                view: None,
                 degradations,
             });
         }
@@ -143,9 +183,39 @@ impl Sandbox {
                 None
             }
         };
+        let view = match (&namespaces, &support.mount_view) {
+            (None, _) => None,
+            (Some(_), Ok(())) => Some(ViewPlan {
+                hidden: if network_off {
+                    socket_dirs(&policy)
+                } else {
+                    Vec::new()
+                },
+            }),
+            (Some(_), Err(reason)) => {
+                degradations.push(Degradation {
+                    layer: "read-only mount view",
+                    reason: reason.clone(),
+                    consequence: "metadata outside the workspace (chmod, utime, xattr) is not \
+                        confined, TMPDIR and /dev/shm are the host's, host devices and unix \
+                        sockets are reachable; writes are still confined by Landlock",
+                });
+                None
+            }
+        };
         let private_network = namespaces.is_some_and(|(_, _, net)| net);
         let network_fallback = network_off && !private_network;
+        let mut landlock_in_child = None;
         let landlock = match support.landlock_abi {
+            Some(abi) if view.is_some() => {
+                let tcp = if network_fallback {
+                    TcpRule::Denied
+                } else {
+                    TcpRule::Unrestricted
+                };
+                landlock_in_child = Some(landlock_rules::child_ruleset(abi, tcp));
+                None
+            }
             Some(abi) => {
                 if network_fallback && abi < 4 {
                     degradations.push(Degradation {
@@ -159,7 +229,12 @@ impl Sandbox {
                 } else {
                     TcpRule::Unrestricted
                 };
-                Some(landlock_rules::ruleset(&policy, tcp)?)
+                let temp = if view.is_some() {
+                    landlock_rules::Temp::PrivateView
+                } else {
+                    landlock_rules::Temp::HostDirs
+                };
+                Some(landlock_rules::ruleset(&policy, tcp, temp)?)
             }
             None => {
                 degradations.push(Degradation {
@@ -199,11 +274,13 @@ impl Sandbox {
             policy,
             fixed: Arc::new(Fixed {
                 landlock,
+                landlock_in_child,
                 seccomp,
                 drop_capabilities: true,
             }),
             namespaces,
             shared,
+            view,
             degradations,
         })
     }
@@ -231,7 +308,10 @@ impl Sandbox {
                 layers.push("fresh /proc");
             }
         }
-        if self.fixed.landlock.is_some() {
+        if self.view.is_some() {
+            layers.push("read-only view with private /tmp and /dev");
+        }
+        if self.fixed.landlock.is_some() || self.fixed.landlock_in_child.is_some() {
             layers.push("Landlock");
         }
         if self.fixed.seccomp.is_some() {
@@ -248,21 +328,72 @@ impl Sandbox {
         )
     }
 
+    /// The `TMPDIR` commands get: the private tmp of the mount view. `None`
+    /// without the view (commands keep the caller's `TMPDIR`).
+    pub fn private_tmp(&self) -> Option<&'static Path> {
+        self.view.as_ref().map(|_| Path::new("/tmp"))
+    }
+
     /// Makes `cmd` start under this sandbox. The process `cmd.spawn()`
     /// returns is the supervisor: its exit status is the command's, and
     /// [`abort`] on its pid kills everything the command started.
     pub fn configure(&self, cmd: &mut Command, session: Session) -> Result<(), SandboxError> {
+        self.configure_hiding(cmd, session, &[])
+    }
+
+    /// [`Sandbox::configure`], and the command sees each of `hidden` (files
+    /// or directories that exist now, e.g. matches of the host's file deny
+    /// rules) as an empty, read-only file or directory — whatever program or
+    /// spelling reads it. Without the mount view this is an error: a caller
+    /// that asked for a path to be hidden must not run the command with it
+    /// readable.
+    pub fn configure_hiding(
+        &self,
+        cmd: &mut Command,
+        session: Session,
+        hidden: &[PathBuf],
+    ) -> Result<(), SandboxError> {
+        if !hidden.is_empty() && self.view.is_none() {
+            return Err(SandboxError::Path {
+                path: hidden[0].display().to_string(),
+                reason: "cannot be hidden from the command: this kernel gives no mount view \
+                    (see `tern mcp doctor`)"
+                    .to_string(),
+            });
+        }
         let namespaces = match self.namespaces {
             None => None,
             Some((flags, mount_proc, loopback)) => {
+                let extra = if self.view.is_some() {
+                    libc::MS_NOSUID | libc::MS_NODEV
+                } else {
+                    0
+                };
+                // In the view, a protected path outside every root is read-only (or
+                // hidden, under the host's /tmp) already.
+                let roots: Vec<PathBuf> = self
+                    .policy
+                    .writable_roots
+                    .iter()
+                    .filter_map(|r| r.canonicalize().ok())
+                    .collect();
                 let read_only = self
                     .policy
                     .protected_paths()
                     .iter()
-                    .map(|p| Ok((c_path(p)?, kept_mount_flags(p))))
+                    .filter(|p| self.view.is_none() || roots.iter().any(|r| p.starts_with(r)))
+                    .map(|p| Ok((c_path(p)?, kept_mount_flags(p) | extra)))
                     .collect::<Result<Vec<_>, SandboxError>>()?;
                 let mut ns = namespaces(flags, mount_proc, loopback, read_only);
                 ns.join = self.shared.clone();
+                if let Some(plan) = &self.view {
+                    let cwd = match cmd.get_current_dir() {
+                        Some(dir) => std::path::absolute(dir),
+                        None => std::env::current_dir(),
+                    }?;
+                    ns.view = Some(self.view_for(plan, session, hidden, c_path(&cwd)?)?);
+                    cmd.env("TMPDIR", "/tmp");
+                }
                 Some(ns)
             }
         };
@@ -286,6 +417,106 @@ impl Sandbox {
     ) -> Result<ExitStatus, SandboxError> {
         self.configure(cmd, session)?;
         Ok(cmd.status()?)
+    }
+}
+
+impl Sandbox {
+    /// The mount view of one command.
+    fn view_for(
+        &self,
+        plan: &ViewPlan,
+        session: Session,
+        hidden: &[PathBuf],
+        cwd: CString,
+    ) -> Result<View, SandboxError> {
+        let kind = match self.policy.mode {
+            Mode::WorkspaceWrite => AttachKind::WritableDir,
+            Mode::ReadOnly | Mode::FullAccess => AttachKind::ReadOnlyDir,
+        };
+        let mut roots: Vec<PathBuf> = self
+            .policy
+            .writable_roots
+            .iter()
+            .filter_map(|r| r.canonicalize().ok())
+            .filter(|r| r.is_dir() && r != Path::new("/dev") && !r.starts_with("/dev/"))
+            .collect();
+        roots.sort_by_key(|r| r.as_os_str().len());
+        roots.dedup();
+        let sockets = self
+            .policy
+            .allow_sockets
+            .iter()
+            .filter_map(|s| s.canonicalize().ok())
+            .filter(|s| {
+                use std::os::unix::fs::FileTypeExt;
+                s.metadata().is_ok_and(|m| m.file_type().is_socket())
+            });
+        let mut attach = Vec::new();
+        for root in &roots {
+            attach.push(Attach {
+                path: c_path(root)?,
+                ancestors: view::ancestors(root),
+                kind,
+            });
+        }
+        for socket in sockets {
+            attach.push(Attach {
+                path: c_path(&socket)?,
+                ancestors: view::ancestors(&socket),
+                kind: AttachKind::Socket,
+            });
+        }
+        if attach.len() > view::MAX_ATTACH {
+            return Err(SandboxError::Path {
+                path: roots
+                    .first()
+                    .map(|r| r.display().to_string())
+                    .unwrap_or_default(),
+                reason: format!(
+                    "more than {} writable roots and allowed sockets",
+                    view::MAX_ATTACH
+                ),
+            });
+        }
+        let masked = hidden
+            .iter()
+            .filter_map(|p| {
+                let meta = p.symlink_metadata().ok()?;
+                // A symlink is hidden where it points (a mount follows it).
+                let is_dir = if meta.file_type().is_symlink() {
+                    p.metadata().ok()?.is_dir()
+                } else {
+                    meta.is_dir()
+                };
+                Some(c_path(p).map(|c| (c, is_dir)))
+            })
+            .collect::<Result<Vec<_>, _>>()?;
+        // Under git_writes `.git` is writable but must stay where it is: a
+        // renamed `.git` and a new one made in its place would escape the
+        // read-only control entries.
+        let pinned = match (self.policy.git, self.policy.mode) {
+            (crate::policy::GitWrites::Objects, Mode::WorkspaceWrite) => roots
+                .iter()
+                .map(|r| r.join(".git"))
+                .filter(|g| g.symlink_metadata().is_ok_and(|m| m.is_dir()))
+                .map(|g| c_path(&g))
+                .collect::<Result<Vec<_>, _>>()?,
+            _ => Vec::new(),
+        };
+        Ok(View {
+            attach,
+            pinned,
+            hidden: plan
+                .hidden
+                .iter()
+                .map(|d| c_path(d))
+                .collect::<Result<_, _>>()?,
+            masked,
+            pty: self.policy.pty,
+            tty: session == Session::Inherit,
+            writable_tmp: self.policy.mode == Mode::WorkspaceWrite,
+            cwd,
+        })
     }
 }
 
@@ -324,6 +555,7 @@ pub(crate) fn namespaces(
         loopback,
         read_only,
         join: None,
+        view: None,
     }
 }
 
@@ -410,6 +642,7 @@ mod tests {
             namespaces: missing("userns"),
             proc_mount: missing("proc"),
             network_namespace: missing("netns"),
+            mount_view: missing("view"),
             landlock_abi: None,
             seccomp: missing("seccomp"),
         };

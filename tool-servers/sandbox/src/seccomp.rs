@@ -11,6 +11,14 @@
 //! whose flags are checked. When the network is off but no network namespace
 //! could be made, Internet sockets are refused here instead.
 //!
+//! No call may set the setuid or setgid bit (`chmod`, `fchmod`, `fchmodat`,
+//! `fchmodat2`, and the mode of `open`/`openat`/`creat`/`mknod`/`mknodat`):
+//! the mount view makes every mount `nosuid` *inside* the sandbox, but the
+//! workspace is an ordinary directory on the host, where a setuid copy of a
+//! shell made by a server running as root would be a root shell for every
+//! local user. `openat2` carries its mode behind a pointer and answers
+//! `ENOSYS`, so libc and Go fall back to `openat`.
+//!
 //! The program is built once, in the parent, as plain data; the child only
 //! hands it to the kernel.
 
@@ -39,6 +47,34 @@ const OFFSET_NR: u32 = 0;
 const OFFSET_ARCH: u32 = 4;
 /// Low 32 bits of `args[0]` (little-endian targets only).
 const OFFSET_ARG0_LOW: u32 = 16;
+
+/// Low 32 bits of `args[n]`.
+const fn arg_low(n: u32) -> u32 {
+    OFFSET_ARG0_LOW + 8 * n
+}
+
+/// The bits no sandboxed call may set.
+const SET_ID_BITS: u32 = libc::S_ISUID | libc::S_ISGID;
+
+/// System calls with a file mode, and the index of that argument.
+#[cfg(any(target_arch = "x86_64", target_arch = "aarch64"))]
+fn mode_calls() -> Vec<(i64, u32)> {
+    let mut calls = vec![
+        (libc::SYS_fchmod, 1),
+        (libc::SYS_fchmodat, 2),
+        (libc::SYS_fchmodat2, 2),
+        (libc::SYS_openat, 3),
+        (libc::SYS_mknodat, 2),
+    ];
+    #[cfg(target_arch = "x86_64")]
+    calls.extend([
+        (libc::SYS_chmod, 1),
+        (libc::SYS_open, 2),
+        (libc::SYS_creat, 1),
+        (libc::SYS_mknod, 1),
+    ]);
+    calls
+}
 
 #[cfg(any(target_arch = "x86_64", target_arch = "aarch64"))]
 fn denied() -> Vec<i64> {
@@ -102,6 +138,15 @@ pub fn program(deny_inet_sockets: bool) -> Vec<libc::sock_filter> {
     }
     p.push(jump_eq(syscall_number(libc::SYS_clone3), 0, 1));
     p.push(ret(enosys));
+    p.push(jump_eq(syscall_number(libc::SYS_openat2), 0, 1));
+    p.push(ret(enosys));
+    for (nr, arg) in mode_calls() {
+        p.push(jump_eq(syscall_number(nr), 0, 4));
+        p.push(load(arg_low(arg)));
+        p.push(jump(libc::BPF_JSET, SET_ID_BITS, 0, 1));
+        p.push(ret(eperm));
+        p.push(ret(libc::SECCOMP_RET_ALLOW));
+    }
     // clone: refuse only when it asks for a new namespace.
     p.push(jump_eq(syscall_number(libc::SYS_clone), 0, 4));
     p.push(load(OFFSET_ARG0_LOW));
@@ -168,6 +213,10 @@ mod tests {
 
     /// A tiny interpreter for the instructions we emit, to check the jumps.
     fn run(program: &[libc::sock_filter], arch: u32, nr: i64, arg0: u64) -> u32 {
+        run_args(program, arch, nr, [arg0, 0, 0, 0])
+    }
+
+    fn run_args(program: &[libc::sock_filter], arch: u32, nr: i64, args: [u64; 4]) -> u32 {
         let mut acc = 0u32;
         let mut pc = 0usize;
         loop {
@@ -178,7 +227,9 @@ mod tests {
                     acc = match i.k {
                         OFFSET_NR => nr as u32,
                         OFFSET_ARCH => arch,
-                        OFFSET_ARG0_LOW => arg0 as u32,
+                        k if (OFFSET_ARG0_LOW..OFFSET_ARG0_LOW + 32).contains(&k) => {
+                            args[((k - OFFSET_ARG0_LOW) / 8) as usize] as u32
+                        }
                         k => panic!("load {k}"),
                     };
                     pc += 1;
@@ -222,6 +273,45 @@ mod tests {
         assert_eq!(
             run(&p, 0x4000_0003, libc::SYS_read, 0),
             libc::SECCOMP_RET_KILL_PROCESS
+        );
+        // The setuid and setgid bits, in every call that takes a mode.
+        let suid = u64::from(libc::S_ISUID | 0o755);
+        let sgid = u64::from(libc::S_ISGID | 0o755);
+        assert_eq!(
+            run_args(&p, AUDIT_ARCH, libc::SYS_fchmod, [3, suid, 0, 0]),
+            eperm
+        );
+        assert_eq!(
+            run_args(&p, AUDIT_ARCH, libc::SYS_fchmod, [3, 0o755, 0, 0]),
+            allow
+        );
+        assert_eq!(
+            run_args(&p, AUDIT_ARCH, libc::SYS_fchmodat, [0, 0, sgid, 0]),
+            eperm
+        );
+        assert_eq!(
+            run_args(&p, AUDIT_ARCH, libc::SYS_fchmodat2, [0, 0, suid, 0]),
+            eperm
+        );
+        assert_eq!(
+            run_args(&p, AUDIT_ARCH, libc::SYS_fchmodat, [0, 0, 0o1777, 0]),
+            allow
+        );
+        assert_eq!(
+            run_args(&p, AUDIT_ARCH, libc::SYS_openat, [0, 0, 0o100, suid]),
+            eperm
+        );
+        assert_eq!(
+            run_args(&p, AUDIT_ARCH, libc::SYS_openat, [0, 0, 0o100, 0o644]),
+            allow
+        );
+        assert_eq!(
+            run_args(&p, AUDIT_ARCH, libc::SYS_mknodat, [0, 0, suid, 0]),
+            eperm
+        );
+        assert_eq!(
+            run(&p, AUDIT_ARCH, libc::SYS_openat2, 0),
+            libc::SECCOMP_RET_ERRNO | libc::ENOSYS as u32
         );
         // Without the socket rule, Internet sockets are allowed.
         assert_eq!(

@@ -21,6 +21,9 @@ pub struct Support {
     pub proc_mount: Result<(), String>,
     /// A new network namespace.
     pub network_namespace: Result<(), String>,
+    /// The read-only mount view with a private `/tmp` and `/dev`
+    /// (`open_tree`, `move_mount`, `mount_setattr`: Linux 5.12+).
+    pub mount_view: Result<(), String>,
     /// The kernel's Landlock ABI version (`None`: no Landlock).
     pub landlock_abi: Option<u32>,
     /// A seccomp filter can be installed.
@@ -57,6 +60,23 @@ impl Support {
             ),
             Err(_) => Err("needs the namespaces above".to_string()),
         };
+        let mount_view = match &proc_mount {
+            Ok(()) => {
+                let mut ns = self::namespaces(base, true, false, Vec::new());
+                ns.view = Some(crate::child::view::View {
+                    attach: Vec::new(),
+                    hidden: Vec::new(),
+                    pinned: Vec::new(),
+                    masked: Vec::new(),
+                    pty: false,
+                    tty: false,
+                    writable_tmp: true,
+                    cwd: c"/".to_owned(),
+                });
+                probe(Some(ns), None)
+            }
+            Err(_) => Err("needs the namespaces and /proc above".to_string()),
+        };
         let seccomp = if seccomp::SUPPORTED {
             probe(None, Some(seccomp::program(false)))
         } else {
@@ -69,6 +89,7 @@ impl Support {
             namespaces,
             proc_mount,
             network_namespace,
+            mount_view,
             landlock_abi: landlock_abi(),
             seccomp,
         }
@@ -79,6 +100,7 @@ impl Support {
         self.namespaces.is_ok()
             && self.proc_mount.is_ok()
             && self.network_namespace.is_ok()
+            && self.mount_view.is_ok()
             && self.landlock_abi.is_some()
             && self.seccomp.is_ok()
     }
@@ -94,6 +116,11 @@ impl fmt::Display for Support {
         line(f, "user/pid/mount/ipc namespaces", &self.namespaces)?;
         line(f, "fresh /proc in the pid namespace", &self.proc_mount)?;
         line(f, "network namespace", &self.network_namespace)?;
+        line(
+            f,
+            "read-only mount view (private /tmp and /dev)",
+            &self.mount_view,
+        )?;
         match self.landlock_abi {
             Some(abi) => writeln!(f, "Landlock: ABI {abi}")?,
             None => writeln!(
@@ -131,6 +158,7 @@ fn probe(
             namespaces,
             fixed: Arc::new(Fixed {
                 landlock: None,
+                landlock_in_child: None,
                 seccomp,
                 drop_capabilities: false,
             }),

@@ -60,6 +60,8 @@ pub struct Invocation<'a> {
     pub max_output_chars: usize,
     /// The sandbox the command runs under (also what kills its leftovers).
     pub sandbox: &'a tern_sandbox::Sandbox,
+    /// Paths the command sees as empty (the host's file deny rules).
+    pub hidden: &'a [std::path::PathBuf],
 }
 
 /// Why the supervision loop stopped the command, if it did.
@@ -269,7 +271,7 @@ fn spawn(
         .stdout(Stdio::from(write_end))
         .stderr(Stdio::from(write_end_for_stderr));
     inv.sandbox
-        .configure(cmd.as_std_mut(), Session::New)
+        .configure_hiding(cmd.as_std_mut(), Session::New, inv.hidden)
         .map_err(SpawnError::Sandbox)?;
     let child = cmd.spawn().map_err(|source| SpawnError::Spawn {
         shell: inv.shell.display().to_string(),

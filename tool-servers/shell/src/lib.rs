@@ -24,6 +24,7 @@
 
 mod cwd;
 mod decode;
+pub mod deny;
 pub mod env;
 pub mod exec;
 mod group;
@@ -73,9 +74,19 @@ pub struct Args {
     #[arg(long, value_name = "DIR")]
     pub writable: Vec<PathBuf>,
     /// Keep this path read-only even inside a writable directory (repeatable;
-    /// e.g. `$TERN_HOME`). `.git/hooks`, `.git/config` and `.tern` always are.
+    /// e.g. `$TERN_HOME`). `.git` and `.tern` always are.
     #[arg(long, value_name = "PATH")]
     pub protect: Vec<PathBuf>,
+    /// Let commands write to `.git` (commit, fetch, checkout): objects, refs,
+    /// the index. `config`, `hooks`, `commondir`, `modules/`, `worktrees/` and
+    /// `info/` stay read-only, and any of them a command creates is removed
+    /// after the call and reported.
+    #[arg(long)]
+    pub git_writes: bool,
+    /// A unix socket commands may still connect to with the network off
+    /// (repeatable), e.g. an ssh-agent socket under `$XDG_RUNTIME_DIR`.
+    #[arg(long = "allow-socket", value_name = "PATH")]
+    pub allow_socket: Vec<PathBuf>,
     #[command(flatten)]
     pub http: tern_tool_common::http::HttpArgs,
 }
@@ -166,6 +177,14 @@ fn sandbox_from(
         .iter()
         .map(|p| std::path::absolute(p).unwrap_or_else(|_| p.clone()))
         .collect();
+    if args.git_writes {
+        policy.git = tern_sandbox::GitWrites::Objects;
+    }
+    for socket in &args.allow_socket {
+        policy
+            .allow_sockets
+            .push(absolute("--allow-socket", socket)?);
+    }
     let support = tern_sandbox::Support::detect();
     tern_sandbox::Sandbox::new(policy, &support).map_err(|e| invalid(format!("--sandbox: {e}")))
 }

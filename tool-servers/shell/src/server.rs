@@ -154,6 +154,14 @@ impl ShellServer {
                 });
             }
         });
+        // Full access is no sandbox: there is no view to hide anything in.
+        let full_access = settings.sandbox.policy().mode == tern_sandbox::Mode::FullAccess;
+        let hidden = match crate::deny::denied_paths(&settings.root, &context.meta.0.0) {
+            Ok(_) if full_access => Vec::new(),
+            Ok(hidden) => hidden,
+            Err(e) => return CallToolResult::error(vec![ContentBlock::text(e.to_string())]),
+        };
+        let git_guard = tern_sandbox::GitGuard::before(settings.sandbox.policy());
         let invocation = Invocation {
             shell: &settings.shell,
             command: &params.command,
@@ -162,6 +170,7 @@ impl ShellServer {
             timeout,
             max_output_chars: limits::output_budget(&host, settings.max_output_chars),
             sandbox: &settings.sandbox,
+            hidden: &hidden,
         };
         let on_progress = progress
             .as_mut()
@@ -170,6 +179,11 @@ impl ShellServer {
             Ok(outcome) => render(&outcome, timeout, clamped),
             Err(e) => CallToolResult::error(vec![ContentBlock::text(e.to_string())]),
         };
+        let removed = git_guard.after();
+        if !removed.is_empty() {
+            let lines: Vec<String> = removed.iter().map(|n| format!("[sandbox: {n}]")).collect();
+            result.content.push(ContentBlock::text(lines.join("\n")));
+        }
         if let Some(notice) = self.degradation_notice() {
             result.content.push(ContentBlock::text(notice));
         }
@@ -209,11 +223,18 @@ fn sandbox_sentence(policy: &tern_sandbox::Policy) -> String {
         }
         tern_sandbox::Mode::WorkspaceWrite => format!(
             "Commands run in a sandbox: they may write only inside the root{} and TMPDIR \
-             (.git/hooks, .git/config and .tern stay read-only), with {network}",
+             (a private /tmp emptied after each call; {git} and .tern stay read-only), with \
+             {network}",
             if policy.writable_roots.len() > 1 {
                 " and the extra writable directories"
             } else {
                 ""
+            },
+            git = match policy.git {
+                tern_sandbox::GitWrites::None => ".git",
+                tern_sandbox::GitWrites::Objects => {
+                    ".git/config, .git/hooks and git's other control files"
+                }
             }
         ),
     }

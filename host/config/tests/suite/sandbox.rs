@@ -14,6 +14,7 @@ fn defaults_are_workspace_write_without_network() {
     assert_eq!(config.sandbox.mode, SandboxMode::WorkspaceWrite);
     assert_eq!(config.sandbox.network, SandboxNetwork::Off);
     assert!(config.sandbox.writable.is_empty());
+    assert!(!config.sandbox.git_writes && config.sandbox.allow_sockets.is_empty());
     // $TERN_HOME is always protected, listed or not.
     assert_eq!(config.sandbox.protect, vec![fx.home.clone()]);
 }
@@ -23,7 +24,7 @@ fn keys_paths_and_layers() {
     let mut fx = Fixture::new();
     fx.env.insert("HOME".into(), "/home/me".into());
     fx.user_config(
-        "[sandbox]\nmode = \"read-only\"\nnetwork = \"on\"\nwritable = [\"~/.cache/cargo\", \"/opt/build\"]\nprotect = [\"~/.ssh\"]\n",
+        "[sandbox]\nmode = \"read-only\"\nnetwork = \"on\"\nwritable = [\"~/.cache/cargo\", \"/opt/build\"]\nprotect = [\"~/.ssh\"]\ngit_writes = true\nallow_sockets = [\"~/.ssh/agent.sock\"]\n",
     );
     let config = fx.load(&LoadOptions::default()).unwrap();
     assert_eq!(
@@ -33,6 +34,8 @@ fn keys_paths_and_layers() {
             network: SandboxNetwork::On,
             writable: vec![PathBuf::from("/home/me/.cache/cargo"), "/opt/build".into()],
             protect: vec![PathBuf::from("/home/me/.ssh"), fx.home.clone()],
+            git_writes: true,
+            allow_sockets: vec![PathBuf::from("/home/me/.ssh/agent.sock")],
         }
     );
     // A later layer wins key by key; a list replaces a list.

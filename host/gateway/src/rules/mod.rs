@@ -248,10 +248,21 @@ impl RuleSet {
     /// request `_meta` key `tern/deny_paths`): a search over the root or a hard link to a
     /// denied file never shows a path argument the gateway could check (F4).
     pub fn deny_globs_for(&self, tool: &str) -> Vec<String> {
+        self.deny_globs_where(|r| r.names_tool(tool))
+    }
+
+    /// The deny globs of every rule about one path argument, whatever tool it names: what a
+    /// shell server must hide from its commands, as [`Rule::matches_any`] applies such a rule
+    /// to every shell command naming the path (issue 24, item 3).
+    pub fn deny_globs_for_shell(&self) -> Vec<String> {
+        self.deny_globs_where(|_| true)
+    }
+
+    fn deny_globs_where(&self, keep: impl Fn(&Rule) -> bool) -> Vec<String> {
         let mut globs: Vec<String> = self
             .deny
             .iter()
-            .filter(|r| r.names_tool(tool))
+            .filter(|r| keep(r))
             .filter_map(|r| r.path_glob().map(Glob::deny_glob))
             .collect();
         globs.dedup();

@@ -29,6 +29,7 @@
 
 mod setup;
 mod supervise;
+pub(crate) mod view;
 
 use std::ffi::{CStr, CString, c_int};
 use std::io;
@@ -42,6 +43,9 @@ use crate::sandbox::Session;
 pub(crate) struct Fixed {
     /// A Landlock ruleset to enforce.
     pub landlock: Option<OwnedFd>,
+    /// With the mount view: the masks of the ruleset the child builds after
+    /// its mounts (used instead of `landlock`).
+    pub landlock_in_child: Option<crate::landlock_rules::ChildRuleset>,
     /// A seccomp filter to install last.
     pub seccomp: Option<Vec<libc::sock_filter>>,
     /// Drop every capability before exec (sandboxed modes).
@@ -64,6 +68,8 @@ pub(crate) struct Namespaces {
     pub read_only: Vec<(CString, libc::c_ulong)>,
     /// Join these user (and network) namespaces instead of creating new ones.
     pub join: Option<Arc<SharedNamespaces>>,
+    /// The read-only, `nosuid,nodev` view with a private `/tmp` and `/dev`.
+    pub view: Option<view::View>,
 }
 
 /// A user namespace (and, network off, a network namespace with `lo` up)
@@ -180,7 +186,8 @@ fn after_fork(plan: &Plan) -> io::Result<()> {
     }
     // Here only in the process that becomes the command.
     set_mask(libc::SIG_SETMASK, &[])?;
-    setup::restrict(&plan.fixed)
+    let view = plan.namespaces.as_ref().and_then(|ns| ns.view.as_ref());
+    setup::restrict(&plan.fixed, view)
 }
 
 fn enter_namespaces(ns: &Namespaces, server: libc::pid_t) -> io::Result<()> {

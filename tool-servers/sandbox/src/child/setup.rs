@@ -6,7 +6,7 @@ use std::ffi::c_int;
 use std::io;
 use std::os::fd::AsRawFd;
 
-use super::{Fixed, Namespaces, check, check_long};
+use super::{Fixed, Namespaces, check, check_long, view};
 
 pub(super) fn set_up_mounts(ns: &Namespaces) -> io::Result<()> {
     let none: *const libc::c_char = std::ptr::null();
@@ -31,6 +31,9 @@ pub(super) fn set_up_mounts(ns: &Namespaces) -> io::Result<()> {
             )
         })?;
     }
+    if let Some(view) = &ns.view {
+        view::set_up(view)?;
+    }
     for (path, kept_flags) in &ns.read_only {
         check(unsafe {
             libc::mount(
@@ -50,6 +53,10 @@ pub(super) fn set_up_mounts(ns: &Namespaces) -> io::Result<()> {
                 std::ptr::null(),
             )
         })?;
+    }
+    if let Some(view) = &ns.view {
+        view::mask(view)?;
+        view::enter_cwd(view)?;
     }
     Ok(())
 }
@@ -75,11 +82,14 @@ pub(super) fn loopback_up() -> io::Result<()> {
 
 /// Landlock, capabilities, seccomp: the last steps before exec, in the order
 /// where each still has the rights it needs.
-pub(super) fn restrict(fixed: &Fixed) -> io::Result<()> {
-    if fixed.landlock.is_some() || fixed.seccomp.is_some() {
+pub(super) fn restrict(fixed: &Fixed, view: Option<&view::View>) -> io::Result<()> {
+    let child_ruleset = fixed.landlock_in_child.as_ref().zip(view);
+    if fixed.landlock.is_some() || fixed.seccomp.is_some() || child_ruleset.is_some() {
         check(unsafe { libc::prctl(libc::PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) })?;
     }
-    if let Some(ruleset) = &fixed.landlock {
+    if let Some((masks, view)) = child_ruleset {
+        landlock_in_child(masks, view)?;
+    } else if let Some(ruleset) = &fixed.landlock {
         check_long(unsafe {
             libc::syscall(libc::SYS_landlock_restrict_self, ruleset.as_raw_fd(), 0)
         })?;
@@ -102,6 +112,68 @@ pub(super) fn restrict(fixed: &Fixed) -> io::Result<()> {
         })?;
     }
     Ok(())
+}
+
+/// Builds and enforces the ruleset of a command in the mount view: read
+/// everywhere, device files in `/dev`, everything in the writable roots and,
+/// when writes are allowed at all, the private `/tmp` and `/dev/shm`.
+fn landlock_in_child(
+    masks: &crate::landlock_rules::ChildRuleset,
+    view: &view::View,
+) -> io::Result<()> {
+    const RULE_PATH_BENEATH: c_int = 1;
+    #[repr(C, packed)]
+    struct PathBeneath {
+        allowed_access: u64,
+        parent_fd: i32,
+    }
+    let ruleset = check_long(unsafe {
+        libc::syscall(
+            libc::SYS_landlock_create_ruleset,
+            masks.attr.as_ptr(),
+            std::mem::size_of_val(&masks.attr),
+            0,
+        )
+    })? as c_int;
+    let add = |path: &std::ffi::CStr, allowed: u64| -> io::Result<()> {
+        let fd = check(unsafe {
+            libc::open(
+                path.as_ptr(),
+                libc::O_PATH | libc::O_CLOEXEC | libc::O_DIRECTORY,
+            )
+        })?;
+        let rule = PathBeneath {
+            allowed_access: allowed,
+            parent_fd: fd,
+        };
+        let added = check_long(unsafe {
+            libc::syscall(
+                libc::SYS_landlock_add_rule,
+                ruleset,
+                RULE_PATH_BENEATH,
+                &rule as *const PathBeneath,
+                0,
+            )
+        });
+        unsafe { libc::close(fd) };
+        added.map(drop)
+    };
+    let result = (|| {
+        add(c"/", masks.read)?;
+        add(c"/dev", masks.file)?;
+        if view.writable_tmp {
+            add(c"/tmp", masks.all)?;
+            add(c"/dev/shm", masks.all)?;
+        }
+        for item in &view.attach {
+            if item.kind == view::AttachKind::WritableDir {
+                add(&item.path, masks.all)?;
+            }
+        }
+        check_long(unsafe { libc::syscall(libc::SYS_landlock_restrict_self, ruleset, 0) })
+    })();
+    unsafe { libc::close(ruleset) };
+    result.map(drop)
 }
 
 /// Empties the bounding, ambient, effective, permitted and inheritable sets,

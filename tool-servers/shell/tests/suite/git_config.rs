@@ -66,7 +66,8 @@ fn booby_trapped_repo(root: &std::path::Path, markers: &std::path::Path) {
 
 #[tokio::test]
 async fn repository_config_programs_do_not_run() {
-    for mode in [&[][..], &["--sandbox", "full-access"][..]] {
+    // `--git-writes`: the commit below writes objects, refs and the index.
+    for mode in [&["--git-writes"][..], &["--sandbox", "full-access"][..]] {
         let s = start(mode, &[]).await;
         let markers = s.dir.path().canonicalize().unwrap().join("tmp");
         booby_trapped_repo(&s.root, &markers);
