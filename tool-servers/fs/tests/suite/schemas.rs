@@ -142,10 +142,16 @@ fn every_result_validates_against_its_declared_output_schema() {
     let tools = raw.request("tools/list", json!({}))["result"]["tools"].clone();
     let calls = [
         ("read_file", json!({"path": "a.txt"})),
-        ("read_file", json!({"path": "a.txt", "offset": 2, "limit": 1})),
+        (
+            "read_file",
+            json!({"path": "a.txt", "offset": 2, "limit": 1}),
+        ),
         ("write_file", json!({"path": "b.txt", "content": "new\n"})),
         ("write_file", json!({"path": "b.txt", "content": "newer\n"})),
-        ("edit_file", json!({"path": "b.txt", "old_string": "newer", "new_string": "x"})),
+        (
+            "edit_file",
+            json!({"path": "b.txt", "old_string": "newer", "new_string": "x"}),
+        ),
         ("list_dir", json!({})),
         ("glob", json!({"pattern": "**/*.txt"})),
         ("glob", json!({"pattern": "*.none"})),
@@ -172,5 +178,8 @@ fn every_result_validates_against_its_declared_output_schema() {
     }
     let r = raw.call("read_file", json!({"path": "missing.txt"}), None);
     assert_eq!(r["isError"], true, "{r}");
-    assert!(r.get("structuredContent").is_none(), "failures are text only: {r}");
+    assert!(
+        r.get("structuredContent").is_none(),
+        "failures are text only: {r}"
+    );
 }

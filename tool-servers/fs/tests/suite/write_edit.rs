@@ -124,7 +124,10 @@ async fn edit_file_returns_its_diff_as_an_embedded_resource() {
     assert_eq!(st["replacements"], 1);
     // The diff is in the structured result too: some clients show the model only that.
     assert_eq!(st["diff"], diff, "{st}");
-    assert_eq!((&st["lines_added"], &st["lines_removed"]), (&json!(1), &json!(1)));
+    assert_eq!(
+        (&st["lines_added"], &st["lines_removed"]),
+        (&json!(1), &json!(1))
+    );
     assert_eq!(
         std::fs::read_to_string(fs.path("code.rs")).unwrap(),
         "fn main() {\n    println!(\"hello\");\n}\n"
