@@ -18,6 +18,7 @@ mod lsp;
 mod mirror;
 mod oauth;
 mod peer_clients;
+mod peer_hosting;
 mod pool;
 mod repl;
 mod replay;

@@ -163,9 +163,12 @@ async fn claude_code_gets_the_real_output_of_tern_fs_and_tern_shell() {
     )
     .await;
     assert_eq!(result["result"], "All done.", "{result}");
+    // Claude Code calls `/v1/messages?beta=true`.
     let last = server
-        .model_requests()
-        .pop()
+        .requests()
+        .into_iter()
+        .filter(|r| r.method == "POST" && r.path.starts_with("/v1/messages"))
+        .next_back()
         .expect("claude asked the model");
     let results: Vec<String> = tool_results(&last).iter().map(result_text).collect();
     assert_eq!(results.len(), 4, "{results:#?}");

@@ -27,6 +27,9 @@ use crate::{
     transport::LocalFailure,
 };
 
+/// JSON-RPC "method not found": what a task-only tool answers a plain `tools/call`.
+const METHOD_NOT_FOUND: i32 = -32601;
+
 /// Input-request rounds one call may take before tern gives up on it.
 const MAX_INPUT_ROUNDS: usize = 8;
 
@@ -59,13 +62,15 @@ impl ServerPool {
         if slot.live.borrow().changing {
             slot.tools_settled().await;
         }
-        let (peer, state, offered, as_task) = {
+        let (peer, state, offered, tasks_era, as_task) = {
             let live = slot.live.borrow();
+            let tasks_era = live.era == Some(Era::Initialize);
             (
                 live.peer.clone(),
                 live.state.label(),
                 live.tools.iter().any(|t| t.name == tool),
-                live.era == Some(Era::Initialize) && live.task_support.required(tool),
+                tasks_era,
+                tasks_era && live.task_support.required(tool),
             )
         };
         let peer = peer.ok_or_else(|| CallError::NotReady {
@@ -93,13 +98,28 @@ impl ServerPool {
         // The person's time between rounds (answering input requests, visiting URLs) moves
         // the deadline; time within a round is handled by `round_checked`.
         let person_at_start = slot.answers.person.spent();
-        for _ in 0..MAX_INPUT_ROUNDS {
+        for round in 0..MAX_INPUT_ROUNDS {
             let request = ClientRequest::CallToolRequest(Request::new(params.clone()));
             let deadline = deadline + slot.answers.person.spent().saturating_sub(person_at_start);
-            let result = match self
+            let outcome = match self
                 .round_checked(slot, &peer, request, deadline, &opts)
-                .await?
+                .await
             {
+                // A tool listed as task-only refuses a plain call with -32601 (SEP-1686). The
+                // listing said so, but only the stdio transport reads that field off the wire
+                // (rmcp's `Tool` drops it); over streamable HTTP the refusal is how tern learns
+                // it: remembered for the connection, and this call goes again as a task.
+                Err(CallError::Server { code, .. })
+                    if code == METHOD_NOT_FOUND && round == 0 && tasks_era =>
+                {
+                    slot.live.borrow().task_support.note(tool, "required");
+                    return self
+                        .call_as_task(slot, &peer, params, deadline, &opts)
+                        .await;
+                }
+                other => other?,
+            };
+            let result = match outcome {
                 Outcome::Result(result) => result,
                 Outcome::VisitUrls(urls) => {
                     // Once: a server that asks again after the person went is not helped by

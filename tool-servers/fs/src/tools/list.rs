@@ -102,17 +102,23 @@ pub(crate) fn list_dir(ctx: &Context, deny: &Deny, p: ListDirParams) -> CallTool
             target,
         });
     }
+    let mut notes = Vec::new();
     if truncated {
-        text.push_str(&format!(
-            "[capped: showed {} of {total} entries; use glob to narrow]\n",
+        notes.push(format!(
+            "[capped: showed {} of {total} entries; use glob to narrow]",
             names.len()
         ));
+    }
+    for note in &notes {
+        text.push_str(note);
+        text.push('\n');
     }
     let structured = ListOutput {
         path,
         total,
         entries,
         truncated,
+        notes,
     };
     success(text, &structured)
 }

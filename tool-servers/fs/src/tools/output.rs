@@ -78,6 +78,9 @@ pub(crate) struct ListOutput {
     pub(crate) entries: Vec<ListEntry>,
     /// More entries exist than were shown.
     pub(crate) truncated: bool,
+    /// The text's note when the listing was capped.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub(crate) notes: Vec<String>,
 }
 
 /// One entry of a directory.
