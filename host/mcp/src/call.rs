@@ -30,6 +30,13 @@ use crate::{
 /// JSON-RPC "method not found": what a task-only tool answers a plain `tools/call`.
 const METHOD_NOT_FOUND: i32 = -32601;
 
+/// Whether an error result is the TypeScript SDK's refusal of a plain call to a task-only tool
+/// ("Tool X requires task augmentation (taskSupport: 'required')"), which the spec sends as a
+/// -32601 error instead.
+fn refuses_plain_call(text: &str) -> bool {
+    text.contains("-32601") && text.contains("task augmentation")
+}
+
 /// Input-request rounds one call may take before tern gives up on it.
 const MAX_INPUT_ROUNDS: usize = 8;
 
@@ -133,7 +140,21 @@ impl ServerPool {
                 }
             };
             match result {
-                ServerResult::CallToolResult(result) => return Ok(result.into()),
+                ServerResult::CallToolResult(result) => {
+                    let output = ToolOutput::from(result);
+                    // The TypeScript SDK sends the same refusal as an error *result*.
+                    if round == 0
+                        && tasks_era
+                        && output.is_error
+                        && refuses_plain_call(&output.text)
+                    {
+                        slot.live.borrow().task_support.note(tool, "required");
+                        return self
+                            .call_as_task(slot, &peer, params, deadline, &opts)
+                            .await;
+                    }
+                    return Ok(output);
+                }
                 ServerResult::InputRequiredResult(input) => {
                     let requests = input.input_requests.unwrap_or_default();
                     if requests.is_empty() {
