@@ -167,8 +167,7 @@ async fn claude_code_gets_the_real_output_of_tern_fs_and_tern_shell() {
     let last = server
         .requests()
         .into_iter()
-        .filter(|r| r.method == "POST" && r.path.starts_with("/v1/messages"))
-        .next_back()
+        .rfind(|r| r.method == "POST" && r.path.starts_with("/v1/messages"))
         .expect("claude asked the model");
     let results: Vec<String> = tool_results(&last).iter().map(result_text).collect();
     assert_eq!(results.len(), 4, "{results:#?}");

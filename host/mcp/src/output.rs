@@ -99,7 +99,7 @@ impl From<CallToolResult> for ToolOutput {
         if let Some(s) = &result.structured_content {
             if text.is_empty() {
                 text = s.to_string();
-            } else if adds_data(&text, s) {
+            } else if adds_data(&Stated::new(&text), s) {
                 // MCP says the text should mirror the structured result, but servers differ:
                 // many put the data in `structuredContent` and a summary in the text. What the
                 // text does not say would otherwise never reach the model (issue 23).
@@ -122,17 +122,41 @@ impl From<CallToolResult> for ToolOutput {
 /// Put between a result's text and its `structuredContent` when the latter adds data.
 pub const STRUCTURED_HEADER: &str = "\n\n[structuredContent]\n";
 
-/// Whether `structured` holds a string the text does not contain. Only strings count: the
+/// A result's text, and the same in lower case, for finding what it states.
+struct Stated<'a> {
+    text: &'a str,
+    lower: String,
+}
+
+impl<'a> Stated<'a> {
+    fn new(text: &'a str) -> Self {
+        Self {
+            text,
+            lower: text.to_lowercase(),
+        }
+    }
+
+    /// Whether the text states `s`: as it is, or as words (`in_progress` written "in
+    /// progress", `Error` written "error": enum values a rendering spells for people).
+    fn states(&self, s: &str) -> bool {
+        self.text.contains(s) || {
+            let words = s.to_lowercase().replace('_', " ");
+            self.lower.contains(&words)
+        }
+    }
+}
+
+/// Whether `structured` holds a string the text does not state. Only strings count: the
 /// numbers and flags of a structured result are mostly sizes, counts, durations and states
 /// that a text rendering states in words or leaves out as derivable (tern's own servers
 /// mirror every string and keep such numbers for programs), and appending the whole JSON
 /// for one of them would double most results.
-fn adds_data(text: &str, structured: &serde_json::Value) -> bool {
+fn adds_data(text: &Stated<'_>, structured: &serde_json::Value) -> bool {
     use serde_json::Value;
     match structured {
         Value::String(s) => {
             let s = s.trim();
-            !s.is_empty() && !text.contains(s)
+            !s.is_empty() && !text.states(s)
         }
         Value::Array(items) => items.iter().any(|v| adds_data(text, v)),
         Value::Object(o) => o.values().any(|v| adds_data(text, v)),
@@ -189,6 +213,14 @@ mod tests {
         assert_eq!(
             with("wrote 12 bytes to `/w/a.txt` (created)", mirrored),
             "wrote 12 bytes to `/w/a.txt` (created)"
+        );
+        // Enum values spelled as words count as stated.
+        assert_eq!(
+            with(
+                "- [>] 2: Fix the bug (in progress)",
+                serde_json::json!({"todos": [{"id": "2", "text": "Fix the bug", "status": "in_progress"}]})
+            ),
+            "- [>] 2: Fix the bug (in progress)"
         );
         // No text at all: the structured result is the text.
         let r = CallToolResult::structured(serde_json::json!({"n": 1}));
