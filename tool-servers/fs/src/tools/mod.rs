@@ -102,10 +102,19 @@ pub(crate) const DIFF_MIME: &str = "text/x-diff";
 /// A refusal or failure: "cannot {action} `{path}`: {reason}", as text only (the
 /// declared output schemas describe success; see [`output`]).
 pub(crate) fn failure(action: &str, path: &str, reason: impl std::fmt::Display) -> CallToolResult {
+    // A path past any real one (the resolver refuses those) is shown by its start: echoing a
+    // 10 MB argument back would be a 10 MB reply for the model to read.
+    let shown = match path.char_indices().nth(MAX_PATH_SHOWN) {
+        Some((cut, _)) => format!("{}…", &path[..cut]),
+        None => path.to_string(),
+    };
     CallToolResult::error(vec![ContentBlock::text(format!(
-        "cannot {action} `{path}`: {reason}"
+        "cannot {action} `{shown}`: {reason}"
     ))])
 }
+
+/// Characters of a path a failure repeats.
+const MAX_PATH_SHOWN: usize = 4096;
 
 /// Resolves `path` or returns the failure result to send back.
 pub(crate) fn resolve<'r>(
