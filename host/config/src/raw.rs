@@ -60,11 +60,14 @@ fn describe(message: &str, key: Option<&str>) -> String {
                 || "the top level".to_owned(),
                 |(table, _)| format!("[{table}]"),
             );
+            let hint = closest(field, expected)
+                .map(|k| format!("\nhint: did you mean `{k}`?"))
+                .unwrap_or_default();
             let expected = expected
                 .trim_start_matches(", ")
                 .replace('`', "")
                 .replace("there are no fields", "no keys are allowed here");
-            return format!("unknown key {field:?} in {table}; {expected}");
+            return format!("unknown key {field:?} in {table}; {expected}{hint}");
         }
     }
     match key {
@@ -73,9 +76,60 @@ fn describe(message: &str, key: Option<&str>) -> String {
     }
 }
 
+/// The expected key (serde lists them as `` `a`, `b` ``) closest to `field` by edit distance,
+/// when it is close enough to be a typo: at most a third of the longer name.
+fn closest<'a>(field: &str, expected: &'a str) -> Option<&'a str> {
+    expected
+        .split('`')
+        .skip(1)
+        .step_by(2)
+        .map(|k| (distance(field, k), k))
+        .filter(|(d, k)| *d > 0 && *d <= field.len().max(k.len()).div_ceil(3))
+        .min_by_key(|(d, _)| *d)
+        .map(|(_, k)| k)
+}
+
+/// Levenshtein distance over bytes (config keys are ASCII).
+fn distance(a: &str, b: &str) -> usize {
+    let b = b.as_bytes();
+    let mut row: Vec<usize> = (0..=b.len()).collect();
+    for (i, ca) in a.bytes().enumerate() {
+        let mut prev = row[0];
+        row[0] = i + 1;
+        for (j, cb) in b.iter().enumerate() {
+            let next = (prev + usize::from(ca != *cb))
+                .min(row[j] + 1)
+                .min(row[j + 1] + 1);
+            prev = row[j + 1];
+            row[j + 1] = next;
+        }
+    }
+    row[b.len()]
+}
+
 #[cfg(test)]
 mod tests {
     use super::describe;
+
+    #[test]
+    fn an_unknown_key_names_the_closest_valid_one() {
+        assert_eq!(
+            describe(
+                "unknown field `startup_timeout_secs`, expected one of `startup_timeout_sec`, `startup_timeout_ms`, `url`",
+                Some("mcp_servers.git.startup_timeout_secs")
+            ),
+            "unknown key \"startup_timeout_secs\" in [mcp_servers.git]; expected one of \
+             startup_timeout_sec, startup_timeout_ms, url\nhint: did you mean `startup_timeout_sec`?"
+        );
+        // Nothing close: no guess.
+        assert!(
+            !describe(
+                "unknown field `zzz`, expected one of `url`, `env`",
+                Some("a.zzz")
+            )
+            .contains("hint")
+        );
+    }
 
     #[test]
     fn rewrites_unknown_field_messages() {
@@ -84,7 +138,8 @@ mod tests {
                 "unknown field `comand`, expected one of `command`, `args`",
                 Some("mcp_servers.git.comand")
             ),
-            "unknown key \"comand\" in [mcp_servers.git]; expected one of command, args"
+            "unknown key \"comand\" in [mcp_servers.git]; expected one of command, args\nhint: \
+             did you mean `command`?"
         );
         assert_eq!(
             describe("unknown field `x`, expected `model`", Some("x")),

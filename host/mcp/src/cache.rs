@@ -5,6 +5,9 @@
 //! An entry is keyed by what launches the server (its name, command and arguments, or URL): a
 //! different command line is a different server. The server's version is kept with its tools;
 //! when the server comes up with other tools, the table takes the real ones and says so.
+//!
+//! The MCP era the server spoke is kept too: a server that never answers `server/discover` would
+//! otherwise cost the probe's timeout (seconds) at the start of every run, not only the first.
 
 use std::{
     collections::BTreeMap,
@@ -16,6 +19,7 @@ use serde::{Deserialize, Serialize};
 use sha2::{Digest, Sha256};
 
 use crate::{
+    connect::Era,
     spec::{ServerSpec, TransportSpec},
     table::ToolDef,
 };
@@ -25,6 +29,9 @@ use crate::{
 pub(crate) struct Entry {
     pub(crate) server_version: String,
     pub(crate) tools: Vec<ToolDef>,
+    /// The era it connected in (absent in files written before it was kept).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub(crate) era: Option<Era>,
 }
 
 #[derive(Debug, Default, Serialize, Deserialize)]
@@ -71,8 +78,9 @@ impl ToolCache {
         self.file.lock().ok()?.entries.get(key).cloned()
     }
 
-    /// Remembers `tools` for `key`; writes the file when it changed.
-    pub(crate) fn put(&self, key: String, server_version: &str, tools: &[ToolDef]) {
+    /// Remembers `tools` and the `era` they were listed in for `key`; writes the file when it
+    /// changed.
+    pub(crate) fn put(&self, key: String, server_version: &str, tools: &[ToolDef], era: Era) {
         let Some(path) = &self.path else { return };
         let Ok(mut file) = self.file.lock() else {
             return;
@@ -80,6 +88,7 @@ impl ToolCache {
         let entry = Entry {
             server_version: server_version.to_owned(),
             tools: tools.to_vec(),
+            era: Some(era),
         };
         if file.entries.get(&key) == Some(&entry) {
             return;
@@ -132,9 +141,10 @@ mod tests {
             )
         };
         let key = ToolCache::key(&spec(&["--a"])).unwrap();
-        ToolCache::load(Some(&path)).put(key.clone(), "1.0", &[def("x")]);
+        ToolCache::load(Some(&path)).put(key.clone(), "1.0", &[def("x")], Era::Initialize);
         let again = ToolCache::load(Some(&path));
         assert_eq!(again.get(&key).unwrap().tools, vec![def("x")]);
+        assert_eq!(again.get(&key).unwrap().era, Some(Era::Initialize));
         assert!(
             again
                 .get(&ToolCache::key(&spec(&["--b"])).unwrap())

@@ -27,6 +27,16 @@ use crate::{
     transport::LocalFailure,
 };
 
+/// JSON-RPC "method not found": what a task-only tool answers a plain `tools/call`.
+const METHOD_NOT_FOUND: i32 = -32601;
+
+/// Whether an error result is the TypeScript SDK's refusal of a plain call to a task-only tool
+/// ("Tool X requires task augmentation (taskSupport: 'required')"), which the spec sends as a
+/// -32601 error instead.
+fn refuses_plain_call(text: &str) -> bool {
+    text.contains("-32601") && text.contains("task augmentation")
+}
+
 /// Input-request rounds one call may take before tern gives up on it.
 const MAX_INPUT_ROUNDS: usize = 8;
 
@@ -59,13 +69,15 @@ impl ServerPool {
         if slot.live.borrow().changing {
             slot.tools_settled().await;
         }
-        let (peer, state, offered, as_task) = {
+        let (peer, state, offered, tasks_era, as_task) = {
             let live = slot.live.borrow();
+            let tasks_era = live.era == Some(Era::Initialize);
             (
                 live.peer.clone(),
                 live.state.label(),
                 live.tools.iter().any(|t| t.name == tool),
-                live.era == Some(Era::Initialize) && live.task_support.required(tool),
+                tasks_era,
+                tasks_era && live.task_support.required(tool),
             )
         };
         let peer = peer.ok_or_else(|| CallError::NotReady {
@@ -93,13 +105,28 @@ impl ServerPool {
         // The person's time between rounds (answering input requests, visiting URLs) moves
         // the deadline; time within a round is handled by `round_checked`.
         let person_at_start = slot.answers.person.spent();
-        for _ in 0..MAX_INPUT_ROUNDS {
+        for round in 0..MAX_INPUT_ROUNDS {
             let request = ClientRequest::CallToolRequest(Request::new(params.clone()));
             let deadline = deadline + slot.answers.person.spent().saturating_sub(person_at_start);
-            let result = match self
+            let outcome = match self
                 .round_checked(slot, &peer, request, deadline, &opts)
-                .await?
+                .await
             {
+                // A tool listed as task-only refuses a plain call with -32601 (SEP-1686). The
+                // listing said so, but only the stdio transport reads that field off the wire
+                // (rmcp's `Tool` drops it); over streamable HTTP the refusal is how tern learns
+                // it: remembered for the connection, and this call goes again as a task.
+                Err(CallError::Server { code, .. })
+                    if code == METHOD_NOT_FOUND && round == 0 && tasks_era =>
+                {
+                    slot.live.borrow().task_support.note(tool, "required");
+                    return self
+                        .call_as_task(slot, &peer, params, deadline, &opts)
+                        .await;
+                }
+                other => other?,
+            };
+            let result = match outcome {
                 Outcome::Result(result) => result,
                 Outcome::VisitUrls(urls) => {
                     // Once: a server that asks again after the person went is not helped by
@@ -113,7 +140,21 @@ impl ServerPool {
                 }
             };
             match result {
-                ServerResult::CallToolResult(result) => return Ok(result.into()),
+                ServerResult::CallToolResult(result) => {
+                    let output = ToolOutput::from(result);
+                    // The TypeScript SDK sends the same refusal as an error *result*.
+                    if round == 0
+                        && tasks_era
+                        && output.is_error
+                        && refuses_plain_call(&output.text)
+                    {
+                        slot.live.borrow().task_support.note(tool, "required");
+                        return self
+                            .call_as_task(slot, &peer, params, deadline, &opts)
+                            .await;
+                    }
+                    return Ok(output);
+                }
                 ServerResult::InputRequiredResult(input) => {
                     let requests = input.input_requests.unwrap_or_default();
                     if requests.is_empty() {

@@ -28,7 +28,7 @@ use crate::{
 };
 
 /// Which of MCP's two eras a connection is in.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, serde::Deserialize)]
 #[serde(rename_all = "snake_case")]
 pub enum Era {
     /// Revisions up to 2025-11-25: an `initialize` handshake and a session.

@@ -96,10 +96,16 @@ impl From<CallToolResult> for ToolOutput {
                 }
             }
         }
-        if text.is_empty()
-            && let Some(s) = &result.structured_content
-        {
-            text = s.to_string();
+        if let Some(s) = &result.structured_content {
+            if text.is_empty() {
+                text = s.to_string();
+            } else if adds_data(&Stated::new(&text), s) {
+                // MCP says the text should mirror the structured result, but servers differ:
+                // many put the data in `structuredContent` and a summary in the text. What the
+                // text does not say would otherwise never reach the model (issue 23).
+                text.push_str(STRUCTURED_HEADER);
+                text.push_str(&s.to_string());
+            }
         }
         let raw = serde_json::to_value(&result).unwrap_or(serde_json::Value::Null);
         ToolOutput {
@@ -110,6 +116,51 @@ impl From<CallToolResult> for ToolOutput {
             structured: result.structured_content,
             raw,
         }
+    }
+}
+
+/// Put between a result's text and its `structuredContent` when the latter adds data.
+pub const STRUCTURED_HEADER: &str = "\n\n[structuredContent]\n";
+
+/// A result's text, and the same in lower case, for finding what it states.
+struct Stated<'a> {
+    text: &'a str,
+    lower: String,
+}
+
+impl<'a> Stated<'a> {
+    fn new(text: &'a str) -> Self {
+        Self {
+            text,
+            lower: text.to_lowercase(),
+        }
+    }
+
+    /// Whether the text states `s`: as it is, or as words (`in_progress` written "in
+    /// progress", `Error` written "error": enum values a rendering spells for people).
+    fn states(&self, s: &str) -> bool {
+        self.text.contains(s) || {
+            let words = s.to_lowercase().replace('_', " ");
+            self.lower.contains(&words)
+        }
+    }
+}
+
+/// Whether `structured` holds a string the text does not state. Only strings count: the
+/// numbers and flags of a structured result are mostly sizes, counts, durations and states
+/// that a text rendering states in words or leaves out as derivable (tern's own servers
+/// mirror every string and keep such numbers for programs), and appending the whole JSON
+/// for one of them would double most results.
+fn adds_data(text: &Stated<'_>, structured: &serde_json::Value) -> bool {
+    use serde_json::Value;
+    match structured {
+        Value::String(s) => {
+            let s = s.trim();
+            !s.is_empty() && !text.states(s)
+        }
+        Value::Array(items) => items.iter().any(|v| adds_data(text, v)),
+        Value::Object(o) => o.values().any(|v| adds_data(text, v)),
+        Value::Null | Value::Bool(_) | Value::Number(_) => false,
     }
 }
 
@@ -136,6 +187,45 @@ mod tests {
     use rmcp::model::{EmbeddedResource, Resource};
 
     use super::*;
+
+    #[test]
+    fn structured_content_reaches_the_model_only_when_it_adds_data() {
+        let with = |text: &str, structured: serde_json::Value| {
+            let mut r = CallToolResult::success(vec![ContentBlock::text(text)]);
+            r.structured_content = Some(structured);
+            ToolOutput::from(r).text
+        };
+        // A summary in the text, the data in structuredContent: both reach the model.
+        let out = with(
+            "Found 2 results.",
+            serde_json::json!({"results": [{"title": "Rust book", "score": 0.9}]}),
+        );
+        let (text, json) = out.split_once(STRUCTURED_HEADER).unwrap();
+        assert_eq!(text, "Found 2 results.");
+        let json: serde_json::Value = serde_json::from_str(json).unwrap();
+        assert_eq!(json["results"][0]["title"], "Rust book");
+        // Text that mirrors it (the JSON itself, or a rendering with every string) is enough.
+        let mirrored = serde_json::json!({"path": "/w/a.txt", "bytes": 12, "created": true});
+        assert_eq!(
+            with(&mirrored.to_string(), mirrored.clone()),
+            mirrored.to_string()
+        );
+        assert_eq!(
+            with("wrote 12 bytes to `/w/a.txt` (created)", mirrored),
+            "wrote 12 bytes to `/w/a.txt` (created)"
+        );
+        // Enum values spelled as words count as stated.
+        assert_eq!(
+            with(
+                "- [>] 2: Fix the bug (in progress)",
+                serde_json::json!({"todos": [{"id": "2", "text": "Fix the bug", "status": "in_progress"}]})
+            ),
+            "- [>] 2: Fix the bug (in progress)"
+        );
+        // No text at all: the structured result is the text.
+        let r = CallToolResult::structured(serde_json::json!({"n": 1}));
+        assert!(ToolOutput::from(r).text.contains("\"n\":1"));
+    }
 
     #[test]
     fn links_and_embedded_resources_reach_the_model() {

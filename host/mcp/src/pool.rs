@@ -125,9 +125,10 @@ impl ServerPool {
         let mut tasks = Vec::new();
         for spec in specs {
             let cache_key = ToolCache::key(&spec);
-            let remembered: Vec<ToolDef> = cache_key
-                .as_deref()
-                .and_then(|k| cache.get(k))
+            let entry = cache_key.as_deref().and_then(|k| cache.get(k));
+            // The era it spoke last run: the connection opens in it, without the probe.
+            let remembered_era = entry.as_ref().and_then(|e| e.era);
+            let remembered: Vec<ToolDef> = entry
                 .map(|entry| {
                     entry
                         .tools
@@ -164,7 +165,7 @@ impl ServerPool {
                 stdout_noise: StdoutNoise::default(),
                 progress: Arc::new(Mutex::new(HashMap::new())),
                 answers,
-                era: Mutex::new(None),
+                era: Mutex::new(remembered_era),
                 cache_key,
                 cache: cache.clone(),
                 spec,

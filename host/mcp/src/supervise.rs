@@ -112,8 +112,12 @@ pub(crate) async fn supervise(
             .as_ref()
             .is_none_or(|tools| tools.as_slice() == admitted.allowed.as_slice());
         if let Some(key) = &slot.cache_key {
-            slot.cache
-                .put(key.clone(), &conn.server_version, &admitted.allowed);
+            slot.cache.put(
+                key.clone(),
+                &conn.server_version,
+                &admitted.allowed,
+                conn.era,
+            );
         }
         let state = ServerState::Ready {
             pid: conn.pid,
@@ -166,7 +170,7 @@ pub(crate) async fn supervise(
                                     ServerState::Ready { server_version, .. } => server_version.clone(),
                                     _ => String::new(),
                                 };
-                                slot.cache.put(key.clone(), &version, &admitted.allowed);
+                                slot.cache.put(key.clone(), &version, &admitted.allowed, conn.era);
                             }
                             slot.update(|l| {
                                 admitted.publish(l);

@@ -11,8 +11,9 @@ use tern_config::{
     Builtin, Config, ConfigPaths, Launch, SandboxConfig, ServerConfig, ServerRoots, Transport,
 };
 use tern_mcp::{
-    Browser, DEFAULT_MAX_TOOL_BYTES, ElicitationPolicy, EventSink, OAuthOptions, OAuthSpec,
-    PoolOptions, RootsSetting, ServerPool, ServerSpec, ToolFilter, TransportSpec, pins::PinStore,
+    Browser, DEFAULT_MAX_TOOL_BYTES, ElicitationPolicy, EventSink, Lifecycle, OAuthOptions,
+    OAuthSpec, PoolOptions, RootsSetting, ServerPool, ServerSpec, ToolFilter, TransportSpec,
+    pins::PinStore,
 };
 use tern_protocol::Event;
 
@@ -155,6 +156,11 @@ fn spec(
     };
     spec.narrows_to_roots = server.builtin().is_none();
     spec.max_tool_bytes = server.max_tool_bytes.unwrap_or(DEFAULT_MAX_TOOL_BYTES);
+    spec.lifecycle = match server.protocol {
+        tern_config::Protocol::Auto => Lifecycle::Auto,
+        tern_config::Protocol::Initialize => Lifecycle::Initialize,
+        tern_config::Protocol::Discover => Lifecycle::Discover,
+    };
     spec.oauth = oauth_spec(server, env)?;
     Ok(spec)
 }
@@ -233,6 +239,7 @@ fn oauth_spec(
         scopes: oauth.scopes.clone(),
         redirect_port: oauth.redirect_port,
         client_metadata_url: oauth.client_metadata_url.clone(),
+        resource: oauth.resource.clone(),
     }))
 }
 

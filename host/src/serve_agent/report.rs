@@ -105,7 +105,8 @@ impl RunReport {
     }
 
     /// The text the calling model reads: the answer (or what went wrong), then one line with
-    /// the run id — the link from the caller's trace to this run.
+    /// the run id — the link from the caller's trace to this run — and the rest of the report
+    /// in words, so the text mirrors the structured report (a client may show either).
     pub fn text(&self) -> String {
         let body = match (&self.answer, &self.error) {
             (Some(answer), _) if self.status == ReportStatus::Success => answer.clone(),
@@ -129,11 +130,13 @@ impl RunReport {
             .unwrap_or_default();
         let usage = self.usage();
         format!(
-            "{body}\n\n[sub-agent run {}{profile} · {} · {} step(s) · {} tokens{cost}]",
+            "{body}\n\n[sub-agent run {}{profile} · {} · {} step(s) · {} tokens{cost} · {} in {}]",
             self.run_id,
             self.status.as_str(),
             self.steps,
             format_tokens(usage.total_input() + usage.output),
+            self.model,
+            self.cwd,
         )
     }
 }

@@ -15,8 +15,13 @@
 //!   answer with two content blocks: a one-line summary (text) and the unified diff
 //!   as an embedded resource `{"uri": "file:///abs/path", "mimeType": "text/x-diff",
 //!   "text": "<diff>"}`. A host gives the resource's text to the model, so the model
-//!   sees the diff once. `structuredContent` keeps only plain facts (`path`,
-//!   `replacements` or `bytes_written`/`created`); it has no `diff` key.
+//!   sees the diff once.
+//! - Every tool declares an `outputSchema`, and its `structuredContent` carries all the
+//!   text says (the numbered lines of `read_file` as `content`, the diff as `diff`, every
+//!   note): clients that show the model only `structuredContent` (Claude Code, VS Code)
+//!   lose nothing, and the text states every string in it, so a host that adds
+//!   structured data missing from the text adds nothing. Refusals are text only
+//!   (`src/tools/output.rs`).
 //! - Tool input schemas are plain JSON Schema 2020-12 (`tern_tool_common::schema`): an
 //!   optional argument is absent from `required`, never `"type": [.., "null"]`, and
 //!   integer ranges are `minimum`/`maximum`, never custom formats.

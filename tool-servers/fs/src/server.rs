@@ -3,7 +3,9 @@
 
 use std::sync::{Arc, OnceLock};
 
-use rmcp::handler::server::{router::tool::ToolRouter, wrapper::Parameters};
+use rmcp::handler::server::{
+    router::tool::ToolRouter, tool::schema_for_output, wrapper::Parameters,
+};
 use rmcp::model::{
     CallToolResult, MetaObject, RequestMetaObject, ServerCapabilities, ServerConfig,
 };
@@ -12,6 +14,9 @@ use tokio_util::sync::CancellationToken;
 
 use crate::deny::{DenyCache, DenyError};
 use crate::resolve::Roots;
+use crate::tools::output::{
+    EditOutput, GlobOutput, GrepOutput, ListOutput, ReadOutput, WriteOutput,
+};
 use crate::tools::{
     self, Context, Limits, edit::EditFileParams, glob::GlobParams, grep::GrepParams,
     list::ListDirParams, read::ReadFileParams, write::WriteFileParams,
@@ -92,6 +97,7 @@ impl FsServer {
     /// Read a text file, with line numbers (like `cat -n`).
     #[tool(
         name = "read_file",
+        output_schema = schema_for_output::<ReadOutput>(),
         description = "Read a UTF-8 text file. Returns its lines numbered like `cat -n`. Use \
                        `offset` (1-based line) and `limit` (lines) for parts of large files; a \
                        read cut by the per-call byte limit says so and gives `next_offset`. \
@@ -119,6 +125,7 @@ impl FsServer {
     /// Create or overwrite a file.
     #[tool(
         name = "write_file",
+        output_schema = schema_for_output::<WriteOutput>(),
         description = "Create a file or replace its whole content. Missing parent directories \
                        are created. The file is replaced atomically; a symlink at the path is \
                        refused, never written through. Prefer edit_file for changes to an \
@@ -147,6 +154,7 @@ impl FsServer {
     /// Replace an exact string in a file.
     #[tool(
         name = "edit_file",
+        output_schema = schema_for_output::<EditOutput>(),
         description = "Replace an exact piece of text in an existing file and return a unified \
                        diff of the change. `old_string` must occur exactly once (include enough \
                        surrounding lines to make it unique) unless `replace_all` is true.",
@@ -174,6 +182,7 @@ impl FsServer {
     /// List one directory.
     #[tool(
         name = "list_dir",
+        output_schema = schema_for_output::<ListOutput>(),
         description = "List the entries of one directory, sorted by name, with their type \
                        (file, dir, symlink, …), size and symlink target.",
         annotations(
@@ -199,6 +208,7 @@ impl FsServer {
     /// Find paths by glob pattern.
     #[tool(
         name = "glob",
+        output_schema = schema_for_output::<GlobOutput>(),
         description = "Find files whose path matches a glob pattern such as `**/*.rs`, searching \
                        below a directory. Respects .gitignore; never follows symlinks. Returns \
                        absolute paths, sorted, capped.",
@@ -231,6 +241,7 @@ impl FsServer {
     /// Search file contents by regex.
     #[tool(
         name = "grep",
+        output_schema = schema_for_output::<GrepOutput>(),
         description = "Search file contents for a regular expression (ripgrep's engine, \
                        in-process). Respects .gitignore and skips binary files. output_mode: \
                        `files_with_matches` (default), `content` (path:line:text) or `count`. \

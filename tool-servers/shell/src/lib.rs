@@ -37,7 +37,7 @@ use std::time::Duration;
 
 pub use tern_sandbox::{Mode, Network};
 
-pub use server::{RunParams, Settings, ShellServer};
+pub use server::{RunOutput, RunParams, Settings, ShellServer};
 
 /// Command-line flags, shared by `tern-shell` and `tern serve shell`.
 #[derive(Debug, Clone, clap::Parser)]

@@ -7,6 +7,7 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::Duration;
 
 use rmcp::handler::server::router::tool::ToolRouter;
+use rmcp::handler::server::tool::schema_for_output;
 use rmcp::handler::server::wrapper::Parameters;
 use rmcp::model::{
     CallToolResult, ContentBlock, ProgressNotificationParam, ServerCapabilities, ServerConfig,
@@ -14,7 +15,7 @@ use rmcp::model::{
 use rmcp::service::RequestContext;
 use rmcp::{RoleServer, ServerHandler, tool, tool_handler, tool_router};
 use schemars::JsonSchema;
-use serde::Deserialize;
+use serde::{Deserialize, Serialize};
 
 use crate::cwd::resolve_cwd;
 use crate::exec::{self, Ending, Invocation, Outcome, Stop};
@@ -65,6 +66,37 @@ pub struct RunParams {
     pub cwd: Option<String>,
 }
 
+/// What `run` returns as `structuredContent` (its declared `outputSchema`). It carries
+/// everything the text says, the output and every bracketed line after it, because some
+/// clients (Claude Code, VS Code) show the model only `structuredContent`; and the text
+/// states every string in it. Failures to start are text only.
+#[derive(Debug, Serialize, JsonSchema)]
+#[schemars(transform = tern_tool_common::schema::portable)]
+pub struct RunOutput {
+    /// The combined stdout and stderr as the text shows it (long output keeps its start
+    /// and end), or `(no output)`.
+    pub output: String,
+    /// The exit code, when the command exited.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub exit_code: Option<i32>,
+    /// The signal that killed it, when one did.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub signal: Option<i32>,
+    /// How long it ran.
+    pub duration_ms: u64,
+    /// The timeout ended it.
+    pub timed_out: bool,
+    /// The call was cancelled.
+    pub cancelled: bool,
+    /// Output was cut from the middle.
+    pub truncated: bool,
+    /// Bytes of output the command wrote (before any cut).
+    pub total_bytes: u64,
+    /// The lines after the output, as the text has them: the exit status and duration,
+    /// then timeouts, cuts and sandbox notices.
+    pub notes: Vec<String>,
+}
+
 /// The shell MCP server.
 #[derive(Debug, Clone)]
 pub struct ShellServer {
@@ -111,7 +143,8 @@ impl ShellServer {
             idempotent_hint = false,
             open_world_hint = true
         ),
-        meta = run_tool_meta()
+        meta = run_tool_meta(),
+        output_schema = schema_for_output::<RunOutput>()
     )]
     async fn run(
         &self,
@@ -175,18 +208,31 @@ impl ShellServer {
         let on_progress = progress
             .as_mut()
             .map(|f| f as &mut (dyn FnMut(Duration, u64) + Send));
-        let mut result = match exec::run(invocation, &context.ct, on_progress).await {
+        let outcome = exec::run(invocation, &context.ct, on_progress).await;
+        // `.git` entries a command may not create are removed whatever became of the command.
+        let removed: Vec<String> = git_guard
+            .after()
+            .iter()
+            .map(|n| format!("[sandbox: {n}]"))
+            .collect();
+        let mut output = match outcome {
             Ok(outcome) => render(&outcome, timeout, clamped),
-            Err(e) => CallToolResult::error(vec![ContentBlock::text(e.to_string())]),
+            Err(e) => {
+                let mut lines = vec![e.to_string()];
+                lines.extend(removed);
+                return CallToolResult::error(vec![ContentBlock::text(lines.join("\n"))]);
+            }
         };
-        let removed = git_guard.after();
-        if !removed.is_empty() {
-            let lines: Vec<String> = removed.iter().map(|n| format!("[sandbox: {n}]")).collect();
-            result.content.push(ContentBlock::text(lines.join("\n")));
-        }
+        output.notes.extend(removed);
+        let mut text = output.output.clone();
+        text.push_str(&output.notes.join("\n"));
+        let mut content = vec![ContentBlock::text(text)];
         if let Some(notice) = self.degradation_notice() {
-            result.content.push(ContentBlock::text(notice));
+            output.notes.extend(notice.lines().map(str::to_string));
+            content.push(ContentBlock::text(notice));
         }
+        let mut result = CallToolResult::success(content);
+        result.structured_content = serde_json::to_value(&output).ok();
         result
     }
 }
@@ -240,9 +286,9 @@ fn sandbox_sentence(policy: &tern_sandbox::Policy) -> String {
     }
 }
 
-/// Output first, then one footer line a model can read at a glance; the same
-/// facts go into `structuredContent` for programs.
-fn render(outcome: &Outcome, timeout: Duration, clamped: Option<Duration>) -> CallToolResult {
+/// Output first, then one footer line a model can read at a glance (the text is
+/// `output` followed by `notes`, one per line); the same facts, typed, for programs.
+fn render(outcome: &Outcome, timeout: Duration, clamped: Option<Duration>) -> RunOutput {
     let mut text = if outcome.output.text.is_empty() {
         "(no output)\n".to_string()
     } else {
@@ -257,7 +303,7 @@ fn render(outcome: &Outcome, timeout: Duration, clamped: Option<Duration>) -> Ca
         Ending::Signaled(signal) => format!("killed by signal {signal} ({})", signal_name(signal)),
         Ending::Unknown => "exit status unknown".to_string(),
     };
-    let mut footer = match outcome.stop {
+    let mut notes = vec![match outcome.stop {
         Stop::Finished => format!("[{status} · {secs:.2} s]"),
         Stop::TimedOut => format!(
             "[timed out after {}; process group terminated{} · {status}]",
@@ -271,45 +317,43 @@ fn render(outcome: &Outcome, timeout: Duration, clamped: Option<Duration>) -> Ca
         Stop::Cancelled => {
             format!("[cancelled after {secs:.2} s; process group terminated · {status}]")
         }
-    };
+    }];
     if let Some(requested) = clamped {
-        footer.push_str(&format!(
-            "\n[timeout_sec {} is outside the allowed range; used {}]",
+        notes.push(format!(
+            "[timeout_sec {} is outside the allowed range; used {}]",
             requested.as_secs(),
             seconds(timeout)
         ));
     }
     if outcome.output.truncated {
-        footer.push_str(&format!(
-            "\n[output truncated: {} of {} characters omitted from the middle]",
+        notes.push(format!(
+            "[output truncated: {} of {} characters omitted from the middle]",
             outcome.output.omitted_chars, outcome.output.total_chars
         ));
     }
     if outcome.output_detached {
-        footer.push_str(&format!(
-            "\n[a background process still holds stdout/stderr open; output after {} ms past exit is not captured]",
+        notes.push(format!(
+            "[a background process still holds stdout/stderr open; output after {} ms past exit is not captured]",
             exec::DRAIN_AFTER_EXIT.as_millis()
         ));
     }
-    text.push_str(&footer);
 
     let (exit_code, signal) = match outcome.ending {
         Ending::Exited(code) => (Some(code), None),
         Ending::Signaled(signal) => (None, Some(signal)),
         Ending::Unknown => (None, None),
     };
-    let structured = serde_json::json!({
-        "exit_code": exit_code,
-        "signal": signal,
-        "duration_ms": u64::try_from(outcome.duration.as_millis()).unwrap_or(u64::MAX),
-        "timed_out": outcome.stop == Stop::TimedOut,
-        "cancelled": outcome.stop == Stop::Cancelled,
-        "truncated": outcome.output.truncated,
-        "total_bytes": outcome.bytes_read,
-    });
-    let mut result = CallToolResult::success(vec![ContentBlock::text(text)]);
-    result.structured_content = Some(structured);
-    result
+    RunOutput {
+        output: text,
+        exit_code,
+        signal,
+        duration_ms: u64::try_from(outcome.duration.as_millis()).unwrap_or(u64::MAX),
+        timed_out: outcome.stop == Stop::TimedOut,
+        cancelled: outcome.stop == Stop::Cancelled,
+        truncated: outcome.output.truncated,
+        total_bytes: outcome.bytes_read,
+        notes,
+    }
 }
 
 /// `5 s`, or `1.5 s` when the duration is not whole seconds (host limits are in ms).

@@ -10,6 +10,9 @@
 //!   multicast and reserved addresses in every spelling, on every redirect hop,
 //!   checked on the addresses actually connected to ([`resolve`]), unless
 //!   the server runs with `--allow-private`.
+//! - `fetch` declares an `outputSchema` ([`FetchOutput`]): its `structuredContent` holds
+//!   the page text and every line the text adds, for clients that show the model only
+//!   that; a failure is text only, its kind in the `_meta` key [`FETCH_ERROR_META`].
 //!
 //! ```no_run
 //! use clap::Parser;
@@ -32,7 +35,7 @@ use std::time::Duration;
 
 pub use fetch::{FetchError, Fetcher, Limits};
 pub use guard::AddressPolicy;
-pub use server::{DEFAULT_MAX_CHARS, FetchParams, WebServer};
+pub use server::{DEFAULT_MAX_CHARS, FETCH_ERROR_META, FetchOutput, FetchParams, WebServer};
 
 /// Command-line flags, shared by `tern-web` and `tern serve web`.
 #[derive(Debug, Clone, clap::Parser)]

@@ -3,15 +3,20 @@
 use std::sync::Arc;
 
 use rmcp::handler::server::router::tool::ToolRouter;
+use rmcp::handler::server::tool::schema_for_output;
 use rmcp::handler::server::wrapper::Parameters;
 use rmcp::model::{CallToolResult, ContentBlock, ServerCapabilities, ServerConfig};
 use rmcp::{ServerHandler, tool, tool_handler, tool_router};
 use schemars::JsonSchema;
-use serde::Deserialize;
+use serde::{Deserialize, Serialize};
 use tokio_util::sync::CancellationToken;
 
 use crate::convert::{self, Kind};
 use crate::fetch::{FetchError, Fetched, Fetcher};
+
+/// `_meta` key of a failed fetch's result: `{"url", "error": KIND, "status"}` for programs
+/// (KIND is `invalid_url`, `blocked_address`, `http_status`, …).
+pub const FETCH_ERROR_META: &str = "tern/fetch_error";
 
 /// Characters returned when the call does not say.
 pub const DEFAULT_MAX_CHARS: usize = 20_000;
@@ -28,6 +33,38 @@ pub struct FetchParams {
     /// result says so.
     #[serde(default)]
     pub max_chars: Option<usize>,
+}
+
+/// What `fetch` returns as `structuredContent` (its declared `outputSchema`): the page
+/// text and every line the text adds around it, since some clients (Claude Code, VS Code)
+/// show the model only `structuredContent`; the text states every string in it.
+/// Failures are text only.
+#[derive(Debug, Serialize, JsonSchema)]
+#[schemars(transform = tern_tool_common::schema::portable)]
+pub struct FetchOutput {
+    /// The URL asked for (the same as `final_url` unless redirects led elsewhere).
+    pub url: String,
+    /// The URL the page came from, after redirects.
+    pub final_url: String,
+    /// The HTTP status.
+    pub status: u16,
+    /// The response's `Content-Type`, when it had one.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub content_type: Option<String>,
+    /// Redirects followed.
+    pub redirects: usize,
+    /// The page as text (HTML converted to markdown), cut at `max_chars`.
+    pub content: String,
+    /// `content` is not the whole page.
+    pub truncated: bool,
+    /// Characters of the whole converted page.
+    pub total_chars: usize,
+    /// Bytes downloaded.
+    pub bytes: usize,
+    /// The download stopped at the size limit.
+    pub download_truncated: bool,
+    /// The text's lines before and after the content, as it has them.
+    pub notes: Vec<String>,
 }
 
 /// The web MCP server.
@@ -62,7 +99,8 @@ impl WebServer {
             destructive_hint = false,
             idempotent_hint = true,
             open_world_hint = true
-        )
+        ),
+        output_schema = schema_for_output::<FetchOutput>()
     )]
     async fn fetch(
         &self,
@@ -136,33 +174,47 @@ async fn render(page: Fetched, max_chars: usize) -> CallToolResult {
     let truncated = cut || body_truncated;
 
     let shown_type = content_type.as_deref().map_or("no content type", |ct| ct);
-    let mut out = format!("Fetched {final_url} ({status}, {shown_type})\n");
+    let mut head = vec![format!("Fetched {final_url} ({status}, {shown_type})")];
     if redirects > 0 {
-        out.push_str(&format!("Redirected {redirects}× from {url}\n"));
+        head.push(format!("Redirected {redirects}× from {url}"));
     }
-    out.push('\n');
-    out.push_str(kept);
+    let mut tail = Vec::new();
     if cut {
-        out.push_str(&format!(
-            "\n\n[… truncated: showing the first {max_chars} of {total_chars} characters …]"
+        tail.push(format!(
+            "[… truncated: showing the first {max_chars} of {total_chars} characters …]"
         ));
     }
     if body_truncated {
-        out.push_str(&format!(
-            "\n\n[… download stopped at {bytes} bytes, the size limit; the page is longer …]"
+        tail.push(format!(
+            "[… download stopped at {bytes} bytes, the size limit; the page is longer …]"
         ));
     }
+    let mut out = String::new();
+    for line in &head {
+        out.push_str(line);
+        out.push('\n');
+    }
+    out.push('\n');
+    out.push_str(kept);
+    for line in &tail {
+        out.push_str("\n\n");
+        out.push_str(line);
+    }
+    let structured = FetchOutput {
+        url: url.to_string(),
+        final_url: final_url.to_string(),
+        status,
+        content_type,
+        redirects,
+        content: kept.to_string(),
+        truncated,
+        total_chars,
+        bytes,
+        download_truncated: body_truncated,
+        notes: head.into_iter().chain(tail).collect(),
+    };
     let mut result = CallToolResult::success(vec![ContentBlock::text(out)]);
-    result.structured_content = Some(serde_json::json!({
-        "url": url.as_str(),
-        "final_url": final_url.as_str(),
-        "status": status,
-        "content_type": content_type,
-        "truncated": truncated,
-        "total_chars": total_chars,
-        "bytes": bytes,
-        "download_truncated": body_truncated,
-    }));
+    result.structured_content = serde_json::to_value(&structured).ok();
     result
 }
 
@@ -181,11 +233,14 @@ fn error_result(requested: &str, error: &FetchError) -> CallToolResult {
         FetchError::Client(_) => ("client", None),
         FetchError::Redirected { .. } => ("redirected", None),
     };
+    // Text only, like every failure: the output schema describes a fetched page. The kind
+    // and status go to `_meta` for programs that want them.
     let mut result = CallToolResult::error(vec![ContentBlock::text(error.to_string())]);
-    result.structured_content = Some(serde_json::json!({
-        "url": requested,
-        "error": kind,
-        "status": status,
-    }));
+    let mut meta = rmcp::model::MetaObject::new();
+    meta.insert(
+        FETCH_ERROR_META.into(),
+        serde_json::json!({ "url": requested, "error": kind, "status": status }),
+    );
+    result.meta = Some(meta);
     result
 }

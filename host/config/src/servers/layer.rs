@@ -11,7 +11,7 @@ use std::time::Duration;
 use toml::Spanned;
 
 use super::raw::{RawOAuth, RawRoots, RawServer, RawToolSettings};
-use super::resolved::{Builtin, Defer};
+use super::resolved::{Builtin, Defer, Protocol};
 use crate::check::{invalid, seconds, valid_server_name};
 use crate::error::{Location, Result};
 use crate::locate::SourceText;
@@ -80,6 +80,7 @@ pub(crate) struct ServerLayer {
     pub(crate) defer: Option<Defer>,
     pub(crate) roots: Option<RawRoots>,
     pub(crate) max_tool_bytes: Option<usize>,
+    pub(crate) protocol: Option<Protocol>,
     pub(crate) enabled_tools: Option<Vec<String>>,
     pub(crate) disabled_tools: Option<Vec<String>>,
     pub(crate) tools: BTreeMap<String, ToolLayer>,
@@ -162,6 +163,7 @@ impl ServerLayer {
         over(&mut self.defer, later.defer);
         over(&mut self.roots, later.roots);
         over(&mut self.max_tool_bytes, later.max_tool_bytes);
+        over(&mut self.protocol, later.protocol);
         over(&mut self.enabled_tools, later.enabled_tools);
         over(&mut self.disabled_tools, later.disabled_tools);
         for (name, tool) in later.tools {
@@ -213,6 +215,64 @@ fn server_layer(
             })
             .transpose()
     };
+    // Codex's keys, each its meaning here: `scopes` and `oauth_resource` are `oauth.scopes` and
+    // `oauth.resource`, `startup_timeout_ms` is `startup_timeout_sec` in milliseconds.
+    let mut oauth = raw.oauth.unwrap_or_default();
+    let both = |key: &str| {
+        invalid(
+            at.clone(),
+            &format!("mcp_servers.{name}.{key}"),
+            &format!(
+                "is also set as `oauth.{}`; keep one of them",
+                key.trim_start_matches("oauth_")
+            ),
+        )
+    };
+    if let Some(scopes) = raw.scopes {
+        if oauth.scopes.is_some() {
+            return Err(both("scopes"));
+        }
+        oauth.scopes = Some(scopes);
+    }
+    if let Some(resource) = raw.oauth_resource {
+        if oauth.resource.is_some() {
+            return Err(both("oauth_resource"));
+        }
+        oauth.resource = Some(resource);
+    }
+    let startup_ms = raw.startup_timeout_ms.map(|ms| {
+        let at = source.locate(ms.span().start);
+        (at, *ms.get_ref())
+    });
+    let startup_timeout = match (
+        timeout("startup_timeout_sec", raw.startup_timeout_sec)?,
+        startup_ms,
+    ) {
+        (Some(secs), _) => Some(secs),
+        (None, Some((at, 0))) => {
+            return Err(invalid(
+                at,
+                &format!("mcp_servers.{name}.startup_timeout_ms"),
+                "must be a positive number of milliseconds",
+            ));
+        }
+        (None, Some((_, ms))) => Some(Duration::from_millis(ms)),
+        (None, None) => None,
+    };
+    let protocol = match raw.protocol {
+        None => None,
+        Some(value) => Some(Protocol::parse(value.get_ref()).ok_or_else(|| {
+            invalid(
+                source.locate(value.span().start),
+                &format!("mcp_servers.{name}.protocol"),
+                &format!(
+                    "{:?} is not one of \"2025-11-25\" (initialize), \"2026-07-28\" (server/discover) \
+                     or \"auto\"",
+                    value.get_ref()
+                ),
+            )
+        })?),
+    };
     let mut tools = BTreeMap::new();
     for (tool, settings) in raw.tools.unwrap_or_default() {
         let key = format!("tools.{tool}.timeout_sec");
@@ -233,7 +293,8 @@ fn server_layer(
         tools.insert(tool, tool_layer);
     }
     Ok(ServerLayer {
-        startup_timeout: timeout("startup_timeout_sec", raw.startup_timeout_sec)?,
+        startup_timeout,
+        protocol,
         tool_timeout: timeout("tool_timeout_sec", raw.tool_timeout_sec)?,
         max_output_chars: raw.max_output_chars,
         trust_annotations: raw.trust_annotations,
@@ -250,7 +311,7 @@ fn server_layer(
         bearer_token_env_var: raw.bearer_token_env_var,
         http_headers: raw.http_headers.unwrap_or_default(),
         env_http_headers: raw.env_http_headers.unwrap_or_default(),
-        oauth: raw.oauth.unwrap_or_default(),
+        oauth,
         enabled: raw.enabled,
         required: raw.required,
         enabled_tools: raw.enabled_tools,

@@ -27,10 +27,21 @@ pub(crate) struct RawServer {
     pub(crate) http_headers: Option<BTreeMap<String, String>>,
     pub(crate) env_http_headers: Option<BTreeMap<String, String>>,
     pub(crate) oauth: Option<RawOAuth>,
+    /// Codex's spelling of `oauth.scopes`.
+    pub(crate) scopes: Option<Vec<String>>,
+    /// Codex's spelling of `oauth.resource`.
+    pub(crate) oauth_resource: Option<String>,
     // common
     pub(crate) enabled: Option<bool>,
     pub(crate) required: Option<bool>,
     pub(crate) startup_timeout_sec: Option<Spanned<f64>>,
+    /// Codex's milliseconds form of `startup_timeout_sec` (which wins when both are set).
+    pub(crate) startup_timeout_ms: Option<Spanned<u64>>,
+    /// `"2025-11-25"`, `"2026-07-28"` or `"auto"`: which of MCP's eras to open with.
+    pub(crate) protocol: Option<Spanned<String>>,
+    /// Codex's legacy display name: accepted and unused (the table's name is the name).
+    #[allow(dead_code)]
+    pub(crate) name: Option<String>,
     pub(crate) tool_timeout_sec: Option<Spanned<f64>>,
     pub(crate) max_output_chars: Option<usize>,
     pub(crate) trust_annotations: Option<bool>,
@@ -52,6 +63,7 @@ pub(crate) struct RawOAuth {
     pub(crate) scopes: Option<Vec<String>>,
     pub(crate) redirect_port: Option<u16>,
     pub(crate) client_metadata_url: Option<String>,
+    pub(crate) resource: Option<String>,
 }
 
 impl RawOAuth {
@@ -63,6 +75,7 @@ impl RawOAuth {
             || self.scopes.is_some()
             || self.redirect_port.is_some()
             || self.client_metadata_url.is_some()
+            || self.resource.is_some()
     }
 
     /// Lays `later` over `self`, key by key.
@@ -78,6 +91,7 @@ impl RawOAuth {
         over(&mut self.scopes, later.scopes);
         over(&mut self.redirect_port, later.redirect_port);
         over(&mut self.client_metadata_url, later.client_metadata_url);
+        over(&mut self.resource, later.resource);
     }
 }
 

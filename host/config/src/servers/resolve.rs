@@ -116,6 +116,7 @@ impl TryFrom<(String, ServerLayer)> for ServerConfig {
             transport,
             roots,
             max_tool_bytes: raw.max_tool_bytes,
+            protocol: raw.protocol.unwrap_or_default(),
             enabled: raw.enabled.unwrap_or(true),
             required: raw.required.unwrap_or(false),
             startup_timeout: raw.startup_timeout.unwrap_or(DEFAULT_STARTUP_TIMEOUT),
@@ -197,7 +198,16 @@ fn oauth_config(
                 .to_string(),
         ));
     }
+    if let Some(resource) = &raw.resource
+        && !(resource.starts_with("https://") || resource.starts_with("http://"))
+    {
+        return Err((
+            "resource",
+            format!("{resource:?} is not an absolute http(s) URL (RFC 8707 resource indicator)"),
+        ));
+    }
     Ok(Some(OAuthConfig {
+        resource: raw.resource,
         client_id: raw.client_id,
         client_secret_env: raw.client_secret_env,
         scopes: raw.scopes,

@@ -46,6 +46,8 @@ pub struct ServerConfig {
     /// `max_tool_bytes`: tools whose definition is longer (as JSON) are held out of the table
     /// (default: the pool's, 64 KiB).
     pub max_tool_bytes: Option<usize>,
+    /// `protocol` (default `auto`): which of MCP's eras to open the connection in.
+    pub protocol: Protocol,
     /// `enabled_tools`: when set, only these tools (original names) are offered.
     pub enabled_tools: Option<Vec<String>>,
     /// `disabled_tools`: these tools are never offered (applied after `enabled_tools`).
@@ -78,6 +80,7 @@ impl ServerConfig {
             defer: Defer::Never,
             roots: ServerRoots::WorkingDirectory,
             max_tool_bytes: None,
+            protocol: Protocol::Auto,
             enabled_tools: None,
             disabled_tools: Vec::new(),
             tools: BTreeMap::new(),
@@ -157,6 +160,32 @@ pub enum Defer {
     Never,
 }
 
+/// `protocol` of a server: the MCP era tern opens with.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub enum Protocol {
+    /// `"auto"`: probe with `server/discover` (2026-07-28), fall back to `initialize`
+    /// (2025-11-25); what was found is remembered across runs.
+    #[default]
+    Auto,
+    /// `"2025-11-25"`: only the `initialize` handshake, for a server whose features (tasks,
+    /// `ctx.elicit`) work only in that era although it answers the probe.
+    Initialize,
+    /// `"2026-07-28"`: only `server/discover`; a server that cannot speak it fails to start.
+    Discover,
+}
+
+impl Protocol {
+    /// The config spelling, or `None` for an unknown one.
+    pub(crate) fn parse(value: &str) -> Option<Self> {
+        match value {
+            "auto" => Some(Self::Auto),
+            "2025-11-25" => Some(Self::Initialize),
+            "2026-07-28" => Some(Self::Discover),
+            _ => None,
+        }
+    }
+}
+
 /// `roots` of a server.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub enum ServerRoots {
@@ -232,6 +261,9 @@ pub struct OAuthConfig {
     /// `client_metadata_url`: the `https` URL of a Client ID Metadata Document describing tern,
     /// used as the client id where the authorization server supports those.
     pub client_metadata_url: Option<String>,
+    /// `resource` (Codex: `oauth_resource`): the RFC 8707 resource to ask a token for, instead
+    /// of the one the server's protected resource metadata names.
+    pub resource: Option<String>,
 }
 
 /// The program a stdio server runs.

@@ -1,6 +1,7 @@
 //! tern-config's integration tests. Every test builds its own `$TERN_HOME` and project in a temp dir
 //! and injects the environment, so nothing reads or changes the real one.
 
+mod codex_keys;
 mod examples;
 mod expand;
 mod import;

@@ -32,6 +32,7 @@ fn every_http_server_may_authorize_and_the_keys_parse() {
             scopes: Some(vec!["read".into(), "write".into()]),
             redirect_port: Some(8976),
             client_metadata_url: Some("https://tern.example/client.json".into()),
+            resource: None,
         })
     );
     // Off: explicitly, or because a static token is configured.

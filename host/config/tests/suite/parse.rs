@@ -139,6 +139,7 @@ fn a_full_file_parses_into_the_expected_config() {
         defer: tern_config::Defer::Auto,
         roots: ServerRoots::Paths(vec!["/srv/repo".into(), "/srv/shared".into()]),
         max_tool_bytes: Some(100_000),
+        protocol: tern_config::Protocol::Auto,
         enabled_tools: Some(vec!["git_log".into(), "git_status".into()]),
         disabled_tools: vec!["git_reset".into()],
         tools: BTreeMap::from([(
@@ -173,6 +174,7 @@ fn a_full_file_parses_into_the_expected_config() {
         defer: tern_config::Defer::Auto,
         roots: ServerRoots::WorkingDirectory,
         max_tool_bytes: None,
+        protocol: tern_config::Protocol::Auto,
         enabled_tools: None,
         disabled_tools: vec![],
         tools: BTreeMap::new(),

@@ -39,7 +39,11 @@ pub(crate) async fn authorize(
     challenge: &Challenge,
     asked: Option<Vec<String>>,
 ) -> Result<(), AuthError> {
-    let resource = metadata::resource_metadata(cx.http, cx.url, challenge).await?;
+    let mut resource = metadata::resource_metadata(cx.http, cx.url, challenge).await?;
+    // A configured resource (Codex's `oauth_resource`) is the one tokens are asked for.
+    if let Some(configured) = &cx.spec.resource {
+        resource.resource.clone_from(configured);
+    }
     let Some(issuer) = resource.authorization_servers.first().cloned() else {
         return Err(AuthError::Discovery(
             "the protected resource metadata names no authorization server".into(),

@@ -60,6 +60,9 @@ pub struct OAuthSpec {
     /// The `https` URL of tern's Client ID Metadata Document, used as the client id where the
     /// authorization server supports those.
     pub client_metadata_url: Option<String>,
+    /// The RFC 8707 resource to ask tokens for, instead of the one the server's protected
+    /// resource metadata names (Codex's `oauth_resource`).
+    pub resource: Option<String>,
 }
 
 impl std::fmt::Debug for OAuthSpec {
@@ -69,6 +72,7 @@ impl std::fmt::Debug for OAuthSpec {
             .field("client_secret", &self.client_secret.as_ref().map(|_| "…"))
             .field("scopes", &self.scopes)
             .field("redirect_port", &self.redirect_port)
+            .field("resource", &self.resource)
             .field("client_metadata_url", &self.client_metadata_url)
             .finish()
     }

@@ -19,7 +19,8 @@ use serde::{Deserialize, Serialize};
 
 /// Each tool's `execution.taskSupport` as the server listed it (`"required"`, `"optional"`),
 /// by tool name. rmcp's `Tool` drops the `execution` field, so the stdio transport reads it off
-/// the wire as `tools/list` replies pass (see `stdio::note_task_support`).
+/// the wire as `tools/list` replies pass (see `stdio::note_task_support`); over streamable HTTP
+/// a tool's first plain call learns it from the server's -32601 refusal (`call.rs`).
 #[derive(Debug, Clone, Default)]
 pub(crate) struct TaskSupport(Arc<Mutex<HashMap<String, String>>>);
 

@@ -6,9 +6,9 @@ use std::io::Read;
 use rmcp::model::CallToolResult;
 use schemars::JsonSchema;
 use serde::Deserialize;
-use serde_json::json;
 
 use super::diff::unified;
+use super::output::EditOutput;
 use super::write::{Unchanged, replace};
 use super::{Context, diff_block, failure, resolve, shown, success};
 use crate::deny::Deny;
@@ -119,13 +119,18 @@ pub(crate) fn edit_file(ctx: &Context, deny: &Deny, p: EditFileParams) -> CallTo
     let path = shown(resolved.path());
     let diff = unified(&path, &before, &after);
     let plural = if found == 1 { "" } else { "s" };
-    let mut result = success(
-        format!(
-            "edited `{path}`: {found} replacement{plural} ({})",
-            diff.stat()
-        ),
-        json!({ "path": path, "replacements": found }),
+    let text = format!(
+        "edited `{path}`: {found} replacement{plural} ({})",
+        diff.stat()
     );
+    let structured = EditOutput {
+        path,
+        replacements: found,
+        lines_added: diff.added,
+        lines_removed: diff.removed,
+        diff: diff.text.clone(),
+    };
+    let mut result = success(text, &structured);
     result.content.push(diff_block(resolved.path(), diff.text));
     result
 }

@@ -10,9 +10,9 @@ use rmcp::model::CallToolResult;
 use rustix::fs::{self as rfs, AtFlags, FileType};
 use schemars::JsonSchema;
 use serde::Deserialize;
-use serde_json::json;
 use tokio_util::sync::CancellationToken;
 
+use super::output::GlobOutput;
 use super::{Context, failure, resolve, shown, success};
 use crate::deny::Deny;
 use crate::resolve::{Intent, Roots};
@@ -142,25 +142,29 @@ pub(crate) fn glob(
             s
         })
         .collect();
-    let base_shown = shown(&base);
-    let mut text = if found.is_empty() {
-        format!("no paths under `{base_shown}` match `{}`\n", p.pattern)
-    } else {
-        found.join("\n") + "\n"
-    };
+    let mut notes = Vec::new();
+    if found.is_empty() {
+        notes.push(format!(
+            "no paths under `{}` match `{}`",
+            shown(&base),
+            p.pattern
+        ));
+    }
     if truncated {
-        text.push_str(&format!(
-            "[capped at {} results; narrow the pattern or the path]\n",
+        notes.push(format!(
+            "[capped at {} results; narrow the pattern or the path]",
             ctx.limits.max_entries
         ));
     }
-    success(
-        text,
-        json!({
-            "path": base_shown,
-            "pattern": p.pattern,
-            "matches": found,
-            "truncated": truncated,
-        }),
-    )
+    let mut text = String::new();
+    for line in found.iter().chain(&notes) {
+        text.push_str(line);
+        text.push('\n');
+    }
+    let structured = GlobOutput {
+        matches: found,
+        truncated,
+        notes,
+    };
+    success(text, &structured)
 }

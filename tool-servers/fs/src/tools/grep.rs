@@ -17,10 +17,10 @@ use rmcp::model::CallToolResult;
 use rustix::fs::FileType;
 use schemars::JsonSchema;
 use serde::Deserialize;
-use serde_json::json;
 use tokio_util::sync::CancellationToken;
 
 use super::glob::search_base;
+use super::output::GrepOutput;
 use super::{Context, failure, resolve, shown, success};
 use crate::deny::Deny;
 use crate::resolve::{Intent, Roots};
@@ -333,40 +333,43 @@ fn report(p: &GrepParams, base: &str, found: Found, cap: &Cap) -> CallToolResult
     let files = found.files.len();
     let lines: Vec<String> = found.files.into_iter().flat_map(|(_, l)| l).collect();
     let truncated = cap.truncated.load(Ordering::Relaxed);
-    let mut text = if lines.is_empty() {
-        format!("no matches for `{}` under `{base}`\n", p.pattern)
-    } else {
-        lines.join("\n") + "\n"
-    };
+    let mut notes = Vec::new();
+    if lines.is_empty() {
+        notes.push(format!("no matches for `{}` under `{base}`", p.pattern));
+    }
     if truncated {
         let what = match p.output_mode {
             OutputMode::Content => "matching lines",
             OutputMode::FilesWithMatches | OutputMode::Count => "files",
         };
-        text.push_str(&format!(
-            "[capped at {} {what}; narrow the pattern, path or glob]\n",
+        notes.push(format!(
+            "[capped at {} {what}; narrow the pattern, path or glob]",
             cap.cap
         ));
     }
     if found.unreadable > 0 {
-        text.push_str(&format!(
-            "[{} files or directories could not be read]\n",
+        notes.push(format!(
+            "[{} files or directories could not be read]",
             found.unreadable
         ));
     }
-    let key = match p.output_mode {
-        OutputMode::Content => "lines",
-        OutputMode::FilesWithMatches => "files",
-        OutputMode::Count => "counts",
+    let mut text = String::new();
+    for line in lines.iter().chain(&notes) {
+        text.push_str(line);
+        text.push('\n');
+    }
+    let mut structured = GrepOutput {
+        files: None,
+        lines: None,
+        counts: None,
+        files_matched: files,
+        truncated,
+        notes,
     };
-    success(
-        text,
-        json!({
-            "path": base,
-            "pattern": p.pattern,
-            key: lines,
-            "files_matched": files,
-            "truncated": truncated,
-        }),
-    )
+    *match p.output_mode {
+        OutputMode::Content => &mut structured.lines,
+        OutputMode::FilesWithMatches => &mut structured.files,
+        OutputMode::Count => &mut structured.counts,
+    } = Some(lines);
+    success(text, &structured)
 }

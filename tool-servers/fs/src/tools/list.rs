@@ -7,8 +7,8 @@ use rmcp::model::CallToolResult;
 use rustix::fs::{self as rfs, AtFlags, Dir, FileType};
 use schemars::JsonSchema;
 use serde::Deserialize;
-use serde_json::json;
 
+use super::output::{ListEntry, ListOutput};
 use super::{Context, failure, resolve, shown, success};
 use crate::deny::Deny;
 use crate::resolve::Intent;
@@ -95,23 +95,32 @@ pub(crate) fn list_dir(ctx: &Context, deny: &Deny, p: ListDirParams) -> CallTool
         };
         text.push_str(&line);
         text.push('\n');
-        entries.push(json!({
-            "name": shown_name,
-            "type": kind,
-            "size": size,
-            "target": target,
-        }));
+        entries.push(ListEntry {
+            name: shown_name,
+            kind,
+            size,
+            target,
+        });
     }
+    let mut notes = Vec::new();
     if truncated {
-        text.push_str(&format!(
-            "[capped: showed {} of {total} entries; use glob to narrow]\n",
+        notes.push(format!(
+            "[capped: showed {} of {total} entries; use glob to narrow]",
             names.len()
         ));
     }
-    success(
-        text,
-        json!({ "path": path, "entries": entries, "total": total, "truncated": truncated }),
-    )
+    for note in &notes {
+        text.push_str(note);
+        text.push('\n');
+    }
+    let structured = ListOutput {
+        path,
+        total,
+        entries,
+        truncated,
+        notes,
+    };
+    success(text, &structured)
 }
 
 fn lossy(s: &CStr) -> String {

@@ -7,6 +7,7 @@ pub(crate) mod edit;
 pub(crate) mod glob;
 pub(crate) mod grep;
 pub(crate) mod list;
+pub(crate) mod output;
 pub(crate) mod read;
 pub(crate) mod write;
 
@@ -16,7 +17,7 @@ use std::sync::{Arc, OnceLock};
 use ignore::gitignore::Gitignore;
 
 use rmcp::model::{CallToolResult, ContentBlock, RequestMetaObject, ResourceContents};
-use serde_json::{Value, json};
+use serde::Serialize;
 
 use crate::deny::{DENY_META_KEY, Deny, DenyCache};
 use crate::resolve::{ResolveError, Resolved, Roots};
@@ -69,10 +70,13 @@ pub struct Limits {
     pub max_matches: usize,
 }
 
-/// A successful result: `text` for the model, `structured` for programs.
-pub(crate) fn success(text: String, structured: Value) -> CallToolResult {
+/// A successful result: `text` and the same facts as `structuredContent`, the
+/// tool's declared output (see [`output`] for why both carry everything).
+pub(crate) fn success(text: String, structured: &impl Serialize) -> CallToolResult {
     let mut result = CallToolResult::success(vec![ContentBlock::text(text)]);
-    result.structured_content = Some(structured);
+    // Serializing these plain structs cannot fail; a result without structured
+    // content is still a complete (text) result.
+    result.structured_content = serde_json::to_value(structured).ok();
     result
 }
 
@@ -95,15 +99,22 @@ pub(crate) fn diff_block(path: &Path, diff: String) -> ContentBlock {
 /// The MIME type of a unified diff.
 pub(crate) const DIFF_MIME: &str = "text/x-diff";
 
-/// A refusal or failure: "cannot {action} `{path}`: {reason}".
+/// A refusal or failure: "cannot {action} `{path}`: {reason}", as text only (the
+/// declared output schemas describe success; see [`output`]).
 pub(crate) fn failure(action: &str, path: &str, reason: impl std::fmt::Display) -> CallToolResult {
-    let reason = reason.to_string();
-    let mut result = CallToolResult::error(vec![ContentBlock::text(format!(
-        "cannot {action} `{path}`: {reason}"
-    ))]);
-    result.structured_content = Some(json!({ "path": path, "error": reason }));
-    result
+    // A path past any real one (the resolver refuses those) is shown by its start: echoing a
+    // 10 MB argument back would be a 10 MB reply for the model to read.
+    let shown = match path.char_indices().nth(MAX_PATH_SHOWN) {
+        Some((cut, _)) => format!("{}…", &path[..cut]),
+        None => path.to_string(),
+    };
+    CallToolResult::error(vec![ContentBlock::text(format!(
+        "cannot {action} `{shown}`: {reason}"
+    ))])
 }
+
+/// Characters of a path a failure repeats.
+const MAX_PATH_SHOWN: usize = 4096;
 
 /// Resolves `path` or returns the failure result to send back.
 pub(crate) fn resolve<'r>(

@@ -5,9 +5,9 @@ use std::io::{BufRead, BufReader, Read};
 use rmcp::model::CallToolResult;
 use schemars::JsonSchema;
 use serde::Deserialize;
-use serde_json::json;
 
-use super::{Context, failure, resolve, shown, success};
+use super::output::ReadOutput;
+use super::{Context, failure, resolve, success};
 use crate::deny::Deny;
 use crate::resolve::Intent;
 
@@ -77,7 +77,6 @@ pub(crate) fn read_file(ctx: &Context, deny: &Deny, p: ReadFileParams) -> CallTo
         );
     }
     let offset = p.offset.unwrap_or(1).max(1);
-    let path = shown(resolved.path());
     // Most files an agent reads fit in the sniffed head: render from it directly,
     // without a second buffer (this is the hot path of every read).
     let rendered = if head.len() < SNIFF_BYTES {
@@ -100,7 +99,7 @@ pub(crate) fn read_file(ctx: &Context, deny: &Deny, p: ReadFileParams) -> CallTo
         )
     };
     match rendered {
-        Ok(r) => finish(&path, total_bytes, offset, ctx.limits.max_read_bytes, r),
+        Ok(r) => finish(total_bytes, offset, ctx.limits.max_read_bytes, r),
         Err(e) => failure(ACTION, &p.path, e),
     }
 }
@@ -183,7 +182,7 @@ fn render(
     Ok(out)
 }
 
-fn finish(path: &str, total_bytes: u64, offset: u64, max: usize, r: Rendered) -> CallToolResult {
+fn finish(total_bytes: u64, offset: u64, max: usize, r: Rendered) -> CallToolResult {
     let mut text = r.text;
     let last = offset + r.shown.saturating_sub(1);
     let truncated = matches!(r.stop, Stop::Bytes);
@@ -210,17 +209,15 @@ fn finish(path: &str, total_bytes: u64, offset: u64, max: usize, r: Rendered) ->
         )),
         _ => {}
     }
-    success(
-        text,
-        json!({
-            "path": path,
-            "total_bytes": total_bytes,
-            "start_line": offset,
-            "lines_shown": r.shown,
-            "truncated": truncated,
-            "next_offset": r.next_offset,
-        }),
-    )
+    let structured = ReadOutput {
+        content: text.clone(),
+        start_line: offset,
+        lines_shown: r.shown,
+        total_bytes,
+        truncated,
+        next_offset: r.next_offset,
+    };
+    success(text, &structured)
 }
 
 /// `cat -n` layout; a trailing `\r\n` or `\n` is not part of the text shown.

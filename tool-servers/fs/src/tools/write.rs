@@ -9,9 +9,9 @@ use rmcp::model::CallToolResult;
 use rustix::fs::{self as rfs, AtFlags, FileType, Mode, OFlags, Stat};
 use schemars::JsonSchema;
 use serde::Deserialize;
-use serde_json::json;
 
 use super::diff::unified;
+use super::output::WriteOutput;
 use super::{Context, diff_block, failure, resolve, shown, success};
 use crate::deny::Deny;
 use crate::resolve::{CreateParents, Intent, Resolved, kind_name};
@@ -76,14 +76,17 @@ pub(crate) fn write_file(ctx: &Context, deny: &Deny, p: WriteFileParams) -> Call
         None => "created".to_string(),
         Some(d) => format!("replaced, {}", d.stat()),
     };
-    let mut result = success(
-        format!("wrote {bytes} bytes to `{path}` ({verb})"),
-        json!({ "path": path, "bytes_written": bytes, "created": !existed }),
-    );
-    if let Some(diff) = diff
-        && !diff.text.is_empty()
-    {
-        result.content.push(diff_block(resolved.path(), diff.text));
+    let diff = diff.map(|d| d.text).filter(|d| !d.is_empty());
+    let text = format!("wrote {bytes} bytes to `{path}` ({verb})");
+    let structured = WriteOutput {
+        path,
+        bytes_written: bytes,
+        created: !existed,
+        diff: diff.clone(),
+    };
+    let mut result = success(text, &structured);
+    if let Some(diff) = diff {
+        result.content.push(diff_block(resolved.path(), diff));
     }
     result
 }

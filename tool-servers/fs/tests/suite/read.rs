@@ -13,7 +13,9 @@ async fn read_file_numbers_lines_and_reports_structure() {
     assert_eq!(st["total_bytes"], 17);
     assert_eq!(st["truncated"], false);
     assert_eq!(st["next_offset"], json!(null));
-    assert_eq!(st["path"], s(&fs.path("src/hello.txt")));
+    // The structured result carries the text itself (clients that show the model only
+    // `structuredContent`, like Claude Code, must still see the file).
+    assert_eq!(st["content"], text);
     // Absolute paths inside the root work too.
     let abs = s(&fs.path("src/hello.txt"));
     let (text, _) = fs

@@ -129,3 +129,57 @@ fn an_explicit_null_for_an_optional_argument_is_still_accepted() {
     let r = raw.call("list_dir", json!({"path": null}), None);
     assert_eq!(r["isError"], false, "{r}");
 }
+
+/// Every tool declares an `outputSchema`, and each success's `structuredContent` is valid
+/// against it (clients such as Claude Code validate it and show the model only it).
+#[test]
+fn every_result_validates_against_its_declared_output_schema() {
+    let dir = tempfile::tempdir().unwrap();
+    std::fs::write(dir.path().join("a.txt"), "one\ntwo\n").unwrap();
+    std::fs::create_dir(dir.path().join("sub")).unwrap();
+    std::os::unix::fs::symlink("a.txt", dir.path().join("link")).unwrap();
+    let mut raw = Raw::start(dir.path(), &[]);
+    let tools = raw.request("tools/list", json!({}))["result"]["tools"].clone();
+    let calls = [
+        ("read_file", json!({"path": "a.txt"})),
+        (
+            "read_file",
+            json!({"path": "a.txt", "offset": 2, "limit": 1}),
+        ),
+        ("write_file", json!({"path": "b.txt", "content": "new\n"})),
+        ("write_file", json!({"path": "b.txt", "content": "newer\n"})),
+        (
+            "edit_file",
+            json!({"path": "b.txt", "old_string": "newer", "new_string": "x"}),
+        ),
+        ("list_dir", json!({})),
+        ("glob", json!({"pattern": "**/*.txt"})),
+        ("glob", json!({"pattern": "*.none"})),
+        ("grep", json!({"pattern": "one"})),
+        ("grep", json!({"pattern": "one", "output_mode": "content"})),
+        ("grep", json!({"pattern": "o", "output_mode": "count"})),
+    ];
+    for (name, args) in calls {
+        let tool = tools
+            .as_array()
+            .unwrap()
+            .iter()
+            .find(|t| t["name"] == name)
+            .unwrap();
+        let schema = &tool["outputSchema"];
+        assert!(schema.is_object(), "{name} declares no outputSchema");
+        let validator = jsonschema::validator_for(schema)
+            .unwrap_or_else(|e| panic!("{name}: invalid outputSchema: {e}"));
+        let r = raw.call(name, args.clone(), None);
+        assert_eq!(r["isError"], false, "{name} {args}: {r}");
+        let st = &r["structuredContent"];
+        let errors: Vec<String> = validator.iter_errors(st).map(|e| e.to_string()).collect();
+        assert!(errors.is_empty(), "{name} {args}: {st}: {errors:#?}");
+    }
+    let r = raw.call("read_file", json!({"path": "missing.txt"}), None);
+    assert_eq!(r["isError"], true, "{r}");
+    assert!(
+        r.get("structuredContent").is_none(),
+        "failures are text only: {r}"
+    );
+}

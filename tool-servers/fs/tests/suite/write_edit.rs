@@ -122,7 +122,12 @@ async fn edit_file_returns_its_diff_as_an_embedded_resource() {
     );
     let st = r.structured_content.unwrap();
     assert_eq!(st["replacements"], 1);
-    assert!(st.get("diff").is_none(), "no private diff key: {st}");
+    // The diff is in the structured result too: some clients show the model only that.
+    assert_eq!(st["diff"], diff, "{st}");
+    assert_eq!(
+        (&st["lines_added"], &st["lines_removed"]),
+        (&json!(1), &json!(1))
+    );
     assert_eq!(
         std::fs::read_to_string(fs.path("code.rs")).unwrap(),
         "fn main() {\n    println!(\"hello\");\n}\n"

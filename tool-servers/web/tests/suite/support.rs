@@ -47,7 +47,20 @@ pub fn text(result: &CallToolResult) -> String {
         .join("\n")
 }
 
+/// A fact of the result: from `structuredContent` for a fetched page, from the
+/// `tern/fetch_error` `_meta` for a failure (failures carry no structured content).
 pub fn field<'a>(result: &'a CallToolResult, key: &str) -> &'a Value {
+    if is_error(result) {
+        assert!(
+            result.structured_content.is_none(),
+            "failures are text only"
+        );
+        return &result
+            .meta
+            .as_ref()
+            .and_then(|m| m.get(tern_web::FETCH_ERROR_META))
+            .expect("a failure's _meta names its kind")[key];
+    }
     &result
         .structured_content
         .as_ref()
