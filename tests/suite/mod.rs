@@ -11,6 +11,7 @@ mod eval_harbor;
 mod eval_tb;
 mod examples;
 mod harbor_agent;
+mod hooks;
 mod http_faults;
 mod interop_clients;
 mod interop_servers;

@@ -29,6 +29,7 @@ mod check;
 mod context;
 mod error;
 mod expand;
+mod hooks;
 mod import;
 mod layers;
 mod load;
@@ -47,6 +48,9 @@ pub use agents::AgentProfile;
 pub use context::ContextSection;
 pub use error::{ConfigError, Location, Result};
 pub use expand::{EnvLookup, ExpandError, expand};
+pub use hooks::{
+    DEFAULT_HOOK_TIMEOUT, HookConfig, HookEvent, HooksImport, HooksSection, import_claude_hooks,
+};
 pub use import::{ImportReport, import_mcp_json};
 pub use load::{
     Ceiling, Config, DEFAULT_CONFIG, DEFAULTS_SOURCE, LayerKind, LoadOptions, LoadedLayer, Notice,

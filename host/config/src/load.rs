@@ -150,6 +150,8 @@ pub struct Config {
     pub telemetry: crate::telemetry::TelemetrySection,
     /// `[agents.NAME]`: the enabled agent profiles, by name.
     pub agents: BTreeMap<String, crate::agents::AgentProfile>,
+    /// `[[hooks.EVENT]]`: every layer's hooks (a project's only once it is trusted).
+    pub hooks: crate::hooks::HooksSection,
     /// The sources that were applied, lowest first.
     pub layers: Vec<LoadedLayer>,
     /// Things to tell the user, e.g. an untrusted project config.
@@ -251,6 +253,7 @@ fn resolve(
         agent: merged.agent.resolve(),
         context: merged.context.resolve(),
         telemetry: merged.telemetry.resolve(),
+        hooks: merged.hooks.resolve(),
         layers,
         notices,
     })

@@ -25,6 +25,7 @@ pub(crate) struct RawConfig {
     pub(crate) telemetry: Option<crate::telemetry::RawTelemetry>,
     pub(crate) mcp_servers: Option<BTreeMap<Spanned<String>, crate::servers::RawServer>>,
     pub(crate) agents: Option<BTreeMap<Spanned<String>, crate::agents::RawProfile>>,
+    pub(crate) hooks: Option<crate::hooks::RawHooks>,
 }
 
 /// Parses one layer, turning serde's message into one that names the file, line, column and key.

@@ -115,7 +115,14 @@ pub struct Engine {
     price: Option<Price>,
     /// What sub-agents (tools reporting `tern/usage`) spent for this run.
     delegated: Arc<DelegatedUsage>,
+    /// `[[hooks.EVENT]]`, when any (the engine runs the ones that are not about a tool call).
+    hooks: Option<Arc<tern_gateway::hooks::Hooks>>,
+    /// A sub-agent's run (its `Stop` hooks are `SubagentStop`).
+    subagent: bool,
 }
+
+#[path = "hook_points.rs"]
+mod hook_points;
 
 impl Engine {
     /// Assembles a run in four phases, each using only what the ones before it built:
@@ -163,7 +170,14 @@ impl Engine {
             let _ = tokio::time::timeout(grace, pool.wait_for_tools()).await;
         });
 
-        // 3. Gateway.
+        // 3. Gateway, with the hooks (a project's are in the config only once it is trusted).
+        let hooks = tern_gateway::hooks::Hooks::new(
+            &ws.config.hooks,
+            &ws.cwd,
+            &sessions_dir,
+            config.permissions.mode,
+            &res.recorders(),
+        );
         let settings = GatewaySettings {
             tool_allow: opts.tool_allow.as_deref().map(tool_allow).transpose()?,
             ..GatewaySettings::from_config(
@@ -174,12 +188,10 @@ impl Engine {
                 ws.var("HOME").map(Into::into),
             )
         };
-        let gateway = Arc::new(Gateway::new(
-            pool.clone(),
-            settings,
-            approver,
-            res.recorders(),
-        )?);
+        let gateway = Arc::new(
+            Gateway::new(pool.clone(), settings, approver, res.recorders())?
+                .with_hooks(hooks.clone()),
+        );
 
         // 4. Agent.
         let known = tern_model::catalog::lookup(model.name());
@@ -234,7 +246,7 @@ impl Engine {
                 max_tokens: resolved.max_tokens,
             },
         };
-        Ok(Engine {
+        let mut engine = Engine {
             bus,
             agent,
             gateway,
@@ -248,7 +260,11 @@ impl Engine {
             steps: 0,
             price,
             delegated,
-        })
+            hooks,
+            subagent: opts.parent_run_id.is_some(),
+        };
+        engine.session_start(opts.session.is_some()).await;
+        Ok(engine)
     }
 
     /// Adds a subscriber to the run's events.
@@ -291,7 +307,7 @@ impl Engine {
     pub async fn submit(&mut self, input: &str, cancel: &CancellationToken) -> TurnOutcome {
         let before = self.conv.transcript.len();
         let delegated_before = self.delegated.total();
-        let outcome = self.agent.run_turn(&mut self.conv, input, cancel).await;
+        let outcome = self.hooked_turn(input, cancel).await;
         self.usage.add(&outcome.usage);
         self.steps += outcome.steps;
         // Sub-agents' tokens count in the turn that delegated to them.
@@ -347,6 +363,7 @@ impl Engine {
         let tools = self.agent.tools.tools();
         let mut usage = Usage::default();
         let cancel = CancellationToken::new();
+        self.pre_compact(focus).await;
         self.agent
             .compact(
                 &mut self.conv,
@@ -474,6 +491,7 @@ impl Engine {
     /// Writes `run_finished` with `status` (and the answer or error of the last turn), closes
     /// the event stream and stops the servers. Its tokens and cost include the sub-agents'.
     pub async fn finish(self, status: RunStatus, last: Option<&TurnOutcome>) {
+        self.session_end().await;
         let delegated = self.delegated.total();
         let usage = delegated.add_usage(&self.usage);
         self.bus.emit(Event::RunFinished {

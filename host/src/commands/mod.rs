@@ -3,6 +3,7 @@
 
 pub mod demo;
 pub mod eval;
+pub mod hooks;
 pub mod login;
 pub mod mcp;
 pub mod repl;
