@@ -29,6 +29,7 @@ mod check;
 mod context;
 mod error;
 mod expand;
+mod extension_dirs;
 mod hooks;
 mod import;
 mod layers;
@@ -48,6 +49,7 @@ pub use agents::AgentProfile;
 pub use context::ContextSection;
 pub use error::{ConfigError, Location, Result};
 pub use expand::{EnvLookup, ExpandError, expand};
+pub use extension_dirs::ExtensionDirs;
 pub use hooks::{
     DEFAULT_HOOK_TIMEOUT, HookConfig, HookEvent, HooksImport, HooksSection, import_claude_hooks,
 };

@@ -25,7 +25,7 @@ use super::{
     model,
     resources::{Outputs, RunResources},
     run_loop::{Agent, AgentSettings, TurnOutcome},
-    servers::{PoolHooks, link_agent_servers, specs, start_pool},
+    servers::{PoolHooks, link_agent_servers, skills_listing, specs, start_pool},
     session,
 };
 use crate::{error::UsageError, workspace::Workspace};
@@ -169,6 +169,7 @@ impl Engine {
             let grace = opts.server_grace.unwrap_or(ws.config.agent.startup_grace);
             let _ = tokio::time::timeout(grace, pool.wait_for_tools()).await;
         });
+        let skills = skills_listing(&pool, &config).await;
 
         // 3. Gateway, with the hooks (a project's are in the config only once it is trusted).
         let hooks = tern_gateway::hooks::Hooks::new(
@@ -239,6 +240,7 @@ impl Engine {
             settings: AgentSettings {
                 system: {
                     let mut blocks = context::system_blocks(&ws.cwd, &now_rfc3339()[..10]);
+                    blocks.extend(skills);
                     blocks.extend(opts.system_extra.clone());
                     blocks
                 },
