@@ -2,6 +2,7 @@ mod admission;
 mod cli_mcp;
 mod conformance;
 mod context;
+mod custom_commands;
 mod deferred;
 mod demo;
 mod elicitation;

@@ -119,6 +119,8 @@ pub struct Engine {
     hooks: Option<Arc<tern_gateway::hooks::Hooks>>,
     /// A sub-agent's run (its `Stop` hooks are `SubagentStop`).
     subagent: bool,
+    /// Where custom commands are found (a project's only once it is trusted).
+    extension_dirs: tern_config::ExtensionDirs,
 }
 
 #[path = "hook_points.rs"]
@@ -264,6 +266,7 @@ impl Engine {
             delegated,
             hooks,
             subagent: opts.parent_run_id.is_some(),
+            extension_dirs: ws.config.extension_dirs.clone(),
         };
         engine.session_start(opts.session.is_some()).await;
         Ok(engine)
@@ -472,6 +475,12 @@ impl Engine {
     /// The session this run appends to.
     pub fn session_id(&self) -> &str {
         &self.session_id
+    }
+
+    /// The custom slash commands (`.tern/commands/NAME.md`, …), read now: a file added
+    /// during the session is there the next time.
+    pub fn custom_commands(&self) -> Vec<crate::custom_commands::CustomCommand> {
+        crate::custom_commands::discover(&self.extension_dirs).0
     }
 
     /// Tokens used by every model call of this run so far.
