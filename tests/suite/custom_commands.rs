@@ -55,3 +55,47 @@ async fn a_command_file_expands_with_its_arguments_and_a_projects_needs_trust() 
         "{text}"
     );
 }
+
+/// In the REPL: `/help` lists the command with its hint, description and source, and
+/// `/NAME args` sends the expansion (never the slash line) to the model.
+#[tokio::test]
+async fn the_repl_lists_custom_commands_in_help_and_sends_their_expansion() {
+    let env = RunEnv::new().await;
+    let user = env.home.path().join("commands");
+    std::fs::create_dir_all(&user).unwrap();
+    std::fs::write(
+        user.join("changelog.md"),
+        "---\ndescription: Draft a changelog entry\nargument-hint: [version]\n---\n\
+         Draft the changelog entry for version $1.\n",
+    )
+    .unwrap();
+    env.answer("Drafted.");
+    let script = serde_json::json!([
+        {"expect": "tern> "},
+        {"send": "/help\r"},
+        {"expect": "Custom commands:"},
+        {"expect": "Draft a changelog entry (user)"},
+        {"expect": "tern> "},
+        {"send": "/changelog 2.1.0\r"},
+        {"expect": "Drafted."},
+        {"expect": "tern> "},
+        {"send": "/exit\r"},
+    ]);
+    let report = super::repl::drive_with(&env, &script, &[]).await;
+    assert_eq!(report["status"], 0, "{}", report["output"]);
+    assert!(
+        report["output"]
+            .to_string()
+            .contains("/changelog [version]"),
+        "{}",
+        report["output"]
+    );
+    let requests = env.server.requests();
+    assert_eq!(requests.len(), 1);
+    let sent = requests[0].json()["messages"].to_string();
+    assert!(
+        sent.contains("Draft the changelog entry for version 2.1.0."),
+        "{sent}"
+    );
+    assert!(!sent.contains("/changelog"), "{sent}");
+}
