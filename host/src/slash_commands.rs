@@ -14,6 +14,7 @@ pub enum SlashCommand {
     Compact,
     Clear,
     Allow,
+    Skills,
     Exit,
 }
 
@@ -104,6 +105,13 @@ pub const SLASH_COMMANDS: &[SlashSpec] = &[
         help: "allow calls matching RULE for the rest of this session",
     },
     SlashSpec {
+        command: SlashCommand::Skills,
+        name: "skills",
+        aliases: &[],
+        args: "",
+        help: "the Agent Skills found, with their source (and any broken one)",
+    },
+    SlashSpec {
         command: SlashCommand::Exit,
         name: "exit",
         aliases: &["quit"],
@@ -166,11 +174,12 @@ mod tests {
     fn all() -> Vec<SlashCommand> {
         use SlashCommand::*;
         let every = [
-            Help, Tools, Mcp, Cost, Expand, Context, Compact, Clear, Allow, Exit,
+            Help, Tools, Mcp, Cost, Expand, Context, Compact, Clear, Allow, Skills, Exit,
         ];
         for c in every {
             match c {
-                Help | Tools | Mcp | Cost | Expand | Context | Compact | Clear | Allow | Exit => {}
+                Help | Tools | Mcp | Cost | Expand | Context | Compact | Clear | Allow | Skills
+                | Exit => {}
             }
         }
         every.to_vec()

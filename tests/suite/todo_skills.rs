@@ -131,3 +131,36 @@ async fn skills_are_found_in_the_user_folders_and_a_trusted_projects_and_load_on
         "a trusted project's skill is offered"
     );
 }
+
+/// `/skills` in the REPL: each skill with its source, and a broken one with what is wrong, from
+/// the skills server's `list` (a read-only call through the gateway; nothing reaches the model).
+#[tokio::test]
+async fn slash_skills_lists_each_skill_with_its_source_and_the_broken_ones() {
+    let env = RunEnv::new().await;
+    let dir = env.home.path().join("skills");
+    write_skill(&dir, "release-notes", "Write release notes.", "Body.");
+    std::fs::create_dir_all(dir.join("broken")).unwrap();
+    std::fs::write(
+        dir.join("broken/SKILL.md"),
+        "---\nname: broken\n---\nBody\n",
+    )
+    .unwrap();
+    let script = serde_json::json!([
+        {"expect": "tern> "},
+        {"send": "/skills\r"},
+        {"expect": "release-notes"},
+        {"expect": "tern> "},
+        {"send": "/exit\r"},
+    ]);
+    let report = super::repl::drive_with(&env, &script, &[]).await;
+    assert_eq!(report["status"], 0, "{}", report["output"]);
+    let output = report["output"].to_string();
+    assert!(
+        output.contains("broken"),
+        "the broken skill is reported: {output}"
+    );
+    assert!(
+        env.server.requests().is_empty(),
+        "nothing reached the model"
+    );
+}

@@ -121,6 +121,8 @@ pub struct Engine {
     subagent: bool,
     /// Where custom commands are found (a project's only once it is trusted).
     extension_dirs: tern_config::ExtensionDirs,
+    /// The built-in skills servers' names (`/skills` asks them).
+    skills_servers: Vec<String>,
 }
 
 #[path = "hook_points.rs"]
@@ -267,6 +269,11 @@ impl Engine {
             hooks,
             subagent: opts.parent_run_id.is_some(),
             extension_dirs: ws.config.extension_dirs.clone(),
+            skills_servers: config
+                .enabled_servers()
+                .filter(|s| s.builtin() == Some(tern_config::Builtin::Skills))
+                .map(|s| s.name.clone())
+                .collect(),
         };
         engine.session_start(opts.session.is_some()).await;
         Ok(engine)
@@ -481,6 +488,37 @@ impl Engine {
     /// during the session is there the next time.
     pub fn custom_commands(&self) -> Vec<crate::custom_commands::CustomCommand> {
         crate::custom_commands::discover(&self.extension_dirs).0
+    }
+
+    /// `/skills`: the skills servers' own report (each skill with its source, and what was
+    /// skipped and why), through the gateway like any call: `list` is a read-only tool.
+    pub async fn list_skills(&self) -> String {
+        let table = self.gateway.refresh_table();
+        let names: Vec<String> = table
+            .entries()
+            .iter()
+            .filter(|e| e.tool == "list" && self.skills_servers.contains(&e.server))
+            .map(|e| e.name.clone())
+            .collect();
+        if names.is_empty() {
+            return "no Agent Skills found (searched ~/.agents/skills, $TERN_HOME/skills,                     ~/.claude/skills and, in a trusted project, .agents/skills, .tern/skills,                     .claude/skills)"
+                .to_string();
+        }
+        let mut out = Vec::new();
+        for name in names {
+            let call = tern_protocol::ToolCall {
+                id: format!("user-skills-{}", session::random_hex(4)),
+                name,
+                arguments: serde_json::json!({}),
+            };
+            let ctx = tern_gateway::CallContext {
+                run_id: self.run_id().to_string(),
+                session_id: self.session_id.clone(),
+                ..Default::default()
+            };
+            out.push(self.gateway.call(call, ctx).await.result.content);
+        }
+        out.join("\n")
     }
 
     /// Tokens used by every model call of this run so far.

@@ -161,6 +161,10 @@ impl Slash<'_> {
                 let id = self.engine.clear();
                 writeln!(self.out, "conversation cleared (new session {id})")?;
             }
+            SlashCommand::Skills => {
+                let text = self.engine.list_skills().await;
+                writeln!(self.out, "{text}")?;
+            }
             SlashCommand::Allow => match self.engine.allow(arg) {
                 Ok(()) => writeln!(self.out, "allowed for this session: {arg}")?,
                 Err(e) => writeln!(self.out, "not a valid rule: {e}")?,
