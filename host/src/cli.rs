@@ -258,6 +258,11 @@ pub enum Command {
     },
     /// Trust this project's `.tern/config.toml` (until it changes).
     Trust,
+    /// Hooks: commands run at fixed points of a run, in Claude Code's protocol.
+    Hooks {
+        #[command(subcommand)]
+        command: HooksCommand,
+    },
     /// List recent runs, newest first.
     Runs {
         /// How many.
@@ -405,6 +410,24 @@ pub enum Command {
     Completions {
         /// The shell.
         shell: clap_complete::Shell,
+    },
+}
+
+/// `tern hooks …`
+#[derive(Debug, Subcommand)]
+pub enum HooksCommand {
+    /// Show the hooks in effect, by event, with where each is configured.
+    List,
+    /// Add the hooks of a Claude Code settings file (`.claude/settings.json`) to a config.
+    ///
+    /// A file inside the project goes to the project's `.tern/config.toml` (which then needs
+    /// `tern trust` again), any other to your config.toml.
+    Import {
+        /// The settings file with a `hooks` object.
+        file: PathBuf,
+        /// Write to your config.toml even for a project's settings.
+        #[arg(long)]
+        user: bool,
     },
 }
 

@@ -9,6 +9,7 @@ pub mod agent;
 pub mod atif;
 pub mod cli;
 pub mod commands;
+pub mod custom_commands;
 pub mod error;
 pub mod render;
 pub mod serve_agent;

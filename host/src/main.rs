@@ -90,6 +90,12 @@ fn main() -> ExitCode {
             }
             Command::Tools { json } => commands::tools::run(&ws, json, &mut out, &mut err).await,
             Command::Trust => commands::trust::run(&ws, &mut out),
+            Command::Hooks { command } => match command {
+                tern::cli::HooksCommand::List => commands::hooks::list(&ws, &mut out),
+                tern::cli::HooksCommand::Import { file, user } => {
+                    commands::hooks::import(&ws, &file, user, &mut out)
+                }
+            },
             Command::Sandbox {
                 sandbox,
                 network,

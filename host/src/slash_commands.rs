@@ -17,6 +17,7 @@ pub enum SlashCommand {
     Rewind,
     Diff,
     Allow,
+    Skills,
     Exit,
 }
 
@@ -128,6 +129,13 @@ pub const SLASH_COMMANDS: &[SlashSpec] = &[
         help: "allow calls matching RULE for the rest of this session",
     },
     SlashSpec {
+        command: SlashCommand::Skills,
+        name: "skills",
+        aliases: &[],
+        args: "",
+        help: "the Agent Skills found, with their source (and any broken one)",
+    },
+    SlashSpec {
         command: SlashCommand::Exit,
         name: "exit",
         aliases: &["quit"],
@@ -170,6 +178,18 @@ pub fn completions(prefix: &str) -> Vec<&'static str> {
         .collect()
 }
 
+/// [`completions`], then the dynamic commands (custom commands from markdown files) that
+/// start with `prefix` and are not shadowed by a built-in name.
+pub fn completions_with(prefix: &str, dynamic: &[String]) -> Vec<String> {
+    let mut names: Vec<String> = completions(prefix).into_iter().map(String::from).collect();
+    for name in dynamic {
+        if name.starts_with(prefix) && lookup(name).is_none() && !names.contains(name) {
+            names.push(name.clone());
+        }
+    }
+    names
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -179,12 +199,12 @@ mod tests {
         use SlashCommand::*;
         let every = [
             Help, Tools, Mcp, Cost, Expand, Context, Compact, Clear, Todo, Rewind, Diff, Allow,
-            Exit,
+            Skills, Exit,
         ];
         for c in every {
             match c {
                 Help | Tools | Mcp | Cost | Expand | Context | Compact | Clear | Todo | Rewind
-                | Diff | Allow | Exit => {}
+                | Diff | Allow | Skills | Exit => {}
             }
         }
         every.to_vec()
@@ -220,6 +240,12 @@ mod tests {
         assert_eq!(completions("c"), ["cost", "context", "compact", "clear"]);
         assert_eq!(completions("q"), ["quit"]);
         assert!(completions("z").is_empty());
+        let dynamic = ["review".to_string(), "clear".to_string()];
+        assert_eq!(
+            completions_with("c", &dynamic),
+            ["cost", "context", "compact", "clear"]
+        );
+        assert_eq!(completions_with("r", &dynamic), ["review"]);
         assert!(lookup("allow").is_some_and(SlashSpec::needs_arg));
         assert!(lookup("compact").is_some_and(|s| !s.needs_arg()));
     }

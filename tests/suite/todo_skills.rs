@@ -54,3 +54,113 @@ async fn the_todo_server_is_on_by_default_and_updating_the_list_needs_no_approva
     );
     assert!(text.contains("- [ ] 2: Fix it"), "{text}");
 }
+
+fn write_skill(dir: &std::path::Path, name: &str, description: &str, body: &str) {
+    let skill = dir.join(name);
+    std::fs::create_dir_all(skill.join("scripts")).unwrap();
+    std::fs::write(
+        skill.join("SKILL.md"),
+        format!("---\nname: {name}\ndescription: {description}\n---\n{body}\n"),
+    )
+    .unwrap();
+    std::fs::write(skill.join("scripts/run.sh"), "echo skill-script-ran\n").unwrap();
+}
+
+/// The host points the skills server at the user's folders and, once trusted, the project's
+/// (issue 19, item 2): a skill in `$TERN_HOME/skills` is offered by name and description only
+/// (its body is not in the first request) and loaded on demand; a project's `.claude/skills`
+/// counts only after `tern trust`.
+#[tokio::test]
+async fn skills_are_found_in_the_user_folders_and_a_trusted_projects_and_load_on_demand() {
+    let env = RunEnv::new().await;
+    write_skill(
+        &env.home.path().join("skills"),
+        "release-notes",
+        "Write release notes from the git log.",
+        "SECRET-BODY-MARKER: group commits by type.",
+    );
+    write_skill(
+        &env.dir.path().join(".claude/skills"),
+        "project-style",
+        "The project's code style.",
+        "Tabs, not spaces.",
+    );
+    std::fs::create_dir_all(env.dir.path().join(".tern")).unwrap();
+    std::fs::write(env.dir.path().join(".tern/config.toml"), "").unwrap();
+    env.server.enqueue(
+        AnthropicTurn::new()
+            .tool_use("toolu_s", "skills__load", &[r#"{"name":"release-notes"}"#])
+            .finish("tool_use"),
+    );
+    env.answer("Loaded.");
+    let out = env
+        .run(&["run", "write the notes", "--output-format", "jsonl"])
+        .await;
+    assert_eq!(
+        out.status.code(),
+        Some(0),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let requests = env.server.requests();
+    let first = String::from_utf8_lossy(&requests[0].body).into_owned();
+    assert!(first.contains("release-notes"), "the skill is listed");
+    assert!(first.contains("Write release notes from the git log."));
+    assert!(
+        !first.contains("SECRET-BODY-MARKER"),
+        "the body is not in the first request"
+    );
+    assert!(
+        !first.contains("project-style"),
+        "an untrusted project's skill is not offered"
+    );
+    let results = super::run::tool_results(&requests[1]);
+    assert!(results[0].1.contains("SECRET-BODY-MARKER"), "{results:?}");
+    assert!(results[0].1.contains("scripts/run.sh"), "{results:?}");
+
+    let trust = env.run(&["trust"]).await;
+    assert_eq!(trust.status.code(), Some(0));
+    env.answer("ok");
+    let out = env
+        .run(&["run", "style?", "--output-format", "jsonl"])
+        .await;
+    assert_eq!(out.status.code(), Some(0));
+    let requests = env.server.requests();
+    assert!(
+        String::from_utf8_lossy(&requests[2].body).contains("project-style"),
+        "a trusted project's skill is offered"
+    );
+}
+
+/// `/skills` in the REPL: each skill with its source, and a broken one with what is wrong, from
+/// the skills server's `list` (a read-only call through the gateway; nothing reaches the model).
+#[tokio::test]
+async fn slash_skills_lists_each_skill_with_its_source_and_the_broken_ones() {
+    let env = RunEnv::new().await;
+    let dir = env.home.path().join("skills");
+    write_skill(&dir, "release-notes", "Write release notes.", "Body.");
+    std::fs::create_dir_all(dir.join("broken")).unwrap();
+    std::fs::write(
+        dir.join("broken/SKILL.md"),
+        "---\nname: broken\n---\nBody\n",
+    )
+    .unwrap();
+    let script = serde_json::json!([
+        {"expect": "tern> "},
+        {"send": "/skills\r"},
+        {"expect": "release-notes"},
+        {"expect": "tern> "},
+        {"send": "/exit\r"},
+    ]);
+    let report = super::repl::drive_with(&env, &script, &[]).await;
+    assert_eq!(report["status"], 0, "{}", report["output"]);
+    let output = report["output"].to_string();
+    assert!(
+        output.contains("broken"),
+        "the broken skill is reported: {output}"
+    );
+    assert!(
+        env.server.requests().is_empty(),
+        "nothing reached the model"
+    );
+}

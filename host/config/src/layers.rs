@@ -29,6 +29,7 @@ pub(crate) struct Layer {
     pub(crate) lsp: crate::lsp::LspLayer,
     pub(crate) servers: ServersLayer,
     pub(crate) agents: crate::agents::AgentsLayer,
+    pub(crate) hooks: crate::hooks::HooksLayer,
 }
 
 impl Layer {
@@ -38,6 +39,7 @@ impl Layer {
             model: raw.model.unwrap_or_default(),
             servers: ServersLayer::from_raw(raw.mcp_servers, source)?,
             agents: crate::agents::AgentsLayer::from_raw(raw.agents, source)?,
+            hooks: crate::hooks::HooksLayer::from_raw(raw.hooks, source)?,
             ..Self::default()
         };
         if let Some(permissions) = raw.permissions {
@@ -77,6 +79,7 @@ impl Layer {
         self.lsp.merge(later.lsp);
         self.agents.merge(later.agents);
         self.servers.merge(later.servers);
+        self.hooks.merge(later.hooks);
     }
 }
 

@@ -30,6 +30,8 @@ mod checkpoints;
 mod context;
 mod error;
 mod expand;
+mod extension_dirs;
+mod hooks;
 mod import;
 mod layers;
 mod load;
@@ -50,6 +52,10 @@ pub use checkpoints::CheckpointsSection;
 pub use context::ContextSection;
 pub use error::{ConfigError, Location, Result};
 pub use expand::{EnvLookup, ExpandError, expand};
+pub use extension_dirs::ExtensionDirs;
+pub use hooks::{
+    DEFAULT_HOOK_TIMEOUT, HookConfig, HookEvent, HooksImport, HooksSection, import_claude_hooks,
+};
 pub use import::{ImportReport, import_mcp_json};
 pub use load::{
     Ceiling, Config, DEFAULT_CONFIG, DEFAULTS_SOURCE, LayerKind, LoadOptions, LoadedLayer, Notice,

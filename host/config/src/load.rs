@@ -154,6 +154,10 @@ pub struct Config {
     pub lsp: crate::lsp::LspSection,
     /// `[agents.NAME]`: the enabled agent profiles, by name.
     pub agents: BTreeMap<String, crate::agents::AgentProfile>,
+    /// `[[hooks.EVENT]]`: every layer's hooks (a project's only once it is trusted).
+    pub hooks: crate::hooks::HooksSection,
+    /// Where skills and custom commands are found (a project's only once it is trusted).
+    pub extension_dirs: crate::extension_dirs::ExtensionDirs,
     /// The sources that were applied, lowest first.
     pub layers: Vec<LoadedLayer>,
     /// Things to tell the user, e.g. an untrusted project config.
@@ -225,7 +229,20 @@ impl Config {
             .permissions
             .apply_flags(&options.rules, options.mode)?;
 
+        let trusted_project = layers
+            .iter()
+            .any(|l| l.kind == LayerKind::Project)
+            .then(|| paths.project_dir.clone())
+            .flatten();
         let mut config = resolve(merged, env, &paths.tern_home, layers, notices)?;
+        config.extension_dirs = crate::extension_dirs::ExtensionDirs {
+            trusted_project,
+            home: env("HOME")
+                .filter(|h| !h.is_empty())
+                .map(PathBuf::from)
+                .or_else(std::env::home_dir),
+            tern_home: paths.tern_home.clone(),
+        };
         if let Some(ceiling) = options.ceiling {
             config.permissions.mode = config.permissions.mode.at_most(ceiling.mode);
             config.sandbox.mode = crate::sandbox::at_most(config.sandbox.mode, ceiling.sandbox);
@@ -257,6 +274,8 @@ fn resolve(
         telemetry: merged.telemetry.resolve(),
         checkpoints: merged.checkpoints.resolve(),
         lsp: merged.lsp.resolve(),
+        hooks: merged.hooks.resolve(),
+        extension_dirs: Default::default(),
         layers,
         notices,
     })

@@ -82,11 +82,13 @@ pub struct Gateway {
     /// Rules the user added with "always" during this run (also saved to the user config).
     pub(crate) session: RwLock<RuleSet>,
     table: RwLock<Arc<ToolTable>>,
-    validators: Validators,
+    pub(crate) validators: Validators,
     pub(crate) approver: Arc<dyn Approver>,
     pub(crate) events: EventSink,
     audit: Arc<AuditLog>,
     pub(crate) redactor: Arc<Redactor>,
+    /// `[[hooks.EVENT]]` (the gateway runs `PreToolUse` and `PostToolUse`).
+    pub(crate) hooks: Option<Arc<crate::hooks::Hooks>>,
 }
 
 /// What the stages learned, for the audit line.
@@ -149,6 +151,7 @@ impl Gateway {
             events,
             audit,
             redactor,
+            hooks: None,
         })
     }
 
@@ -163,6 +166,12 @@ impl Gateway {
         if let Ok(mut m) = self.mode.write() {
             *m = mode;
         }
+    }
+
+    /// Runs `hooks`' `PreToolUse` and `PostToolUse` hooks around every call.
+    pub fn with_hooks(mut self, hooks: Option<Arc<crate::hooks::Hooks>>) -> Self {
+        self.hooks = hooks;
+        self
     }
 
     /// Re-reads the pool's tool table (call it when the pool reports servers ready or tools
@@ -266,22 +275,22 @@ impl Gateway {
             &call.arguments,
         )?;
 
-        // 3. Permission.
+        // 3. Permission: the rules, then the PreToolUse hooks, which may tighten the verdict
+        // or rewrite the arguments (judged by the rules again) but never lift a rule's deny.
         let policy = self.settings.policy(entry);
-        let shell = policy
-            .command_arg
-            .as_deref()
-            .and_then(|arg| args.get(arg))
-            .and_then(Value::as_str)
-            .map(|line| analyze(line, &self.shell_scope(&args)));
-        let pending = Pending {
-            call,
-            entry,
-            args: &args,
-            policy: &policy,
-            shell,
-        };
-        self.permit(&pending, ctx, trace).await?;
+        let mut args = args;
+        let mut verdict = self.verdict(&self.pending(call, entry, &args, &policy));
+        if !matches!(verdict, Verdict::Deny { .. })
+            && let Some(hooks) = self.hooks_for(tern_config::HookEvent::PreToolUse, &entry.name)
+        {
+            verdict = self
+                .pre_tool_use(&hooks, call, entry, &policy, &mut args, verdict, ctx)
+                .await?;
+        }
+        let pending = self.pending(call, entry, &args, &policy);
+        self.permit(&pending, ctx, trace, verdict).await?;
+        let post_hooks = self.hooks_for(tern_config::HookEvent::PostToolUse, &entry.name);
+        let hook_args = post_hooks.as_ref().map(|_| args.clone());
 
         // 4. Dispatch.
         let limits = policy.limits;
@@ -317,6 +326,13 @@ impl Gateway {
                     .redact(&describe(kind, &message, limits.timeout)),
             ),
         };
+        let feedback = match (&post_hooks, hook_args) {
+            (Some(hooks), Some(args)) if !result.is_error => {
+                self.post_tool_use(hooks, call, entry, args, &result, meta, ctx)
+                    .await
+            }
+            _ => None,
+        };
         let text = std::mem::take(&mut result.content);
         meta.original_size = text.chars().count();
         let limit = limits.max_output_chars;
@@ -339,6 +355,9 @@ impl Gateway {
             result.content = text.clone();
         }
         trace.full_text = text;
+        if let Some(feedback) = feedback {
+            result.content.push_str(&feedback);
+        }
         Ok(result)
     }
 
@@ -384,13 +403,32 @@ impl Gateway {
             .is_none_or(|allow| allow.is_match(name))
     }
 
-    async fn permit(
+    /// A call whose permission is to be decided, with its shell command analysed.
+    pub(crate) fn pending<'a>(
         &self,
-        p: &Pending<'_>,
-        ctx: &CallContext,
-        trace: &mut Trace,
-    ) -> Result<(), Box<ToolResult>> {
-        let verdict = if !self.may_call(&p.entry.name) {
+        call: &'a ToolCall,
+        entry: &'a ToolEntry,
+        args: &'a Map<String, Value>,
+        policy: &'a ToolPolicy,
+    ) -> Pending<'a> {
+        let shell = policy
+            .command_arg
+            .as_deref()
+            .and_then(|arg| args.get(arg))
+            .and_then(Value::as_str)
+            .map(|line| analyze(line, &self.shell_scope(args)));
+        Pending {
+            call,
+            entry,
+            args,
+            policy,
+            shell,
+        }
+    }
+
+    /// What the profile, the rules, the annotations and the mode say about a call.
+    pub(crate) fn verdict(&self, p: &Pending<'_>) -> Verdict {
+        if !self.may_call(&p.entry.name) {
             Verdict::Deny {
                 rule: "profile".into(),
                 reason: format!(
@@ -407,11 +445,21 @@ impl Gateway {
                 mode: self.mode(),
             };
             decide(&p.facts(self), &tool, &self.rules, &session)
-        };
+        }
+    }
+
+    async fn permit(
+        &self,
+        p: &Pending<'_>,
+        ctx: &CallContext,
+        trace: &mut Trace,
+        verdict: Verdict,
+    ) -> Result<(), Box<ToolResult>> {
         let (decision, rule, asked, reason) = match verdict {
             Verdict::Allow { rule } => (Decision::Allow, rule, false, None),
             Verdict::Deny { rule, reason } => (Decision::Deny, rule, false, Some(reason)),
             Verdict::Ask { rule, reasons } => {
+                self.notify_ask(&p.entry.name, ctx);
                 let answer = self.ask(p, ctx, &rule, reasons).await;
                 match answer {
                     Ok(rule) => (Decision::Allow, rule, true, None),

@@ -57,6 +57,8 @@ mod call;
 pub mod cap;
 pub mod dispatch;
 mod gateway;
+mod hook_stage;
+pub mod hooks;
 pub mod paths;
 pub mod permission;
 mod redact;

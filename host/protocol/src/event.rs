@@ -272,6 +272,27 @@ pub enum Event {
         reused: bool,
         duration_ms: u64,
     },
+    /// A hook command ran (`[[hooks.EVENT]]`): what it decided and how it ended. The same facts
+    /// go to the audit log as a line of kind `hook`.
+    HookRun {
+        /// Claude Code's event name (`PreToolUse`, `Stop`, …).
+        event: String,
+        /// Where the hook is configured (`file:line`).
+        source: String,
+        command: String,
+        /// The tool call it was about (tool events).
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        tool: Option<String>,
+        /// `continue`, `block`, `allow`, `ask`, `deny`, `stop` or `error`.
+        decision: String,
+        /// Its exit code (none when it timed out, was killed or could not start).
+        exit_code: Option<i32>,
+        timed_out: bool,
+        duration_ms: u64,
+        /// The reason or message it gave, if any.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        message: Option<String>,
+    },
     /// A notice from the engine (an ignored project config, a rule that could not be saved, …).
     Notice { message: String },
     /// `tern replay`: how one re-executed tool call compares with the recording.

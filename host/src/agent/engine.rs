@@ -27,7 +27,8 @@ use super::{
     resources::{Outputs, RunResources},
     run_loop::{Agent, AgentSettings, TurnOutcome},
     servers::{
-        PoolHooks, link_agent_servers, link_todo_servers, specs, start_pool, todo_state_path,
+        PoolHooks, link_agent_servers, link_todo_servers, skills_listing, specs, start_pool,
+        todo_state_path,
     },
     session,
 };
@@ -129,7 +130,18 @@ pub struct Engine {
     gate: Arc<checkpoints::Gate>,
     tern_home: std::path::PathBuf,
     checkpoints: tern_config::CheckpointsSection,
+    /// `[[hooks.EVENT]]`, when any (the engine runs the ones that are not about a tool call).
+    hooks: Option<Arc<tern_gateway::hooks::Hooks>>,
+    /// A sub-agent's run (its `Stop` hooks are `SubagentStop`).
+    subagent: bool,
+    /// Where custom commands are found (a project's only once it is trusted).
+    extension_dirs: tern_config::ExtensionDirs,
+    /// The built-in skills servers' names (`/skills` asks them).
+    skills_servers: Vec<String>,
 }
+
+#[path = "hook_points.rs"]
+mod hook_points;
 
 impl Engine {
     /// Assembles a run in four phases, each using only what the ones before it built:
@@ -188,8 +200,16 @@ impl Engine {
             open_checkpointer(ws, &opts, &res.bus)
         );
         let checkpointer = Arc::new(checkpointer);
+        let skills = skills_listing(&pool, &config).await;
 
-        // 3. Gateway.
+        // 3. Gateway, with the hooks (a project's are in the config only once it is trusted).
+        let hooks = tern_gateway::hooks::Hooks::new(
+            &ws.config.hooks,
+            &ws.cwd,
+            &sessions_dir,
+            config.permissions.mode,
+            &res.recorders(),
+        );
         let settings = GatewaySettings {
             tool_allow: opts.tool_allow.as_deref().map(tool_allow).transpose()?,
             ..GatewaySettings::from_config(
@@ -200,12 +220,10 @@ impl Engine {
                 ws.var("HOME").map(Into::into),
             )
         };
-        let gateway = Arc::new(Gateway::new(
-            pool.clone(),
-            settings,
-            approver,
-            res.recorders(),
-        )?);
+        let gateway = Arc::new(
+            Gateway::new(pool.clone(), settings, approver, res.recorders())?
+                .with_hooks(hooks.clone()),
+        );
 
         // 4. Agent.
         let known = tern_model::catalog::lookup(model.name());
@@ -264,6 +282,7 @@ impl Engine {
             settings: AgentSettings {
                 system: {
                     let mut blocks = context::system_blocks(&ws.cwd, &now_rfc3339()[..10]);
+                    blocks.extend(skills);
                     blocks.extend(opts.system_extra.clone());
                     blocks
                 },
@@ -273,7 +292,7 @@ impl Engine {
                 tool_calls: resolved.tool_calls,
             },
         };
-        Ok(Engine {
+        let mut engine = Engine {
             bus,
             agent,
             gateway,
@@ -291,7 +310,17 @@ impl Engine {
             gate,
             tern_home: ws.paths.tern_home.clone(),
             checkpoints: ws.config.checkpoints.clone(),
-        })
+            hooks,
+            subagent: opts.parent_run_id.is_some(),
+            extension_dirs: ws.config.extension_dirs.clone(),
+            skills_servers: config
+                .enabled_servers()
+                .filter(|s| s.builtin() == Some(tern_config::Builtin::Skills))
+                .map(|s| s.name.clone())
+                .collect(),
+        };
+        engine.session_start(opts.session.is_some()).await;
+        Ok(engine)
     }
 
     /// The run's gateway, for a driver that must reach it while a turn holds the engine: `tern
@@ -350,7 +379,7 @@ impl Engine {
             .await;
         let before = self.conv.transcript.len();
         let delegated_before = self.delegated.total();
-        let outcome = self.agent.run_turn(&mut self.conv, input, cancel).await;
+        let outcome = self.hooked_turn(input, cancel).await;
         self.gate.wait().await;
         self.usage.add(&outcome.usage);
         self.steps += outcome.steps;
@@ -464,6 +493,7 @@ impl Engine {
         let tools = self.agent.tools.tools();
         let mut usage = Usage::default();
         let cancel = CancellationToken::new();
+        self.pre_compact(focus).await;
         self.agent
             .compact(
                 &mut self.conv,
@@ -577,6 +607,43 @@ impl Engine {
         &self.session_id
     }
 
+    /// The custom slash commands (`.tern/commands/NAME.md`, …), read now: a file added
+    /// during the session is there the next time.
+    pub fn custom_commands(&self) -> Vec<crate::custom_commands::CustomCommand> {
+        crate::custom_commands::discover(&self.extension_dirs).0
+    }
+
+    /// `/skills`: the skills servers' own report (each skill with its source, and what was
+    /// skipped and why), through the gateway like any call: `list` is a read-only tool.
+    pub async fn list_skills(&self) -> String {
+        let table = self.gateway.refresh_table();
+        let names: Vec<String> = table
+            .entries()
+            .iter()
+            .filter(|e| e.tool == "list" && self.skills_servers.contains(&e.server))
+            .map(|e| e.name.clone())
+            .collect();
+        if names.is_empty() {
+            return "no Agent Skills found (searched ~/.agents/skills, $TERN_HOME/skills,                     ~/.claude/skills and, in a trusted project, .agents/skills, .tern/skills,                     .claude/skills)"
+                .to_string();
+        }
+        let mut out = Vec::new();
+        for name in names {
+            let call = tern_protocol::ToolCall {
+                id: format!("user-skills-{}", session::random_hex(4)),
+                name,
+                arguments: serde_json::json!({}),
+            };
+            let ctx = tern_gateway::CallContext {
+                run_id: self.run_id().to_string(),
+                session_id: self.session_id.clone(),
+                ..Default::default()
+            };
+            out.push(self.gateway.call(call, ctx).await.result.content);
+        }
+        out.join("\n")
+    }
+
     /// Tokens used by every model call of this run so far.
     pub fn usage(&self) -> Usage {
         self.usage
@@ -596,6 +663,7 @@ impl Engine {
     /// Writes `run_finished` with `status` (and the answer or error of the last turn), closes
     /// the event stream and stops the servers. Its tokens and cost include the sub-agents'.
     pub async fn finish(self, status: RunStatus, last: Option<&TurnOutcome>) {
+        self.session_end().await;
         let delegated = self.delegated.total();
         let usage = delegated.add_usage(&self.usage);
         self.bus.emit(Event::RunFinished {

@@ -53,7 +53,7 @@ pub fn specs(
     config
         .enabled_servers()
         .filter(|s| only.is_none_or(|o| o == s.name))
-        .map(|s| match spec(s, tern_exe, env, &config.sandbox) {
+        .map(|s| match spec(s, tern_exe, env, config) {
             Err(e @ SpecError::MissingEnv { .. }) => {
                 let transport = TransportSpec::Unavailable {
                     kind: match s.transport {
@@ -77,8 +77,9 @@ fn spec(
     server: &ServerConfig,
     tern_exe: &Path,
     env: &BTreeMap<String, String>,
-    sandbox: &SandboxConfig,
+    config: &Config,
 ) -> Result<ServerSpec, SpecError> {
+    let sandbox = &config.sandbox;
     let transport = match &server.transport {
         Transport::Stdio {
             launch,
@@ -94,6 +95,9 @@ fn spec(
                     full.extend(args.iter().cloned());
                     if *b == Builtin::Shell {
                         full.extend(sandbox_args(&server.name, args, sandbox)?);
+                    }
+                    if *b == Builtin::Skills {
+                        full.extend(skills_args(&config.extension_dirs));
                     }
                     (tern_exe.to_string_lossy().into_owned(), full)
                 }
@@ -266,6 +270,45 @@ pub fn oauth_options(
 /// The built-in shell's sandbox flags from `[sandbox]`: `--sandbox`, `--network`, a `--writable`
 /// per directory and a `--protect` per path, `$TERN_HOME` always among them. The shell enforces
 /// them itself, so tern-shell started by any other client is sandboxed the same way.
+/// The skills folders the built-in skills server searches: the trusted project's
+/// (`.agents/skills`, `.tern/skills`, `.claude/skills`) and the user's.
+fn skills_args(dirs: &tern_config::ExtensionDirs) -> Vec<String> {
+    // The listing goes into tern's system prompt (see [`skills_listing`]), so `load`'s
+    // definition stays the same whatever skills exist, and its pin holds.
+    let mut out = vec!["--listing".to_string(), "instructions".to_string()];
+    if let Some(project) = &dirs.trusted_project {
+        out.push("--project".to_string());
+        out.push(project.display().to_string());
+    }
+    for dir in dirs.user_skill_dirs() {
+        out.push("--user-dir".to_string());
+        out.push(dir.display().to_string());
+    }
+    out
+}
+
+/// The built-in skills servers' listings (name and description of each skill, never a body),
+/// for the system prompt. Each is waited for briefly: it reads a few small files.
+pub async fn skills_listing(pool: &ServerPool, config: &Config) -> Vec<String> {
+    let names: Vec<&str> = config
+        .enabled_servers()
+        .filter(|s| s.builtin() == Some(Builtin::Skills))
+        .map(|s| s.name.as_str())
+        .collect();
+    for name in &names {
+        let _ = tokio::time::timeout(SKILLS_WAIT, pool.wait_started(name)).await;
+    }
+    pool.statuses()
+        .into_iter()
+        .filter(|s| names.contains(&s.name.as_str()))
+        .filter_map(|s| s.instructions)
+        .filter(|i| !i.trim().is_empty())
+        .collect()
+}
+
+/// How long a run waits for the skills server before its first request.
+const SKILLS_WAIT: std::time::Duration = std::time::Duration::from_secs(5);
+
 fn sandbox_args(
     server: &str,
     args: &[String],

@@ -4,6 +4,7 @@
 pub mod acp;
 pub mod demo;
 pub mod eval;
+pub mod hooks;
 pub mod login;
 pub mod mcp;
 pub mod repl;

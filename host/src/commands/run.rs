@@ -37,6 +37,19 @@ pub fn read_goal(arg: Option<String>) -> Result<String, UsageError> {
     Ok(goal)
 }
 
+/// `/NAME args` names a custom command: its expansion is the goal (as in the REPL).
+fn expand_custom(engine: &Engine, goal: &str) -> String {
+    let Some(line) = goal.trim_start().strip_prefix('/') else {
+        return goal.to_string();
+    };
+    let (name, args) = line.split_once(char::is_whitespace).unwrap_or((line, ""));
+    engine
+        .custom_commands()
+        .into_iter()
+        .find(|c| c.name == name)
+        .map_or_else(|| goal.to_string(), |c| c.expand(args))
+}
+
 /// Runs `goal` to its end and returns the exit code.
 pub async fn run(
     ws: &Workspace,
@@ -75,7 +88,10 @@ pub async fn run(
             engine.report_error(message.clone());
             TurnOutcome::failed(message)
         }
-        None => engine.submit(&goal, &cancel).await,
+        None => {
+            let input = expand_custom(&engine, &goal);
+            engine.submit(&input, &cancel).await
+        }
     };
     ctrl_c.abort();
     let status = outcome.status;

@@ -75,9 +75,18 @@ fn attr(s: &str) -> String {
 pub(super) struct ReplHelper {
     /// `@server:uri` of every listed resource.
     pub(super) candidates: Arc<Mutex<Vec<String>>>,
+    /// The custom commands' names (Tab completes them after the built-in ones).
+    pub(super) commands: Arc<Mutex<Vec<String>>>,
 }
 
 impl ReplHelper {
+    /// Replaces the custom command names.
+    pub(super) fn set_commands(&self, names: Vec<String>) {
+        if let Ok(mut c) = self.commands.lock() {
+            *c = names;
+        }
+    }
+
     /// Replaces the candidates with `listed`.
     pub(super) fn set(&self, listed: &[ResourceInfo]) {
         if let Ok(mut c) = self.candidates.lock() {
@@ -99,7 +108,8 @@ impl ReplHelper {
         if start == 0
             && let Some(prefix) = word.strip_prefix('/')
         {
-            let names = crate::slash_commands::completions(prefix);
+            let dynamic = self.commands.lock().map(|c| c.clone()).unwrap_or_default();
+            let names = crate::slash_commands::completions_with(prefix, &dynamic);
             return (0, names.into_iter().map(|n| format!("/{n}")).collect());
         }
         if !word.starts_with('@') {
@@ -206,6 +216,12 @@ mod tests {
         );
         // Not in the middle of a line: that is text for the model.
         assert_eq!(h.complete_at("see /co", 7), (7, vec![]));
+        // Custom commands join after the table's.
+        h.set_commands(vec!["commit-msg".into(), "review".into()]);
+        assert_eq!(
+            h.complete_at("/co", 3).1,
+            ["/cost", "/context", "/compact", "/commit-msg"]
+        );
     }
 
     #[test]

@@ -83,6 +83,7 @@ pub async fn run(ws: &Workspace, session: Option<String>) -> anyhow::Result<i32>
     let _ = editor.load_history(&history);
     // What `@server:` completes to: listed now, and again after every turn.
     helper.set(&engine.resources().await);
+    helper.set_commands(custom_names(&engine));
     let expand = Arc::new(AtomicBool::new(false));
     editor.bind_sequence(
         KeyEvent::KeySeq(vec![Key(KeyCode::Char('O'), Modifiers::CTRL)]),
@@ -173,6 +174,7 @@ pub async fn run(ws: &Workspace, session: Option<String>) -> anyhow::Result<i32>
         let outcome = engine.submit(&text, &cancel).await;
         ctrl_c.abort();
         let refresh = engine.resources_later();
+        helper.set_commands(custom_names(&engine));
         let helper = helper.clone();
         tokio::spawn(async move { helper.set(&refresh.await) });
         if outcome.status == RunStatus::Cancelled {
@@ -226,4 +228,13 @@ async fn attach(
         writeln!(out, "(attached {})", names.join(", "))?;
     }
     Ok(Some(text))
+}
+
+/// The custom commands' names, for Tab completion.
+fn custom_names(engine: &Engine) -> Vec<String> {
+    engine
+        .custom_commands()
+        .into_iter()
+        .map(|c| c.name)
+        .collect()
 }

@@ -107,6 +107,14 @@ impl Slash<'_> {
     /// Runs `/name arg`: a command of the table, else a server's prompt (`/SERVER:PROMPT`).
     pub async fn run(&mut self, name: &str, arg: &str) -> std::io::Result<Next> {
         let Some(spec) = slash_commands::lookup(name) else {
+            if let Some(custom) = self
+                .engine
+                .custom_commands()
+                .into_iter()
+                .find(|c| c.name == name)
+            {
+                return Ok(Next::Send(custom.expand(arg)));
+            }
             if name.contains(':') {
                 return self.prompt(name, arg).await;
             }
@@ -189,6 +197,10 @@ impl Slash<'_> {
                     }
                     Err(e) => writeln!(self.out, "{e}")?,
                 }
+            }
+            SlashCommand::Skills => {
+                let text = self.engine.list_skills().await;
+                writeln!(self.out, "{text}")?;
             }
             SlashCommand::Allow => match self.engine.allow(arg) {
                 Ok(()) => writeln!(self.out, "allowed for this session: {arg}")?,
@@ -293,6 +305,17 @@ impl Slash<'_> {
 
     async fn help(&mut self) -> std::io::Result<()> {
         writeln!(self.out, "{}", slash_commands::help_text())?;
+        let custom = self.engine.custom_commands();
+        if !custom.is_empty() {
+            writeln!(self.out, "Custom commands:")?;
+            for c in custom {
+                let usage = match c.argument_hint.as_str() {
+                    "" => format!("/{}", c.name),
+                    hint => format!("/{} {hint}", c.name),
+                };
+                writeln!(self.out, "  {usage:<18} {} ({})", c.description, c.source)?;
+            }
+        }
         let prompts = self.engine.prompts().await;
         if !prompts.is_empty() {
             writeln!(self.out, "MCP prompts:")?;
