@@ -113,8 +113,8 @@ pub(crate) fn failure(action: &str, path: &str, reason: impl std::fmt::Display) 
     ))])
 }
 
-/// Characters of a path a failure repeats.
-const MAX_PATH_SHOWN: usize = 4096;
+/// Characters of a path a failure repeats: twice the longest path the resolver accepts.
+const MAX_PATH_SHOWN: usize = 8192;
 
 /// Resolves `path` or returns the failure result to send back.
 pub(crate) fn resolve<'r>(
