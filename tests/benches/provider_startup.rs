@@ -5,7 +5,8 @@
 //! anthropic. Not a timed test: prints a table of medians.
 //!
 //! Run: `cargo build --release --workspace --bins && cargo bench -p tern-e2e --bench
-//! provider_startup` (`TERN_BENCH_PROFILE=debug` measures the debug binaries instead).
+//! provider_startup` (`TERN_BENCH_PROFILE=debug` measures the debug binaries instead;
+//! `TERN_BENCH_OPENAI_MODEL` picks the openai model, default `gpt-4o`).
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::print_stdout)]
 
 use std::{
@@ -92,7 +93,11 @@ async fn once(api: Api) -> (f64, f64) {
                 .env("ANTHROPIC_BASE_URL", server.url());
         }
         Api::Chat | Api::Responses => {
-            cmd.args(["--provider", "openai", "--model", "gpt-4o"])
+            // `TERN_BENCH_OPENAI_MODEL=local-model` (no public vocabulary) isolates the
+            // tokenizer's share.
+            let model =
+                std::env::var("TERN_BENCH_OPENAI_MODEL").unwrap_or_else(|_| "gpt-4o".into());
+            cmd.args(["--provider", "openai", "--model", &model])
                 .env("OPENAI_API_KEY", "sk-bench-0123456789")
                 .env("OPENAI_BASE_URL", format!("{}/v1", server.url()));
         }

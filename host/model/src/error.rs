@@ -341,7 +341,8 @@ pub enum ModelError {
         /// The provider's `x-should-retry` verdict, when it sent one; overrides the kind.
         should_retry: Option<bool>,
         /// Set (and `kind` is [`ErrorKind::ContextOverflow`]) when the request was too long.
-        overflow: Option<Overflow>,
+        /// Boxed: most errors are not overflows, and the error travels through every `Result`.
+        overflow: Option<Box<Overflow>>,
     },
     /// The connection failed or broke, or the stream ended before the turn did.
     #[error("{provider} transport error{}: {message}", fmt_request_id(request_id.as_deref()))]
@@ -439,7 +440,7 @@ impl ModelError {
     /// What the server said about an overflow, when this is one.
     pub fn overflow(&self) -> Option<&Overflow> {
         match self {
-            ModelError::Api { overflow, .. } => overflow.as_ref(),
+            ModelError::Api { overflow, .. } => overflow.as_deref(),
             _ => None,
         }
     }

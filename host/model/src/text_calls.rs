@@ -67,8 +67,7 @@ fn split_payload(text: &str) -> Option<(&str, String)> {
         }
         return Some((prose, payload));
     }
-    if text.ends_with("```") {
-        let body = &text[..text.len() - 3];
+    if let Some(body) = text.strip_suffix("```") {
         let open = body.rfind("```")?;
         let prose = &text[..open];
         let fenced = &body[open + 3..];

@@ -112,7 +112,7 @@ impl Agent {
                 .collect(),
             Message::Assistant { .. } => return 0,
         };
-        order.sort_by(|a, b| b.1.cmp(&a.1));
+        order.sort_by_key(|o| std::cmp::Reverse(o.1));
         let mut cut = 0;
         for (index, _) in order {
             let estimate = conv.budget.estimate(system, tools, &conv.transcript);

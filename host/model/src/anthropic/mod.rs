@@ -163,7 +163,7 @@ impl Wire for AnthropicWire {
             request_id,
             retry_after: retry::retry_after(headers),
             should_retry,
-            overflow,
+            overflow: overflow.map(Box::new),
         }
     }
 }

@@ -206,7 +206,7 @@ impl Wire for OpenAiWire {
             request_id,
             retry_after: retry::retry_after(headers),
             should_retry: retry::should_retry(headers),
-            overflow,
+            overflow: overflow.map(Box::new),
         }
     }
 }

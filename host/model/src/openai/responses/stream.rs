@@ -280,7 +280,7 @@ pub(crate) fn stream_error(error: &Value, request_id: Option<String>) -> ModelEr
         request_id,
         retry_after: None,
         should_retry: None,
-        overflow,
+        overflow: overflow.map(Box::new),
     }
 }
 
