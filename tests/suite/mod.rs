@@ -18,6 +18,7 @@ mod lsp;
 mod oauth;
 mod pool;
 mod repl;
+mod repl_approval;
 mod replay;
 mod resources;
 mod roots;

@@ -113,11 +113,14 @@ async fn mcp_prompts_expand_and_approvals_are_asked_inline() {
         {"expect": "/ts:greet name"},
         {"expect": "tern> "},
         {"send": "/ts:greet Ada\r"},
-        {"expect": "[n]o, tell the model why: "},
+        {"expect": "Esc cancels the turn"},
         // The call waits for the answer: the question must stay on screen (the spinner of
         // the waiting call must not draw over it).
-        {"screen": "[y]es / [a]lways (adds `shell__run(echo approved > mark.txt)`) / [n]o, tell the model why:", "hold": 1.5},
-        {"send": "y\r"},
+        {"screen": "don't ask again for: `shell__run(echo approved '>' mark.txt)`", "hold": 1.5},
+        {"screen": "2. Yes, and don't ask again in this project (.tern/config.toml)"},
+        {"screen": "› 1. Yes"},
+        // Enter takes the highlighted default.
+        {"send": "\r"},
         {"expect": "Greeted and marked."},
         {"expect": "tern> "},
         {"send": "/exit\r"},
