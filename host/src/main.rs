@@ -59,7 +59,10 @@ fn main() -> ExitCode {
                 let session = match session_id {
                     Some(id) => Some(id),
                     None if fresh => None,
-                    None => Some(tern::agent::session::latest(&ws.paths.sessions_dir())?),
+                    None => Some(tern::agent::session::latest_in(
+                        &ws.paths.sessions_dir(),
+                        &ws.cwd,
+                    )?),
                 };
                 commands::repl::run(&ws, session).await
             }
@@ -73,7 +76,10 @@ fn main() -> ExitCode {
                 flags.apply(&mut ws.config);
                 let goal = commands::run::read_goal(goal.or(goal_flag))?;
                 let session = if continue_session {
-                    Some(tern::agent::session::latest(&ws.paths.sessions_dir())?)
+                    Some(tern::agent::session::latest_in(
+                        &ws.paths.sessions_dir(),
+                        &ws.cwd,
+                    )?)
                 } else {
                     None
                 };

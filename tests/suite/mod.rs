@@ -19,6 +19,7 @@ mod oauth;
 mod pool;
 mod repl;
 mod repl_approval;
+mod repl_sessions;
 mod replay;
 mod resources;
 mod roots;
