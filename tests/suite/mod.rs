@@ -33,6 +33,7 @@ mod startup;
 mod subagents;
 mod tasks;
 mod telemetry;
+mod terminal_cli;
 mod todo_skills;
 mod wire;
 mod workspace_dir;
