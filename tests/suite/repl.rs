@@ -50,6 +50,9 @@ pub(crate) async fn drive_with(env: &RunEnv, script: &Value, args: &[&str]) -> V
 #[tokio::test]
 async fn slash_commands_never_reach_the_model_and_a_line_streams_an_answer() {
     let env = RunEnv::new().await;
+    // `/tools` is typed at the first prompt, which does not wait for optional servers: on a
+    // loaded machine fs could still be starting.
+    env.add_servers("[mcp_servers.fs]\nrequired = true\n");
     env.server.enqueue(
         AnthropicTurn::new()
             .text(&["Hello ", "from the ", "model."])
