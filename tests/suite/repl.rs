@@ -253,12 +253,12 @@ async fn context_shows_where_the_window_goes_and_compact_summarizes_with_a_focus
     );
     // The session holds the compacted state.
     let sessions = env.home.path().join("sessions");
+    // (`<id>.meta.json` beside it notes the session's workspace.)
     let file = std::fs::read_dir(&sessions)
         .unwrap()
-        .next()
-        .unwrap()
-        .unwrap()
-        .path();
+        .map(|e| e.unwrap().path())
+        .find(|p| p.extension().is_some_and(|x| x == "jsonl"))
+        .unwrap();
     let text = std::fs::read_to_string(file).unwrap();
     assert!(
         text.lines().last().unwrap().starts_with("{\"compacted\":"),

@@ -41,6 +41,33 @@ async fn the_model_flag_works_at_top_level_and_after_run() {
 }
 
 #[tokio::test]
+async fn multi_line_input_by_trailing_backslash_alt_enter_and_ctrl_j() {
+    let env = RunEnv::new().await;
+    env.answer("Four lines.");
+    let script = json!([
+        {"expect": "tern> "},
+        {"send": "one\\\r"},
+        {"send": "two\u{1b}\r"},
+        {"send": "three\n"},
+        {"send": "four\r"},
+        {"expect": "Four lines."},
+        {"expect": "tern> "},
+        {"send": "/exit\r"},
+    ]);
+    drive_with(&env, &script, &[]).await;
+    let requests = env.server.requests();
+    assert_eq!(requests.len(), 1, "one message, sent once");
+    let body = requests[0].json();
+    let last = body["messages"]
+        .as_array()
+        .unwrap()
+        .last()
+        .unwrap()
+        .to_string();
+    assert!(last.contains(r"one\ntwo\nthree\nfour"), "{last}");
+}
+
+#[tokio::test]
 async fn completions_into_a_closed_pipe_exit_quietly() {
     let mut child = tokio::process::Command::new(tern_e2e::bin("tern"))
         .args(["completions", "bash"])

@@ -107,6 +107,15 @@ pub async fn run(ws: &Workspace, session: Option<String>) -> anyhow::Result<i32>
         KeyEvent::KeySeq(vec![Key(KeyCode::Char('O'), Modifiers::CTRL)]),
         EventHandler::Conditional(Box::new(ExpandKey(expand.clone()))),
     );
+    // Multi-line input: Alt-Enter and Ctrl-J start a new line (as does a trailing `\`).
+    editor.bind_sequence(
+        KeyEvent::KeySeq(vec![Key(KeyCode::Enter, Modifiers::ALT)]),
+        EventHandler::Simple(Cmd::Newline),
+    );
+    editor.bind_sequence(
+        KeyEvent::KeySeq(vec![Key(KeyCode::Char('J'), Modifiers::CTRL)]),
+        EventHandler::Simple(Cmd::Newline),
+    );
     let mut out = std::io::stdout();
     writeln!(
         out,
@@ -152,6 +161,7 @@ pub async fn run(ws: &Workspace, session: Option<String>) -> anyhow::Result<i32>
             keep = line;
             continue;
         }
+        let line = mentions::join_continued(&line);
         let input = line.trim();
         if input.is_empty() {
             continue;
