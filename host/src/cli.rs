@@ -14,6 +14,10 @@ use tern_config::{LoadOptions, PermissionMode, Provider, RuleList};
 pub struct Cli {
     #[command(flatten)]
     pub global: GlobalArgs,
+    /// Model name for the REPL (`tern -m NAME`), as the provider spells it; `tern run` and
+    /// `tern resume` take it too.
+    #[arg(short = 'm', long = "model", value_name = "NAME")]
+    pub model: Option<String>,
     /// Without a command, tern starts the interactive REPL.
     #[command(subcommand)]
     pub command: Option<Command>,
@@ -134,7 +138,7 @@ impl EvalFlags {
 #[derive(Debug, Clone, Default, Args)]
 pub struct RunFlags {
     /// Model name as the provider spells it (overrides `[model] name`).
-    #[arg(long)]
+    #[arg(short = 'm', long)]
     pub model: Option<String>,
     /// `anthropic` or `openai` (overrides `[model] provider`).
     #[arg(long, value_enum)]

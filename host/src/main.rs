@@ -20,18 +20,43 @@ fn main() -> ExitCode {
     }
     let cli = Cli::parse();
     // Plain `tern` is a new REPL session; `tern resume` continues one.
-    let command = cli.command.unwrap_or(Command::Resume {
+    let mut command = cli.command.unwrap_or(Command::Resume {
         session_id: None,
         fresh: true,
         flags: RunFlags::default(),
     });
+    // `tern -m NAME` before a command: the command's own `--model` wins.
+    if let Some(model) = cli.model.clone() {
+        match &mut command {
+            Command::Resume { flags, .. } | Command::Run { flags, .. } => {
+                flags.model.get_or_insert(model);
+            }
+            _ => {
+                return report(
+                    &UsageError(
+                        "--model before a command goes with the REPL, `run` or `resume`\n\
+                         hint: put it after the command, e.g. `tern eval --model NAME`"
+                            .into(),
+                    )
+                    .into(),
+                );
+            }
+        }
+    }
     if let Command::Serve { server } = command {
         return serve(server, &cli.global);
     }
     if let Command::Completions { shell } = command {
         let mut cmd = <Cli as clap::CommandFactory>::command();
-        clap_complete::generate(shell, &mut cmd, "tern", &mut std::io::stdout());
-        return ExitCode::SUCCESS;
+        // Generated into memory, then written: `tern completions bash | head` closes the pipe
+        // early, and a reader that stops reading is not an error worth a panic or a message.
+        let mut script = Vec::new();
+        clap_complete::generate(shell, &mut cmd, "tern", &mut script);
+        return match std::io::stdout().write_all(&script) {
+            Ok(()) => ExitCode::SUCCESS,
+            Err(e) if e.kind() == std::io::ErrorKind::BrokenPipe => ExitCode::SUCCESS,
+            Err(e) => report(&anyhow::Error::from(e).context("cannot write the completions")),
+        };
     }
     init_tracing();
     let runtime = match runtime() {
@@ -68,7 +93,10 @@ fn main() -> ExitCode {
                 let session = match session_id {
                     Some(id) => Some(id),
                     None if fresh => None,
-                    None => Some(tern::agent::session::latest(&ws.paths.sessions_dir())?),
+                    None => Some(tern::agent::session::latest_in(
+                        &ws.paths.sessions_dir(),
+                        &ws.cwd,
+                    )?),
                 };
                 commands::repl::run(&ws, session).await
             }
@@ -82,7 +110,10 @@ fn main() -> ExitCode {
                 flags.apply(&mut ws.config);
                 let goal = commands::run::read_goal(goal.or(goal_flag))?;
                 let session = if continue_session {
-                    Some(tern::agent::session::latest(&ws.paths.sessions_dir())?)
+                    Some(tern::agent::session::latest_in(
+                        &ws.paths.sessions_dir(),
+                        &ws.cwd,
+                    )?)
                 } else {
                     None
                 };

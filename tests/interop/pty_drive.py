@@ -5,13 +5,18 @@ SCRIPT_JSON is a list of steps: {"send": "text"} types text; {"expect": "text",
 "timeout": seconds} waits until the screen output contains it (counting only
 output after the previous expect); {"screen": "text", "hold": seconds} keeps reading
 for `hold` seconds, then checks that `text` is visible on the emulated screen (pyte,
-a VT100 emulator): what a person would see, after every redraw and erase. Prints
+a VT100 emulator): what a person would see, after every redraw and erase;
+{"file": "path", "equals": "text"} checks a file's content at that moment (relative to
+the working directory; "equals": null means the file must not exist). Prints
 {"output": ..., "status": ...} as JSON. Exits 1 (printing what was seen) when an
 expectation fails.
 """
 
+import fcntl
 import json
 import os
+import struct
+import termios
 
 import pyte
 import pty
@@ -26,6 +31,8 @@ def main():
     cmd = sys.argv[sep + 1 :]
     pid, fd = pty.fork()
     if pid == 0:
+        # The size of the emulated screen, as a terminal reports it to the program.
+        fcntl.ioctl(0, termios.TIOCSWINSZ, struct.pack("HHHH", 40, 120, 0, 0))
         os.execvp(cmd[0], cmd)
     out = b""
     seen_upto = 0
@@ -58,6 +65,17 @@ def main():
             if step["screen"] not in shown:
                 print(json.dumps({"error": f"not on screen after {step.get('hold', 1.0)} s: {step['screen']!r}",
                                   "screen": shown,
+                                  "output": out.decode("utf-8", "replace")}))
+                sys.exit(1)
+        if "file" in step:
+            try:
+                with open(step["file"], encoding="utf-8") as f:
+                    content = f.read()
+            except FileNotFoundError:
+                content = None
+            if content != step["equals"]:
+                print(json.dumps({"error": f"{step['file']} holds {content!r}, not {step['equals']!r}",
+                                  "screen": visible(),
                                   "output": out.decode("utf-8", "replace")}))
                 sys.exit(1)
         if "send" in step:

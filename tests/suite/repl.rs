@@ -50,6 +50,9 @@ pub(crate) async fn drive_with(env: &RunEnv, script: &Value, args: &[&str]) -> V
 #[tokio::test]
 async fn slash_commands_never_reach_the_model_and_a_line_streams_an_answer() {
     let env = RunEnv::new().await;
+    // `/tools` is typed at the first prompt, which does not wait for optional servers: on a
+    // loaded machine fs could still be starting.
+    env.add_servers("[mcp_servers.fs]\nrequired = true\n");
     env.server.enqueue(
         AnthropicTurn::new()
             .text(&["Hello ", "from the ", "model."])
@@ -113,11 +116,14 @@ async fn mcp_prompts_expand_and_approvals_are_asked_inline() {
         {"expect": "/ts:greet name"},
         {"expect": "tern> "},
         {"send": "/ts:greet Ada\r"},
-        {"expect": "[n]o, tell the model why: "},
+        {"expect": "Esc cancels the turn"},
         // The call waits for the answer: the question must stay on screen (the spinner of
         // the waiting call must not draw over it).
-        {"screen": "[y]es / [a]lways (adds `shell__run(echo approved > mark.txt)`) / [n]o, tell the model why:", "hold": 1.5},
-        {"send": "y\r"},
+        {"screen": "don't ask again for: `shell__run(echo approved '>' mark.txt)`", "hold": 1.5},
+        {"screen": "2. Yes, and don't ask again in this project (.tern/config.toml)"},
+        {"screen": "› 1. Yes"},
+        // Enter takes the highlighted default.
+        {"send": "\r"},
         {"expect": "Greeted and marked."},
         {"expect": "tern> "},
         {"send": "/exit\r"},
@@ -247,7 +253,7 @@ async fn context_shows_where_the_window_goes_and_compact_summarizes_with_a_focus
     );
     // The session holds the compacted state.
     let sessions = env.home.path().join("sessions");
-    // The transcript, not the todo list or the turn log kept beside it.
+    // The transcript, not the todo list, the turn log or the meta file kept beside it.
     let file = std::fs::read_dir(&sessions)
         .unwrap()
         .map(|e| e.unwrap().path())

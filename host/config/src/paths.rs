@@ -62,6 +62,16 @@ impl ConfigPaths {
             .map(|dir| dir.join(PROJECT_CONFIG))
     }
 
+    /// Where a rule saved "for this project" goes, and the project directory it belongs to: the
+    /// project's `.tern/config.toml`, or a new one in `cwd` when there is no project yet.
+    pub fn rules_target(&self, cwd: &Path) -> (PathBuf, PathBuf) {
+        let dir = self
+            .project_dir
+            .clone()
+            .unwrap_or_else(|| cwd.to_path_buf());
+        (dir.join(PROJECT_CONFIG), dir)
+    }
+
     /// `$TERN_HOME/trusted.json`: the trusted projects and the hashes of their config.
     pub fn trust_file(&self) -> PathBuf {
         self.tern_home.join("trusted.json")

@@ -48,8 +48,8 @@ pub struct ApprovalRequest {
     pub command: Option<ParsedCommand>,
     /// Why it is asked: the ask rule, the risks, or "no rule allows it".
     pub reasons: Vec<String>,
-    /// The exact rules "always" would add to the user config. Empty when no rule can allow the
-    /// call (a risky command): then "always" counts as "once".
+    /// The exact rules "always" would add to the user or project config. Empty when no rule can
+    /// allow the call (a risky command): then "always" counts as "once".
     pub always_rules: Vec<String>,
 }
 
@@ -58,8 +58,10 @@ pub struct ApprovalRequest {
 pub enum Approval {
     /// Run it this time.
     Once,
-    /// Run it, and add [`ApprovalRequest::always_rules`] to the user config.
+    /// Run it, and add [`ApprovalRequest::always_rules`] to the user config (every project).
     Always,
+    /// Run it, and add [`ApprovalRequest::always_rules`] to this project's `.tern/config.toml`.
+    AlwaysInProject,
     /// Do not run it; the reason goes back to the model.
     Deny { reason: Option<String> },
 }

@@ -1,9 +1,10 @@
 //! Asking the approver, and keeping an "always" answer: in this run's rules at once, and in the
-//! user's `config.toml` (via `tern_config::append_rule`, comments kept) for the next runs.
+//! user's `config.toml` or the project's `.tern/config.toml` (via `tern_config::append_rule`,
+//! comments kept) for the next runs.
 
 use std::path::Path;
 
-use tern_config::{RuleList, append_rule};
+use tern_config::{RuleList, TrustStatus, TrustStore, append_rule};
 
 use tern_protocol::Event;
 
@@ -50,7 +51,7 @@ impl Gateway {
         let who = self.approver.name();
         match answer {
             Approval::Once => Ok(format!("{who}:once")),
-            Approval::Always if always.is_empty() => {
+            Approval::Always | Approval::AlwaysInProject if always.is_empty() => {
                 (self.events)(Event::Notice {
                     message: format!(
                         "no rule can allow this call of `{}`, so it was allowed once only",
@@ -60,7 +61,11 @@ impl Gateway {
                 Ok(format!("{who}:once"))
             }
             Approval::Always => {
-                self.remember(&always);
+                self.remember(&always, Where::User);
+                Ok(format!("{who}:always"))
+            }
+            Approval::AlwaysInProject => {
+                self.remember(&always, Where::Project);
                 Ok(format!("{who}:always"))
             }
             Approval::Deny { reason } => Err((
@@ -120,8 +125,8 @@ impl Gateway {
         }
     }
 
-    /// Adds the rules to this run and appends them to the user config.
-    fn remember(&self, rules: &[String]) {
+    /// Adds the rules to this run and appends them to the user or the project config.
+    fn remember(&self, rules: &[String], to: Where) {
         if let Ok(mut session) = self.session.write() {
             for text in rules {
                 if let Ok(rule) = Rule::compile(
@@ -134,15 +139,67 @@ impl Gateway {
                 }
             }
         }
-        if let Err(e) = save_rules(&self.settings.user_config, rules) {
-            (self.events)(Event::Notice {
-                message: format!(
-                    "allowed for this run, but could not save to {}: {e}",
-                    self.settings.user_config.display()
-                ),
-            });
-        }
+        let (path, saved) = match (to, &self.settings.project_config) {
+            (Where::Project, Some(project)) => (
+                project.config.clone(),
+                save_project_rules(project, rules).map(|trusted| {
+                    (!trusted).then(|| {
+                        format!(
+                            "saved to {}, which is not trusted: the rule applies to later runs \
+                             once you run `tern trust`",
+                            project.config.display()
+                        )
+                    })
+                }),
+            ),
+            _ => (
+                self.settings.user_config.clone(),
+                save_rules(&self.settings.user_config, rules).map(|()| None),
+            ),
+        };
+        let message = match saved {
+            Ok(None) => return,
+            Ok(Some(note)) => note,
+            Err(e) => format!(
+                "allowed for this run, but could not save to {}: {e}",
+                path.display()
+            ),
+        };
+        (self.events)(Event::Notice { message });
     }
+}
+
+/// Which config an "always" rule is saved to.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Where {
+    User,
+    Project,
+}
+
+/// Appends the rules to the project's config. The project's trust is kept when it was trusted
+/// before (or the file is new, so everything in it is what the person just allowed): the trust
+/// is then renewed for the new contents, else the next run would refuse the file as changed.
+/// A file that was not trusted stays untrusted. Returns whether the file is trusted now.
+fn save_project_rules(
+    project: &crate::settings::ProjectRules,
+    rules: &[String],
+) -> Result<bool, String> {
+    let store = TrustStore::new(project.trust_file.clone());
+    let trusted_before = match std::fs::read(&project.config) {
+        Ok(bytes) => matches!(
+            store.status(&project.project_dir, &bytes),
+            Ok(TrustStatus::Trusted)
+        ),
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => true,
+        Err(e) => return Err(e.to_string()),
+    };
+    save_rules(&project.config, rules)?;
+    if trusted_before {
+        store
+            .trust(&project.project_dir)
+            .map_err(|e| format!("saved, but could not renew the project's trust: {e}"))?;
+    }
+    Ok(trusted_before)
 }
 
 /// Appends allow rules to a config file (created when missing), atomically.

@@ -80,7 +80,7 @@ pub use call::{CallContext, CallMeta, Outcome};
 pub use gateway::{Gateway, GatewayError, Recorders};
 pub use paths::PathScope;
 pub use redact::{REDACTED, Redactor, Secret};
-pub use settings::{GatewaySettings, ToolPolicy};
+pub use settings::{GatewaySettings, ProjectRules, ToolPolicy};
 pub use tern_protocol::{
     Decision, ErrorKind, Event, EventSink, ToolCall, ToolResult, ignore_events,
 };

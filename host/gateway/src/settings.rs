@@ -23,6 +23,17 @@ pub struct ToolPolicy {
     pub edits_files: bool,
 }
 
+/// The project config an "always in this project" answer is saved to, and how its trust is kept.
+#[derive(Debug, Clone)]
+pub struct ProjectRules {
+    /// The project's `.tern/config.toml` ([`ConfigPaths::rules_target`]).
+    pub config: PathBuf,
+    /// The project directory whose trust covers that file.
+    pub project_dir: PathBuf,
+    /// `$TERN_HOME/trusted.json`.
+    pub trust_file: PathBuf,
+}
+
 /// Everything the gateway is configured with.
 #[derive(Debug, Clone)]
 pub struct GatewaySettings {
@@ -36,6 +47,8 @@ pub struct GatewaySettings {
     pub runs_dir: PathBuf,
     /// Where "always" answers are saved: the user's `config.toml`.
     pub user_config: PathBuf,
+    /// Where "always in this project" answers are saved; `None`: nowhere (tests).
+    pub project_config: Option<ProjectRules>,
     /// When set, only tools whose `server__tool` name matches are callable in this run (an
     /// agent profile's `tools`); a call to any other is denied by the permission stage with
     /// rule `profile`, so it has its decision event and audit line like every call.
@@ -57,6 +70,7 @@ impl GatewaySettings {
             servers: BTreeMap::new(),
             runs_dir: home.join("runs"),
             user_config: home.join("config.toml"),
+            project_config: None,
             tool_allow: None,
             after_edit: tern_config::AfterEdit::Errors,
             after_edit_wait_ms: tern_config::LspSection::default().after_edit_wait_ms,
@@ -71,6 +85,12 @@ impl GatewaySettings {
         roots: Vec<PathBuf>,
         home: Option<PathBuf>,
     ) -> Self {
+        let (config_file, project_dir) = paths.rules_target(&cwd);
+        let project_config = Some(ProjectRules {
+            config: config_file,
+            project_dir,
+            trust_file: paths.trust_file(),
+        });
         let scope = PathScope {
             cwd,
             roots,
@@ -85,6 +105,7 @@ impl GatewaySettings {
             user_config: paths.user_config.clone(),
             after_edit: config.lsp.after_edit,
             after_edit_wait_ms: config.lsp.after_edit_wait_ms,
+            project_config,
             ..Self::new(scope)
         }
     }

@@ -115,6 +115,8 @@ pub struct Engine {
     conv: Conversation,
     session_id: String,
     sessions_dir: std::path::PathBuf,
+    /// The directory the sessions of this run belong to (`--continue` looks for them there).
+    workspace: std::path::PathBuf,
     started: Instant,
     /// Applied to everything written to disk (events, session transcript).
     redactor: Arc<Redactor>,
@@ -300,6 +302,7 @@ impl Engine {
             conv,
             session_id,
             sessions_dir,
+            workspace: ws.cwd.clone(),
             started: Instant::now(),
             redactor,
             usage: Usage::default(),
@@ -480,6 +483,9 @@ impl Engine {
                 &redact,
             )
         };
+        let saved = saved.and_then(|()| {
+            session::note_workspace(&self.sessions_dir, &self.session_id, &self.workspace)
+        });
         if let Err(e) = saved {
             self.bus.emit(Event::Error {
                 message: format!("session not saved: {e}"),

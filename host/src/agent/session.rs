@@ -59,6 +59,15 @@ pub enum SessionError {
     NotFound { id: String, path: PathBuf },
     #[error("no saved session in {0}")]
     NoneSaved(PathBuf),
+    #[error(
+        "no saved session of this project ({workspace}); sessions of other projects are not \
+         continued here\nhint: run `tern` to start one, or `tern resume ID` with an id from \
+         {sessions}"
+    )]
+    NoneHere {
+        workspace: PathBuf,
+        sessions: PathBuf,
+    },
     #[error("{path}:{line}: not a session message: {source}")]
     Parse {
         path: PathBuf,
@@ -163,6 +172,53 @@ pub fn latest(sessions_dir: &Path) -> Result<String, SessionError> {
         .ok_or_else(|| SessionError::NoneSaved(sessions_dir.to_path_buf()))
 }
 
+/// The workspace file of session `id`: `<id>.meta.json`, `{"workspace": "/abs/dir"}`.
+fn meta_path(sessions_dir: &Path, id: &str) -> PathBuf {
+    sessions_dir.join(format!("{id}.meta.json"))
+}
+
+/// Records which workspace session `id` belongs to (once: a session keeps the directory it
+/// was started in), so `--continue` and `resume` never pick another project's conversation.
+pub fn note_workspace(sessions_dir: &Path, id: &str, workspace: &Path) -> Result<(), SessionError> {
+    let path = meta_path(sessions_dir, id);
+    if path.exists() {
+        return Ok(());
+    }
+    let io = |source| SessionError::Io {
+        path: path.clone(),
+        source,
+    };
+    let mut f = tern_protocol::files::open_append(&path).map_err(io)?;
+    writeln!(f, "{}", serde_json::json!({ "workspace": workspace })).map_err(io)
+}
+
+/// The workspace session `id` was started in; `None` for sessions saved before tern noted it.
+pub fn workspace_of(sessions_dir: &Path, id: &str) -> Option<PathBuf> {
+    let text = std::fs::read_to_string(meta_path(sessions_dir, id)).ok()?;
+    let meta: serde_json::Value = serde_json::from_str(text.lines().next()?).ok()?;
+    meta["workspace"].as_str().map(PathBuf::from)
+}
+
+/// The most recently written session of `workspace`.
+pub fn latest_in(sessions_dir: &Path, workspace: &Path) -> Result<String, SessionError> {
+    let none = || SessionError::NoneHere {
+        workspace: workspace.to_path_buf(),
+        sessions: sessions_dir.to_path_buf(),
+    };
+    let entries = std::fs::read_dir(sessions_dir).map_err(|_| none())?;
+    entries
+        .filter_map(Result::ok)
+        .filter(|e| e.path().extension().is_some_and(|x| x == "jsonl"))
+        .filter_map(|e| {
+            let id = e.path().file_stem()?.to_string_lossy().into_owned();
+            (workspace_of(sessions_dir, &id).as_deref() == Some(workspace))
+                .then_some((e.metadata().ok()?.modified().ok()?, id))
+        })
+        .max()
+        .map(|(_, id)| id)
+        .ok_or_else(none)
+}
+
 /// Appends `messages` to the session file, each line passed through `redact`. The file is
 /// `0600` in a `0700` directory and never opened through a symlink.
 pub fn append(
@@ -233,5 +289,26 @@ mod tests {
             load(dir.path(), "nope"),
             Err(SessionError::NotFound { .. })
         ));
+    }
+
+    #[test]
+    fn the_latest_session_is_the_newest_of_this_workspace() {
+        let dir = tempfile::tempdir().unwrap();
+        let keep = |s: &str| s.to_string();
+        let (a, b) = (Path::new("/p/a"), Path::new("/p/b"));
+        append(dir.path(), "sa", &[Message::user_text("in a")], &keep).unwrap();
+        note_workspace(dir.path(), "sa", a).unwrap();
+        std::thread::sleep(std::time::Duration::from_millis(20));
+        append(dir.path(), "sb", &[Message::user_text("in b")], &keep).unwrap();
+        note_workspace(dir.path(), "sb", b).unwrap();
+        // Noting again keeps the first workspace.
+        note_workspace(dir.path(), "sb", a).unwrap();
+        assert_eq!(latest_in(dir.path(), a).unwrap(), "sa");
+        assert_eq!(latest_in(dir.path(), b).unwrap(), "sb");
+        let e = latest_in(dir.path(), Path::new("/p/c"))
+            .unwrap_err()
+            .to_string();
+        assert!(e.contains("no saved session of this project (/p/c)"), "{e}");
+        assert!(e.contains("\nhint: "), "{e}");
     }
 }

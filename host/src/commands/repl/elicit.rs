@@ -13,6 +13,7 @@ use tern_mcp::{
     Browser, ElicitationAnswer, ElicitationKind, ElicitationRequest, Elicitor, FieldKind, FormField,
 };
 
+use super::keys::{Key, Keys, LineInput, LineStep};
 use crate::render::{Screen, sanitize};
 
 /// Asks the person, at the terminal.
@@ -20,11 +21,12 @@ pub(super) struct TerminalElicitor {
     screen: Arc<Screen>,
     /// Shared with the approver: one question at a time.
     turn: Arc<tokio::sync::Mutex<()>>,
+    keys: Keys,
 }
 
 impl TerminalElicitor {
-    pub(super) fn new(screen: Arc<Screen>, turn: Arc<tokio::sync::Mutex<()>>) -> Self {
-        Self { screen, turn }
+    pub(super) fn new(screen: Arc<Screen>, turn: Arc<tokio::sync::Mutex<()>>, keys: Keys) -> Self {
+        Self { screen, turn, keys }
     }
 }
 
@@ -32,11 +34,15 @@ impl TerminalElicitor {
 impl Elicitor for TerminalElicitor {
     async fn elicit(&self, request: &ElicitationRequest) -> ElicitationAnswer {
         let _one_at_a_time = self.turn.lock().await;
+        let _reading = self.keys.reading(None);
+        // Dropped when this future is (the turn was cancelled): the receiver closes and the
+        // thread below ends instead of waiting for a key.
+        let (_claim, keys) = self.keys.claim();
         let _paused = self.screen.pause();
         let screen = self.screen.clone();
         let request = request.clone();
         let asked = tokio::task::spawn_blocking(move || {
-            let mut io = Terminal { screen };
+            let mut io = Terminal { screen, keys };
             match &request.kind {
                 ElicitationKind::Form {
                     message, fields, ..
@@ -62,6 +68,7 @@ pub(super) trait Io {
 
 struct Terminal {
     screen: Arc<Screen>,
+    keys: tokio::sync::mpsc::UnboundedReceiver<Key>,
 }
 
 impl Io for Terminal {
@@ -70,10 +77,17 @@ impl Io for Terminal {
     }
 
     fn read(&mut self) -> Option<String> {
-        let mut line = String::new();
-        match std::io::stdin().read_line(&mut line) {
-            Ok(0) | Err(_) => None,
-            Ok(_) => Some(line),
+        let mut line = LineInput::default();
+        loop {
+            match line.feed(self.keys.blocking_recv()?) {
+                LineStep::Echo(echo) => self.screen.ask(&echo),
+                LineStep::Done(text) => {
+                    self.screen.ask("\n");
+                    return Some(text);
+                }
+                // Esc at a field cancels the form.
+                LineStep::Cancel => return None,
+            }
         }
     }
 

@@ -147,7 +147,25 @@ impl Highlighter for ReplHelper {
     }
 }
 
-impl Validator for ReplHelper {}
+/// A line ending in `\` goes on to the next line instead of being sent (the shell's habit);
+/// [`join_continued`] removes the backslashes before the text is sent.
+impl Validator for ReplHelper {
+    fn validate(
+        &self,
+        ctx: &mut rustyline::validate::ValidationContext<'_>,
+    ) -> rustyline::Result<rustyline::validate::ValidationResult> {
+        Ok(if ctx.input().ends_with('\\') {
+            rustyline::validate::ValidationResult::Incomplete
+        } else {
+            rustyline::validate::ValidationResult::Valid(None)
+        })
+    }
+}
+
+/// `input` with each line-continuation backslash (a `\` before a newline) removed.
+pub(super) fn join_continued(input: &str) -> String {
+    input.replace("\\\n", "\n")
+}
 
 impl Helper for ReplHelper {}
 

@@ -5,6 +5,7 @@
 
 mod approver;
 mod elicit;
+mod keys;
 mod mentions;
 mod slash;
 
@@ -26,8 +27,9 @@ use tokio_util::sync::CancellationToken;
 /// How `/server:prompt` arguments map onto a prompt's (also used by `tern acp`).
 pub(crate) use self::slash::prompt_arguments;
 use self::{
-    approver::TerminalApprover,
+    approver::{Targets, TerminalApprover},
     elicit::TerminalElicitor,
+    keys::Keys,
     mentions::ReplHelper,
     slash::{CostMeter, Next, Slash},
 };
@@ -54,13 +56,32 @@ pub async fn run(ws: &Workspace, session: Option<String>) -> anyhow::Result<i32>
     let screen = printer.screen();
     // One question on the screen at a time: an approval or a server's request for input.
     let turn = Arc::new(tokio::sync::Mutex::new(()));
-    let approver = Arc::new(TerminalApprover::new(screen.clone(), turn.clone(), color));
+    // The one reader of stdin while a turn runs (the line editor reads between turns).
+    let keys = Keys::default();
+    let sandbox = &ws.config.sandbox;
+    let targets = Targets {
+        cwd: ws.cwd.clone(),
+        project: ws.paths.rules_target(&ws.cwd).0,
+        user: ws.paths.user_config.clone(),
+        sandbox: format!("{}, network {}", sandbox.mode, sandbox.network),
+    };
+    let approver = Arc::new(TerminalApprover::new(
+        screen.clone(),
+        turn.clone(),
+        color,
+        keys.clone(),
+        targets,
+    ));
     let options = EngineOptions {
         goal: "(interactive)".into(),
         session,
         // The prompt never waits for a server that is not required.
         server_grace: Some(std::time::Duration::ZERO),
-        elicitor: Some(Arc::new(TerminalElicitor::new(screen.clone(), turn))),
+        elicitor: Some(Arc::new(TerminalElicitor::new(
+            screen.clone(),
+            turn,
+            keys.clone(),
+        ))),
         ..EngineOptions::default()
     };
     let mut engine = Engine::start(
@@ -88,6 +109,15 @@ pub async fn run(ws: &Workspace, session: Option<String>) -> anyhow::Result<i32>
     editor.bind_sequence(
         KeyEvent::KeySeq(vec![Key(KeyCode::Char('O'), Modifiers::CTRL)]),
         EventHandler::Conditional(Box::new(ExpandKey(expand.clone()))),
+    );
+    // Multi-line input: Alt-Enter and Ctrl-J start a new line (as does a trailing `\`).
+    editor.bind_sequence(
+        KeyEvent::KeySeq(vec![Key(KeyCode::Enter, Modifiers::ALT)]),
+        EventHandler::Simple(Cmd::Newline),
+    );
+    editor.bind_sequence(
+        KeyEvent::KeySeq(vec![Key(KeyCode::Char('J'), Modifiers::CTRL)]),
+        EventHandler::Simple(Cmd::Newline),
     );
     let mut out = std::io::stdout();
     writeln!(
@@ -134,6 +164,7 @@ pub async fn run(ws: &Workspace, session: Option<String>) -> anyhow::Result<i32>
             keep = line;
             continue;
         }
+        let line = mentions::join_continued(&line);
         let input = line.trim();
         if input.is_empty() {
             continue;
@@ -171,8 +202,13 @@ pub async fn run(ws: &Workspace, session: Option<String>) -> anyhow::Result<i32>
                 on_ctrl_c.cancel();
             }
         });
+        // Keys typed during the turn: Esc cancels it, a question claims them, the rest is kept
+        // for the next prompt. The reader is stopped (joined) before the prompt reads again.
+        let reading = keys.reading(Some(cancel.clone()));
         let outcome = engine.submit(&text, &cancel).await;
+        drop(reading);
         ctrl_c.abort();
+        keep = keys.take_typed_ahead();
         let refresh = engine.resources_later();
         helper.set_commands(custom_names(&engine));
         let helper = helper.clone();

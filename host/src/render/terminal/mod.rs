@@ -8,6 +8,7 @@
 mod diff;
 mod highlight;
 mod markdown;
+mod preview;
 mod screen;
 mod style;
 
@@ -16,6 +17,7 @@ use std::sync::Arc;
 use tern_protocol::{CompactionStage, Decision, Envelope, Event, LoopState, RunStatus};
 use unicode_width::UnicodeWidthStr;
 
+pub use preview::{CallPreview, approval_preview};
 #[cfg(test)]
 use screen::Captured;
 pub use screen::Screen;

@@ -34,6 +34,9 @@ struct State {
     mid_line: bool,
     /// The last long tool output shown folded, for Ctrl-O in the REPL.
     folded: Option<String>,
+    /// Output written while a question is on screen, shown once it is answered: a notice
+    /// printed under a menu would break the menu's redraw and push it off screen.
+    held: String,
 }
 
 /// The shared terminal.
@@ -88,6 +91,7 @@ impl Screen {
                 frame: 0,
                 mid_line: false,
                 folded: None,
+                held: String::new(),
             }),
             columns: columns.max(1),
             alive: AtomicBool::new(true),
@@ -110,12 +114,11 @@ impl Screen {
             return;
         }
         let Ok(mut s) = self.state.lock() else { return };
-        erase_spinner(&mut s);
-        let _ = s.out.write_all(text.as_bytes());
-        let _ = s.out.flush();
-        if let Some(last) = text.chars().last() {
-            s.mid_line = last != '\n';
+        if s.paused > 0 {
+            s.held.push_str(text);
+            return;
         }
+        write_out(&mut s, text);
     }
 
     /// Shows `label` (with elapsed seconds) in the spinner; `None` hides it.
@@ -203,6 +206,15 @@ impl Screen {
     }
 }
 
+fn write_out(s: &mut State, text: &str) {
+    erase_spinner(s);
+    let _ = s.out.write_all(text.as_bytes());
+    let _ = s.out.flush();
+    if let Some(last) = text.chars().last() {
+        s.mid_line = last != '\n';
+    }
+}
+
 fn erase_spinner(s: &mut State) {
     if s.drawn {
         let _ = s.err.write_all(b"\r\x1b[2K");
@@ -218,6 +230,10 @@ impl Drop for Paused {
     fn drop(&mut self) {
         if let Ok(mut s) = self.0.state.lock() {
             s.paused = s.paused.saturating_sub(1);
+            if s.paused == 0 && !s.held.is_empty() {
+                let held = std::mem::take(&mut s.held);
+                write_out(&mut s, &held);
+            }
         }
     }
 }
@@ -285,7 +301,11 @@ mod tests {
             asked,
             "the spinner drew over the question"
         );
+        // Output written meanwhile waits for the answer.
+        screen.write("notice\n");
+        assert_eq!(out.text(), "");
         drop(paused);
+        assert_eq!(out.text(), "notice\n");
         screen.tick();
         assert!(err.text().len() > asked, "resumed after the answer");
         // Never on a line that has text.
@@ -295,6 +315,6 @@ mod tests {
         let len = err.text().len();
         screen.tick();
         assert_eq!(err.text().len(), len);
-        assert_eq!(out.text(), "partial");
+        assert_eq!(out.text(), "notice\npartial");
     }
 }
