@@ -245,7 +245,7 @@ mod tests {
             completions_with("c", &dynamic),
             ["cost", "context", "compact", "clear"]
         );
-        assert_eq!(completions_with("r", &dynamic), ["review"]);
+        assert_eq!(completions_with("r", &dynamic), ["rewind", "review"]);
         assert!(lookup("allow").is_some_and(SlashSpec::needs_arg));
         assert!(lookup("compact").is_some_and(|s| !s.needs_arg()));
     }
