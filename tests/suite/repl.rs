@@ -119,7 +119,7 @@ async fn mcp_prompts_expand_and_approvals_are_asked_inline() {
         {"expect": "Esc cancels the turn"},
         // The call waits for the answer: the question must stay on screen (the spinner of
         // the waiting call must not draw over it).
-        {"screen": "don't ask again for: `shell__run(echo approved '>' mark.txt)`", "hold": 1.5},
+        {"screen": "don't ask again for: `shell__run(echo approved > mark.txt)`", "hold": 1.5},
         {"screen": "2. Yes, and don't ask again in this project (.tern/config.toml)"},
         {"screen": "› 1. Yes"},
         // Enter takes the highlighted default.
