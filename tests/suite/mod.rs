@@ -19,6 +19,7 @@ mod interop_servers;
 mod lsp;
 mod lsp_after_edit;
 mod oauth;
+mod plan_mode;
 mod pool;
 mod repl;
 mod replay;

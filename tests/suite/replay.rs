@@ -243,7 +243,10 @@ async fn a_fifo_in_the_project_is_skipped_and_the_copy_is_private() {
     let start = tempfile::tempdir().unwrap();
     write_fixture(start.path());
     let fifo = start.path().join("pipe");
-    let made = std::process::Command::new("mkfifo").arg(&fifo).status().unwrap();
+    let made = std::process::Command::new("mkfifo")
+        .arg(&fifo)
+        .status()
+        .unwrap();
     assert!(made.success());
     let start_dir = start.path().to_str().unwrap();
     let out = tokio::time::timeout(
@@ -257,7 +260,10 @@ async fn a_fifo_in_the_project_is_skipped_and_the_copy_is_private() {
     .unwrap();
     let stderr = String::from_utf8_lossy(&out.stderr);
     assert_eq!(out.status.code(), Some(0), "{stderr}");
-    assert!(stderr.contains("not copied") && stderr.contains("pipe"), "{stderr}");
+    assert!(
+        stderr.contains("not copied") && stderr.contains("pipe"),
+        "{stderr}"
+    );
     let kept = stderr
         .lines()
         .find_map(|l| l.strip_prefix("the replay's workspace is kept in "))

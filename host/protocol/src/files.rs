@@ -29,7 +29,14 @@ pub fn private_dir(dir: &Path) -> io::Result<()> {
 /// The directories of `$TERN_HOME` tern writes whole trees into. Each must be a real directory:
 /// a symlink planted at one (by a command with write access to `$TERN_HOME`) would send every
 /// later file of that kind — events, transcripts, server logs — somewhere else.
-pub const HOME_DIRS: &[&str] = &["runs", "sessions", "logs", "oauth", "checkpoints", "plugins"];
+pub const HOME_DIRS: &[&str] = &[
+    "runs",
+    "sessions",
+    "logs",
+    "oauth",
+    "checkpoints",
+    "plugins",
+];
 
 /// Makes `home` and its [`HOME_DIRS`] private directories (creating them `0700`), refusing any
 /// that is a symlink. Called before a command writes anything.

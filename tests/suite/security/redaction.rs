@@ -155,7 +155,12 @@ async fn the_api_key_never_reaches_stdout_in_text_or_jsonl() {
         env.server.enqueue(
             AnthropicTurn::new()
                 // Split mid-key, as a stream may split it.
-                .text(&["Your key is ", &CANARY[..12], &CANARY[12..], " — keep it safe."])
+                .text(&[
+                    "Your key is ",
+                    &CANARY[..12],
+                    &CANARY[12..],
+                    " — keep it safe.",
+                ])
                 .finish("end_turn"),
         );
         let out = env

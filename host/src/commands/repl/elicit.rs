@@ -320,9 +320,16 @@ mod tests {
             "http://evil.example.com/",
         ] {
             let mut io = script(&["o", "c"]);
-            assert_eq!(ask_url("srv", "Look", url, &mut io), ElicitationAnswer::Cancel);
+            assert_eq!(
+                ask_url("srv", "Look", url, &mut io),
+                ElicitationAnswer::Cancel
+            );
             assert!(io.opened.is_empty(), "{url} was opened");
-            assert!(io.said.contains("not offered to open"), "{url}: {}", io.said);
+            assert!(
+                io.said.contains("not offered to open"),
+                "{url}: {}",
+                io.said
+            );
             assert!(!io.said.contains("[o]pen"), "{url}: {}", io.said);
         }
         // On this machine plain http is fine (a local authorization page).
