@@ -17,6 +17,7 @@ pub enum SlashCommand {
     Rewind,
     Diff,
     Allow,
+    Mode,
     Exit,
 }
 
@@ -128,6 +129,13 @@ pub const SLASH_COMMANDS: &[SlashSpec] = &[
         help: "allow calls matching RULE for the rest of this session",
     },
     SlashSpec {
+        command: SlashCommand::Mode,
+        name: "mode",
+        aliases: &[],
+        args: "[default|accept-edits|plan|read-only]",
+        help: "show or change the permission mode (plan: read-only tools until you approve a plan)",
+    },
+    SlashSpec {
         command: SlashCommand::Exit,
         name: "exit",
         aliases: &["quit"],
@@ -179,12 +187,12 @@ mod tests {
         use SlashCommand::*;
         let every = [
             Help, Tools, Mcp, Cost, Expand, Context, Compact, Clear, Todo, Rewind, Diff, Allow,
-            Exit,
+            Mode, Exit,
         ];
         for c in every {
             match c {
                 Help | Tools | Mcp | Cost | Expand | Context | Compact | Clear | Todo | Rewind
-                | Diff | Allow | Exit => {}
+                | Diff | Allow | Mode | Exit => {}
             }
         }
         every.to_vec()

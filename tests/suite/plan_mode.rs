@@ -146,3 +146,81 @@ async fn the_jsonl_stream_carries_the_plan_and_other_modes_do_not_offer_plan_exi
     assert!(!offered.iter().any(|t| t == "plan__exit"), "{offered:?}");
     assert!(!last.json()["system"].to_string().contains("plan mode"));
 }
+
+/// The REPL (issue 20, item 1): `/mode plan`, the model's `plan__exit`, the approval question,
+/// "approve and switch to accept-edits" — and the next turn's `fs__write_file` runs without
+/// asking. The plan is saved beside the session's transcript.
+#[tokio::test]
+async fn in_the_repl_an_approved_plan_switches_the_mode_and_the_next_write_runs() {
+    let env = RunEnv::new().await;
+    std::fs::write(env.dir.path().join("a.txt"), "original\n").unwrap();
+    call(
+        &env,
+        "toolu_p",
+        "plan__exit",
+        &serde_json::json!({"plan": PLAN}),
+    );
+    call(
+        &env,
+        "toolu_w",
+        "fs__write_file",
+        &serde_json::json!({"path": "a.txt", "content": "changed\n"}),
+    );
+    env.answer("Done: a.txt changed.");
+    let script = serde_json::json!([
+        {"expect": "tern> "},
+        {"send": "/mode\r"},
+        {"expect": "mode: default"},
+        {"expect": "tern> "},
+        {"send": "/mode turbo\r"},
+        {"expect": "unknown mode `turbo`"},
+        {"expect": "tern> "},
+        {"send": "/mode plan\r"},
+        {"expect": "mode: plan"},
+        {"expect": "tern> "},
+        {"send": "change a.txt\r"},
+        {"expect": "Proposed plan:"},
+        {"expect": "plan [1-4]> "},
+        {"send": "9\r"},
+        {"expect": "answer 1, 2, 3 or 4"},
+        {"send": "2\r"},
+        {"expect": "plan approved; mode: accept-edits"},
+        {"expect": "Done: a.txt changed."},
+        {"expect": "tern> "},
+        {"send": "/exit\r"},
+    ]);
+    let report = super::repl::drive_with(&env, &script, &[]).await;
+    assert_eq!(report["status"], 0, "{}", report["output"]);
+    assert_eq!(
+        std::fs::read_to_string(env.dir.path().join("a.txt")).unwrap(),
+        "changed\n",
+        "the write after approval ran"
+    );
+    let requests = env.server.requests();
+    assert_eq!(requests.len(), 3, "plan, write, answer");
+    let planning = tool_names(&requests[0]);
+    assert!(
+        !planning.iter().any(|t| t == "fs__write_file"),
+        "{planning:?}"
+    );
+    let acting = tool_names(&requests[1]);
+    assert!(acting.iter().any(|t| t == "fs__write_file"), "{acting:?}");
+    assert!(!acting.iter().any(|t| t == "plan__exit"), "{acting:?}");
+    let approved = requests[1].json()["messages"].to_string();
+    assert!(
+        approved.contains("The user approved your plan"),
+        "{approved}"
+    );
+    assert!(approved.contains("todo__write"), "{approved}");
+    assert!(
+        !requests[1].json()["system"]
+            .to_string()
+            .contains("plan mode")
+    );
+    let saved: Vec<_> = all_files(&env.home.path().join("sessions"))
+        .into_iter()
+        .filter(|p| p.to_string_lossy().ends_with(".plan.md"))
+        .collect();
+    assert_eq!(saved.len(), 1, "{saved:?}");
+    assert_eq!(std::fs::read_to_string(&saved[0]).unwrap(), PLAN);
+}

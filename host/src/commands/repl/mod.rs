@@ -6,6 +6,7 @@
 mod approver;
 mod elicit;
 mod mentions;
+mod plan;
 mod slash;
 
 use std::{
@@ -72,6 +73,8 @@ pub async fn run(ws: &Workspace, session: Option<String>) -> anyhow::Result<i32>
     .await?;
     let costs = Arc::new(Mutex::new(Vec::new()));
     engine.subscribe(Box::new(CostMeter(costs.clone())));
+    let proposed = Arc::new(Mutex::new(None));
+    engine.subscribe(Box::new(plan::PlanCatcher(proposed.clone())));
     if let Some(msg) = engine.required_failure() {
         engine.report_error(msg);
     }
@@ -162,16 +165,31 @@ pub async fn run(ws: &Workspace, session: Option<String>) -> anyhow::Result<i32>
                 }
             },
         };
-        // A turn: Ctrl-C cancels this turn only.
-        let cancel = CancellationToken::new();
-        let on_ctrl_c = cancel.clone();
-        let ctrl_c = tokio::spawn(async move {
-            if tokio::signal::ctrl_c().await.is_ok() {
-                on_ctrl_c.cancel();
+        let mut text = text;
+        let outcome = loop {
+            // A turn: Ctrl-C cancels this turn only.
+            let cancel = CancellationToken::new();
+            let on_ctrl_c = cancel.clone();
+            let ctrl_c = tokio::spawn(async move {
+                if tokio::signal::ctrl_c().await.is_ok() {
+                    on_ctrl_c.cancel();
+                }
+            });
+            let outcome = engine.submit(&text, &cancel).await;
+            ctrl_c.abort();
+            // Plan mode: a proposed plan is approved, sent back with feedback, or dropped.
+            let plan = proposed.lock().ok().and_then(|mut p| p.take());
+            let Some(plan) = plan.filter(|_| outcome.status == RunStatus::Success) else {
+                break outcome;
+            };
+            let sessions = ws.paths.sessions_dir();
+            let (ed, next) = plan::review(editor, &engine, &sessions, &plan, &mut out).await?;
+            editor = ed;
+            match next {
+                Some(next) => text = next,
+                None => break outcome,
             }
-        });
-        let outcome = engine.submit(&text, &cancel).await;
-        ctrl_c.abort();
+        };
         let refresh = engine.resources_later();
         let helper = helper.clone();
         tokio::spawn(async move { helper.set(&refresh.await) });
