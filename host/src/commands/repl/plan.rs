@@ -87,27 +87,6 @@ pub(super) fn feedback(text: &str) -> String {
     )
 }
 
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn answers_are_numbers_or_words_and_anything_else_is_asked_again() {
-        assert_eq!(
-            choice(" 2 "),
-            Some(Choice::Approve(PermissionMode::AcceptEdits))
-        );
-        assert_eq!(
-            choice("yes"),
-            Some(Choice::Approve(PermissionMode::Default))
-        );
-        assert_eq!(choice("keep"), Some(Choice::KeepPlanning));
-        assert_eq!(choice("4"), Some(Choice::Cancel));
-        assert_eq!(choice("5"), None);
-        assert_eq!(choice(""), None);
-    }
-}
-
 /// The REPL's line editor, which the question reads its answers with.
 pub(super) type LineEditor =
     rustyline::Editor<super::mentions::ReplHelper, rustyline::history::DefaultHistory>;
@@ -177,5 +156,26 @@ pub(super) async fn review(
             }
             None => writeln!(out, "answer 1, 2, 3 or 4")?,
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn answers_are_numbers_or_words_and_anything_else_is_asked_again() {
+        assert_eq!(
+            choice(" 2 "),
+            Some(Choice::Approve(PermissionMode::AcceptEdits))
+        );
+        assert_eq!(
+            choice("yes"),
+            Some(Choice::Approve(PermissionMode::Default))
+        );
+        assert_eq!(choice("keep"), Some(Choice::KeepPlanning));
+        assert_eq!(choice("4"), Some(Choice::Cancel));
+        assert_eq!(choice("5"), None);
+        assert_eq!(choice(""), None);
     }
 }
