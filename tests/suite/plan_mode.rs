@@ -156,6 +156,12 @@ async fn in_the_repl_an_approved_plan_switches_the_mode_and_the_next_write_runs(
     std::fs::write(env.dir.path().join("a.txt"), "original\n").unwrap();
     call(
         &env,
+        "toolu_p0",
+        "plan__exit",
+        &serde_json::json!({"plan": "1. Guess."}),
+    );
+    call(
+        &env,
         "toolu_p",
         "plan__exit",
         &serde_json::json!({"plan": PLAN}),
@@ -179,7 +185,12 @@ async fn in_the_repl_an_approved_plan_switches_the_mode_and_the_next_write_runs(
         {"expect": "mode: plan"},
         {"expect": "tern> "},
         {"send": "change a.txt\r"},
-        {"expect": "Proposed plan:"},
+        {"expect": "Guess."},
+        {"expect": "plan [1-4]> "},
+        {"send": "3\r"},
+        {"expect": "feedback> "},
+        {"send": "say how you will check it\r"},
+        {"expect": "Check it with"},
         {"expect": "plan [1-4]> "},
         {"send": "9\r"},
         {"expect": "answer 1, 2, 3 or 4"},
@@ -197,12 +208,35 @@ async fn in_the_repl_an_approved_plan_switches_the_mode_and_the_next_write_runs(
         "the write after approval ran"
     );
     let requests = env.server.requests();
-    assert_eq!(requests.len(), 3, "plan, write, answer");
+    let seen: Vec<String> = requests
+        .iter()
+        .map(|r| r.json()["messages"].to_string())
+        .collect();
+    assert_eq!(
+        requests.len(),
+        4,
+        "plan, revised plan, write, answer: {seen:#?}"
+    );
     let planning = tool_names(&requests[0]);
     assert!(
         !planning.iter().any(|t| t == "fs__write_file"),
         "{planning:?}"
     );
+    // "Keep planning" sends the feedback, still in plan mode.
+    let revising = requests[1].json();
+    assert!(
+        revising["messages"]
+            .to_string()
+            .contains("say how you will check it"),
+        "{revising}"
+    );
+    assert!(revising["system"].to_string().contains("plan mode"));
+    assert!(
+        !tool_names(&requests[1])
+            .iter()
+            .any(|t| t == "fs__write_file")
+    );
+    let requests = &requests[1..];
     let acting = tool_names(&requests[1]);
     assert!(acting.iter().any(|t| t == "fs__write_file"), "{acting:?}");
     assert!(!acting.iter().any(|t| t == "plan__exit"), "{acting:?}");
@@ -223,4 +257,34 @@ async fn in_the_repl_an_approved_plan_switches_the_mode_and_the_next_write_runs(
         .collect();
     assert_eq!(saved.len(), 1, "{saved:?}");
     assert_eq!(std::fs::read_to_string(&saved[0]).unwrap(), PLAN);
+}
+
+#[tokio::test]
+async fn an_empty_plan_is_refused_by_the_plan_server_and_the_turn_goes_on() {
+    let env = RunEnv::new().await;
+    call(
+        &env,
+        "toolu_e",
+        "plan__exit",
+        &serde_json::json!({"plan": "  "}),
+    );
+    env.answer("I need to look first.");
+    let out = env
+        .run(&[
+            "run",
+            "--mode",
+            "plan",
+            "plan it",
+            "--output-format",
+            "jsonl",
+        ])
+        .await;
+    assert_exit(&out, 0);
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert!(!stdout.contains("plan_proposed"), "{stdout}");
+    let requests = env.server.requests();
+    assert_eq!(requests.len(), 2);
+    let results = super::run::tool_results(&requests[1]);
+    assert!(results[0].2, "{results:?}");
+    assert!(results[0].1.contains("The plan is empty."), "{results:?}");
 }
