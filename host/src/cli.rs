@@ -69,6 +69,7 @@ impl GlobalArgs {
                 ModeArg::AcceptEdits => PermissionMode::AcceptEdits,
                 ModeArg::ReadOnly => PermissionMode::ReadOnly,
                 ModeArg::Yolo => PermissionMode::Yolo,
+                ModeArg::Plan => PermissionMode::Plan,
             }),
             ..LoadOptions::default()
         }
@@ -86,6 +87,9 @@ pub enum ModeArg {
     ReadOnly,
     /// Allow everything no rule denies.
     Yolo,
+    /// Plan first: only read-only tools and the todo list; the model ends with `plan__exit`
+    /// and nothing is written.
+    Plan,
 }
 
 /// `tern eval convert`.
@@ -495,6 +499,8 @@ pub enum ServeCommand {
     Catalog(tern_catalog::Args),
     /// The session's todo list: `write` replaces it, `read` returns it.
     Todo(tern_todo::Args),
+    /// Plan mode's `exit` tool: the model hands its finished plan to the user for approval.
+    Plan(tern_plan::Args),
     /// Agent Skills: list `SKILL.md` folders by name and description, load one, read its files.
     Skills(tern_skills::Args),
     /// tern itself as a tool: `run` hands a goal to a sub-agent and returns its answer.

@@ -286,6 +286,7 @@ fn serve(server: ServeCommand, global: &tern::cli::GlobalArgs) -> ExitCode {
         ServeCommand::Lsp(args) => serve_main(tern_lsp::RUNTIME, tern_lsp::run(args)),
         ServeCommand::Catalog(args) => serve_main(tern_catalog::RUNTIME, tern_catalog::run(args)),
         ServeCommand::Todo(args) => serve_main(tern_todo::RUNTIME, tern_todo::run(args)),
+        ServeCommand::Plan(args) => serve_main(tern_plan::RUNTIME, tern_plan::run(args)),
         // `--check` reports on stdout and exits, like the standalone binary; not a server then.
         ServeCommand::Skills(args) if args.check => {
             let (report, ok) = tern_skills::check(&args);

@@ -18,6 +18,7 @@ pub enum SlashCommand {
     Diff,
     Allow,
     Skills,
+    Mode,
     Exit,
 }
 
@@ -136,6 +137,13 @@ pub const SLASH_COMMANDS: &[SlashSpec] = &[
         help: "the Agent Skills found, with their source (and any broken one)",
     },
     SlashSpec {
+        command: SlashCommand::Mode,
+        name: "mode",
+        aliases: &[],
+        args: "[default|accept-edits|plan|read-only]",
+        help: "show or change the permission mode (plan: read-only tools until you approve a plan)",
+    },
+    SlashSpec {
         command: SlashCommand::Exit,
         name: "exit",
         aliases: &["quit"],
@@ -199,12 +207,12 @@ mod tests {
         use SlashCommand::*;
         let every = [
             Help, Tools, Mcp, Cost, Expand, Context, Compact, Clear, Todo, Rewind, Diff, Allow,
-            Skills, Exit,
+            Skills, Mode, Exit,
         ];
         for c in every {
             match c {
                 Help | Tools | Mcp | Cost | Expand | Context | Compact | Clear | Todo | Rewind
-                | Diff | Allow | Skills | Exit => {}
+                | Diff | Allow | Skills | Mode | Exit => {}
             }
         }
         every.to_vec()

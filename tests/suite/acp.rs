@@ -451,7 +451,7 @@ async fn bad_input_is_answered_and_closing_stdin_leaves_nothing_running() {
     );
 
     let mode = json!({"jsonrpc": "2.0", "id": 40, "method": "session/set_mode",
-        "params": {"sessionId": sid, "modeId": "plan"}});
+        "params": {"sessionId": sid, "modeId": "turbo"}});
     let no_mode = exchange(&mut stdin, &mut lines, &mode.to_string(), json!(40)).await;
     assert_eq!(no_mode["error"]["code"], -32602, "{no_mode}");
     assert!(
@@ -461,6 +461,20 @@ async fn bad_input_is_answered_and_closing_stdin_leaves_nothing_running() {
             .contains("accept-edits"),
         "{no_mode}"
     );
+    assert!(
+        no_mode["error"]["data"]["hint"]
+            .as_str()
+            .unwrap()
+            .contains("plan"),
+        "{no_mode}"
+    );
+    // Plan mode is one of the modes an editor may pick (and leave again).
+    for (id, mode) in [(41, "plan"), (42, "default")] {
+        let set = json!({"jsonrpc": "2.0", "id": id, "method": "session/set_mode",
+            "params": {"sessionId": sid, "modeId": mode}});
+        let answer = exchange(&mut stdin, &mut lines, &set.to_string(), json!(id)).await;
+        assert!(answer["error"].is_null(), "{mode}: {answer}");
+    }
 
     let prompt = |id: u64| {
         json!({"jsonrpc": "2.0", "id": id, "method": "session/prompt", "params": {

@@ -49,7 +49,7 @@ fn test_server_entry(name: &str, args: &[&str]) -> String {
 }
 
 /// Only the servers the test names: the built-ins are turned off to keep tests focused.
-const NO_BUILTINS: &str = "[mcp_servers.fs]\nenabled = false\n[mcp_servers.shell]\nenabled = false\n[mcp_servers.web]\nenabled = false\n[mcp_servers.todo]\nenabled = false\n[mcp_servers.skills]\nenabled = false\n[mcp_servers.lsp]\nenabled = false\n";
+const NO_BUILTINS: &str = "[mcp_servers.fs]\nenabled = false\n[mcp_servers.shell]\nenabled = false\n[mcp_servers.web]\nenabled = false\n[mcp_servers.todo]\nenabled = false\n[mcp_servers.plan]\nenabled = false\n[mcp_servers.skills]\nenabled = false\n[mcp_servers.lsp]\nenabled = false\n";
 
 #[test]
 fn third_party_servers_appear_in_tools_json_with_their_schemas() {

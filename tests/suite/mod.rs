@@ -25,6 +25,7 @@ mod mirror;
 mod oauth;
 mod peer_clients;
 mod peer_hosting;
+mod plan_mode;
 mod pool;
 mod repl;
 mod repl_approval;

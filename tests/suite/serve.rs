@@ -9,7 +9,7 @@ fn tern_serve_help_lists_every_builtin_server() {
         .unwrap();
     assert!(out.status.success());
     let text = String::from_utf8_lossy(&out.stdout);
-    for name in ["fs", "shell", "web", "todo", "skills", "lsp"] {
+    for name in ["fs", "shell", "web", "todo", "plan", "skills", "lsp"] {
         assert!(
             text.contains(name),
             "`tern serve --help` misses {name}: {text}"

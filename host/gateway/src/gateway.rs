@@ -396,6 +396,21 @@ impl Gateway {
     /// Stage 3: decides, asks when it must, and records the outcome.
     /// Whether this run may call `name` at all (an agent profile's tools); one outside is
     /// neither offered to the model nor let through the permission stage.
+    /// Whether the tool is offered to the model now: the profile allows it and the current
+    /// mode offers it ([`ToolPolicy::offered_in`]; plan mode offers only read-only tools and
+    /// the todo and plan servers'). The permission stage denies a call to any other.
+    pub fn offers(&self, entry: &ToolEntry) -> bool {
+        self.may_call(&entry.name) && self.settings.policy(entry).offered_in(self.mode(), entry)
+    }
+
+    /// Whether `name` is a tool of the built-in plan server (its successful result carries a
+    /// proposed plan in `structuredContent.plan`).
+    pub fn is_plan_tool(&self, name: &str) -> bool {
+        self.table()
+            .get(name)
+            .is_some_and(|e| self.settings.policy(e).builtin == Some(tern_config::Builtin::Plan))
+    }
+
     pub fn may_call(&self, name: &str) -> bool {
         self.settings
             .tool_allow
@@ -442,6 +457,8 @@ impl Gateway {
                 annotations: &p.entry.def.annotations,
                 trusted: p.policy.trusted,
                 is_edit: p.policy.edits_files,
+                plannable: p.policy.plannable(p.entry),
+                plan_server: p.policy.builtin == Some(tern_config::Builtin::Plan),
                 mode: self.mode(),
             };
             decide(&p.facts(self), &tool, &self.rules, &session)
@@ -590,6 +607,7 @@ mod tests {
             trusted,
             command_arg: None,
             edits_files: false,
+            builtin: None,
         };
         assert_eq!(
             deny_paths(&policy(true), &rules, "fs__grep"),

@@ -34,6 +34,10 @@ pub struct ToolFacts<'a> {
     pub trusted: bool,
     /// `fs__write_file` / `fs__edit_file` of the built-in fs server: what `accept-edits` allows.
     pub is_edit: bool,
+    /// Plan mode lets it through ([`crate::ToolPolicy::plannable`]).
+    pub plannable: bool,
+    /// A tool of the built-in plan server (`plan__exit`): only plan mode calls it.
+    pub plan_server: bool,
     pub mode: PermissionMode,
 }
 
@@ -112,6 +116,20 @@ pub fn decide(
             reason: "read-only mode denies every tool not marked read-only".into(),
         };
     }
+    if tool.mode == PermissionMode::Plan && !tool.plannable {
+        return Verdict::Deny {
+            rule: "mode:plan".into(),
+            reason: "plan mode: only read-only tools and the todo list may be used until the \
+                     user approves a plan; finish planning with `plan__exit`"
+                .into(),
+        };
+    }
+    if tool.mode != PermissionMode::Plan && tool.plan_server {
+        return Verdict::Deny {
+            rule: "mode:plan".into(),
+            reason: "the session is not in plan mode, so there is no plan to hand over".into(),
+        };
+    }
     if let Some(rule) = rules.ask.iter().find(|r| r.matches_any(f)) {
         let mut reasons = vec![format!("rule `{}` asks", rule.text)];
         reasons.extend(f.shell.iter().flat_map(|a| a.risks.iter().cloned()));
@@ -167,6 +185,7 @@ pub fn decide(
             }
             let rule = match mode {
                 PermissionMode::ReadOnly => "mode:read-only",
+                PermissionMode::Plan => "mode:plan",
                 PermissionMode::AcceptEdits => "mode:accept-edits",
                 _ => "mode:default",
             };

@@ -77,6 +77,11 @@ impl Case {
             annotations: &annotations,
             trusted: self.trusted,
             is_edit: self.is_edit,
+            // As `ToolPolicy::plannable` decides it, with the built-in servers known by name.
+            plannable: (self.trusted && self.read_only == Some(true))
+                || self.name.starts_with("todo__")
+                || self.name.starts_with("plan__"),
+            plan_server: self.name.starts_with("plan__"),
             mode: self.mode,
         };
         decide(&f, &tool, rules, session)
@@ -389,4 +394,37 @@ fn allow_globs_do_not_cover_redirections_unless_the_rule_writes_one() {
         Case::shell("git log -1 > other.txt").decide(&set),
         Verdict::Ask { .. }
     ));
+}
+
+#[test]
+fn plan_mode_denies_all_but_read_only_todo_and_plan_tools_even_over_allow_rules() {
+    let rules = rules(&[(RuleList::Allow, "fs__write_file", "test:1")]);
+    let mut write = Case::new("fs__write_file", json!({"path": "a.txt"}));
+    write.mode = PermissionMode::Plan;
+    write.is_edit = true;
+    let v = write.decide(&rules);
+    assert_eq!(rule_of(&v), "mode:plan", "{v:?}");
+    assert!(
+        matches!(&v, Verdict::Deny { reason, .. } if reason.contains("plan__exit")),
+        "{v:?}"
+    );
+
+    let mut read = Case::new("fs__read_file", json!({"path": "a.txt"}));
+    read.mode = PermissionMode::Plan;
+    read.read_only = Some(true);
+    assert_eq!(read.decide(&rules), allow("annotation:readOnlyHint"));
+
+    let mut exit = Case::new("plan__exit", json!({"plan": "1. do"}));
+    exit.read_only = Some(true);
+    exit.mode = PermissionMode::Plan;
+    assert_eq!(exit.decide(&rules), allow("annotation:readOnlyHint"));
+    exit.mode = PermissionMode::Yolo;
+    assert_eq!(rule_of(&exit.decide(&rules)), "mode:plan");
+
+    // An untrusted server's read-only claim is not believed in plan mode either.
+    let mut theirs = Case::new("theirs__look", json!({}));
+    theirs.mode = PermissionMode::Plan;
+    theirs.read_only = Some(true);
+    theirs.trusted = false;
+    assert_eq!(rule_of(&theirs.decide(&rules)), "mode:plan");
 }

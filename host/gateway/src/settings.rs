@@ -3,7 +3,9 @@
 
 use std::{collections::BTreeMap, path::PathBuf};
 
-use tern_config::{Config, ConfigPaths, PermissionMode, Permissions, ServerConfig, ToolLimits};
+use tern_config::{
+    Builtin, Config, ConfigPaths, PermissionMode, Permissions, ServerConfig, ToolLimits,
+};
 use tern_mcp::ToolEntry;
 
 use crate::paths::PathScope;
@@ -21,6 +23,27 @@ pub struct ToolPolicy {
     /// It writes files at its path arguments (what `accept-edits` allows): config's
     /// `edits_files`, else the tool's `_meta` when the server is trusted.
     pub edits_files: bool,
+    /// The built-in server it comes from (none for a server of the user's): plan mode offers
+    /// the todo and plan servers' tools, and `plan__exit` only in plan mode.
+    pub builtin: Option<Builtin>,
+}
+
+impl ToolPolicy {
+    /// Plan mode lets it through: a tool a trusted server marks read-only, or one of the
+    /// built-in todo and plan servers' (the model's own notes and its way out of plan mode).
+    pub fn plannable(&self, entry: &ToolEntry) -> bool {
+        matches!(self.builtin, Some(Builtin::Todo | Builtin::Plan))
+            || (self.trusted && entry.def.annotations.read_only == Some(true))
+    }
+
+    /// Offered to the model under `mode`: in plan mode only [`Self::plannable`] tools, in
+    /// any other mode everything but the plan server's (there is no plan to hand over).
+    pub fn offered_in(&self, mode: PermissionMode, entry: &ToolEntry) -> bool {
+        match mode {
+            PermissionMode::Plan => self.plannable(entry),
+            _ => self.builtin != Some(Builtin::Plan),
+        }
+    }
 }
 
 /// The project config an "always in this project" answer is saved to, and how its trust is kept.
@@ -125,6 +148,7 @@ impl GatewaySettings {
             edits_files: settings
                 .and_then(|t| t.edits_files)
                 .unwrap_or(trusted && entry.def.edits_files),
+            builtin: server.and_then(ServerConfig::builtin),
         }
     }
 }

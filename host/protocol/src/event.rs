@@ -260,6 +260,13 @@ pub enum Event {
         todos: Vec<crate::todo::TodoItem>,
         counts: crate::todo::TodoCounts,
     },
+    /// In plan mode the model finished planning: a successful `plan__exit` result carried this
+    /// plan (markdown). The turn ends here; the REPL asks the user to approve it, a headless
+    /// run prints it and exits.
+    PlanProposed {
+        /// The plan, as the model wrote it (markdown).
+        plan: String,
+    },
     /// The workspace was recorded before a turn (what `/rewind` and `tern rewind` go back to).
     CheckpointRecorded {
         /// The session's turn it was taken before (1-based).

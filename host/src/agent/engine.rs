@@ -279,6 +279,7 @@ impl Engine {
                 delegated: delegated.clone(),
                 todo: Default::default(),
                 gate: gate.clone(),
+                plan: Default::default(),
             }),
             bus: bus.clone(),
             settings: AgentSettings {

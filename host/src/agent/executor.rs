@@ -27,6 +27,15 @@ pub trait ToolExecutor: Send + Sync {
     fn todo(&self) -> Option<tern_protocol::todo::TodoList> {
         None
     }
+    /// The session is in plan mode now: the system prompt says so and how to finish.
+    fn plan_mode(&self) -> bool {
+        false
+    }
+    /// The plan a successful `plan__exit` result carried since the last call of this (taken:
+    /// the loop ends the turn on it).
+    fn take_plan(&self) -> Option<String> {
+        None
+    }
     /// Runs one call. Must return a result for every call, whatever happens.
     async fn call(&self, call: &ToolCall, cancel: CancellationToken) -> ToolResult;
 }

@@ -120,6 +120,8 @@ pub struct GatewayTools {
     pub todo: Mutex<Option<TodoList>>,
     /// The turn's checkpoint: no tool runs before it is recorded.
     pub gate: Arc<super::checkpoints::Gate>,
+    /// The plan the last successful `plan__exit` carried, until the loop takes it.
+    pub plan: Mutex<Option<String>>,
 }
 
 impl GatewayTools {
@@ -155,7 +157,7 @@ impl ToolExecutor for GatewayTools {
         let entries: Vec<ToolEntry> = table
             .entries()
             .iter()
-            .filter(|e| self.gateway.may_call(&e.name))
+            .filter(|e| self.gateway.offers(e))
             .cloned()
             .collect();
         let plan = self.deferral.plan(&entries);
@@ -172,6 +174,14 @@ impl ToolExecutor for GatewayTools {
 
     fn todo(&self) -> Option<TodoList> {
         self.todo.lock().ok().and_then(|t| t.clone())
+    }
+
+    fn plan_mode(&self) -> bool {
+        self.gateway.mode() == tern_config::PermissionMode::Plan
+    }
+
+    fn take_plan(&self) -> Option<String> {
+        self.plan.lock().ok().and_then(|mut p| p.take())
     }
 
     async fn call(&self, call: &ToolCall, cancel: CancellationToken) -> ToolResult {
@@ -208,6 +218,19 @@ impl ToolExecutor for GatewayTools {
         }
         if !outcome.result.is_error {
             self.observe_todo(outcome.meta.result_meta.as_ref());
+        }
+        if !outcome.result.is_error && self.gateway.is_plan_tool(&call.name) {
+            // The plan server's declared output (`{"plan": "…"}`); the gateway let the call
+            // through only in plan mode.
+            let plan = outcome
+                .meta
+                .structured
+                .as_ref()
+                .and_then(|s| s.get("plan"))
+                .and_then(serde_json::Value::as_str);
+            if let (Some(plan), Ok(mut slot)) = (plan, self.plan.lock()) {
+                *slot = Some(plan.to_string());
+            }
         }
         if call.name == SEARCH_TOOL && !outcome.result.is_error {
             // The catalog server's declared output: the tools it found become callable.

@@ -20,6 +20,15 @@ use super::{
     executor::ToolExecutor,
 };
 
+/// Added to the system prompt while the session is in plan mode (the mode can change between
+/// requests: the REPL's `/mode`, ACP's `session/set_mode`, an approved plan).
+pub const PLAN_MODE_PROMPT: &str = "The session is in plan mode. Investigate with the read-only \
+tools you are offered and keep your notes in the todo list, but change nothing: no tool that \
+writes, edits, runs commands or fetches is available, and a call to one is refused. When you know \
+what to do, finish by calling `plan__exit` with the plan as markdown (the steps, the files you \
+will change, how you will check the result). The user approves it, asks you to keep planning, \
+or cancels; you may act only after approval.";
+
 /// How many identical calls in a row are allowed before the guard answers instead.
 const REPEAT_LIMIT: usize = 3;
 
@@ -142,12 +151,16 @@ impl Agent {
                         ),
                     });
                 }
+                let mut system = self.settings.system.clone();
+                if self.tools.plan_mode() {
+                    system.push(PLAN_MODE_PROMPT.to_string());
+                }
                 let (system, messages, offered) = match self.settings.tool_calls {
-                    ToolCallMode::Native => (self.settings.system.clone(), messages, tools.clone()),
+                    ToolCallMode::Native => (system, messages, tools.clone()),
                     // No native tools on the wire: the format is in the system prompt and the
                     // history's calls and results are written as text.
                     ToolCallMode::Text => {
-                        let mut system = self.settings.system.clone();
+                        let mut system = system;
                         system.push(text_calls::instructions(&tools));
                         (system, text_calls::render(&messages), Vec::new())
                     }
@@ -299,6 +312,12 @@ impl Agent {
             }
             conv.transcript.push(Message::User { content });
             self.bus.emit(Event::TurnEnd { step });
+            if let Some(plan) = self.tools.take_plan() {
+                // Planning is over: the user decides what comes next, not the model.
+                self.bus.emit(Event::PlanProposed { plan: plan.clone() });
+                out.answer = Some(plan);
+                return out;
+            }
             if cancel.is_cancelled() {
                 out.status = RunStatus::Cancelled;
                 return out;

@@ -3,7 +3,7 @@
 //!
 //! ```toml
 //! [permissions]
-//! mode = "default"        # default | accept-edits | read-only | yolo
+//! mode = "default"        # default | accept-edits | read-only | yolo | plan
 //! allow = ["fs__read_file", "shell__run(cargo test *)"]
 //! ask   = ["web__fetch(url: domain:*.example.com)"]
 //! deny  = ["shell__run(rm -rf *)", "fs__*(path: **/.env)"]
@@ -41,6 +41,9 @@ pub enum PermissionMode {
     ReadOnly,
     /// Allow everything not denied.
     Yolo,
+    /// Plan before acting: deny every tool except those a trusted server marks read-only and
+    /// the built-in todo and plan servers' tools; the model ends with `plan__exit`.
+    Plan,
 }
 
 impl fmt::Display for PermissionMode {
@@ -50,16 +53,17 @@ impl fmt::Display for PermissionMode {
             Self::AcceptEdits => "accept-edits",
             Self::ReadOnly => "read-only",
             Self::Yolo => "yolo",
+            Self::Plan => "plan",
         })
     }
 }
 
 impl PermissionMode {
-    /// How much a mode lets through without asking, loosest last: read-only < default <
+    /// How much a mode lets through without asking, loosest last: read-only = plan < default <
     /// accept-edits < yolo.
     fn looseness(self) -> u8 {
         match self {
-            Self::ReadOnly => 0,
+            Self::ReadOnly | Self::Plan => 0,
             Self::Default => 1,
             Self::AcceptEdits => 2,
             Self::Yolo => 3,

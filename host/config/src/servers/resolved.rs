@@ -292,6 +292,8 @@ pub enum Builtin {
     Agent,
     /// The session's todo list (`tern serve todo`).
     Todo,
+    /// Plan mode's `exit` tool (`tern serve plan`); offered to the model only in plan mode.
+    Plan,
     /// Agent Skills: `SKILL.md` folders listed, loaded and read (`tern serve skills`).
     Skills,
     /// Code intelligence from the language servers on the machine (`tern serve lsp`); offers
@@ -309,6 +311,7 @@ impl Builtin {
             Self::Catalog => "catalog",
             Self::Agent => "agent",
             Self::Todo => "todo",
+            Self::Plan => "plan",
             Self::Skills => "skills",
             Self::Lsp => "lsp",
         }

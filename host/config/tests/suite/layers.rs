@@ -140,7 +140,10 @@ fn the_defaults_enable_the_builtin_servers() {
     let fx = Fixture::new();
     let config = fx.load(&LoadOptions::default()).unwrap();
     let enabled: Vec<_> = config.enabled_servers().map(|s| s.name.as_str()).collect();
-    assert_eq!(enabled, ["fs", "lsp", "shell", "skills", "todo", "web"]);
+    assert_eq!(
+        enabled,
+        ["fs", "lsp", "plan", "shell", "skills", "todo", "web"]
+    );
     assert_eq!(config.agent.max_steps, 50);
     assert_eq!(config.permissions.mode, PermissionMode::Default);
     // Updating the todo list is the model's own bookkeeping: allowed without asking.

@@ -199,7 +199,8 @@ fn a_full_file_parses_into_the_expected_config() {
     assert_eq!(
         names,
         [
-            "agent", "files", "fs", "git", "lsp", "remote", "shell", "skills", "todo", "web"
+            "agent", "files", "fs", "git", "lsp", "plan", "remote", "shell", "skills", "todo",
+            "web"
         ]
     );
 

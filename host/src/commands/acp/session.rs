@@ -58,6 +58,11 @@ pub const MODES: &[(PermissionMode, &str, &str)] = &[
         "Read-only",
         "every tool that is not read-only is denied",
     ),
+    (
+        PermissionMode::Plan,
+        "Plan",
+        "read-only tools and the todo list only; the agent ends with a plan (plan__exit) and writes nothing",
+    ),
 ];
 
 /// ACP `SessionModeState` for a session whose mode is `current`.
@@ -81,6 +86,7 @@ pub fn parse_mode(id: &str) -> Option<PermissionMode> {
         PermissionMode::AcceptEdits,
         PermissionMode::ReadOnly,
         PermissionMode::Yolo,
+        PermissionMode::Plan,
     ]
     .into_iter()
     .find(|m| m.to_string() == id)

@@ -241,6 +241,13 @@ impl Subscriber for Updates {
             Event::TodoUpdated { todos, .. } => self.send(plan_update(
                 &serde_json::to_value(todos).unwrap_or_default(),
             )),
+            // The plan a plan-mode turn ended with: shown as the agent's message (the editor
+            // approves it by switching the mode with `session/set_mode` and prompting again).
+            Event::PlanProposed { plan } => self.send(json!({
+                "sessionUpdate": "agent_message_chunk",
+                "content": {"type": "text", "text": format!("\n{plan}\n")},
+                "_meta": {"tern/plan": plan},
+            })),
             Event::Notice { message } => self.send(json!({
                 "sessionUpdate": "agent_message_chunk",
                 "content": {"type": "text", "text": format!("\n(tern: {message})\n")},

@@ -7,6 +7,7 @@ mod approver;
 mod elicit;
 mod keys;
 mod mentions;
+mod plan;
 mod slash;
 
 use std::{
@@ -93,6 +94,8 @@ pub async fn run(ws: &Workspace, session: Option<String>) -> anyhow::Result<i32>
     .await?;
     let costs = Arc::new(Mutex::new(Vec::new()));
     engine.subscribe(Box::new(CostMeter(costs.clone())));
+    let proposed = Arc::new(Mutex::new(None));
+    engine.subscribe(Box::new(plan::PlanCatcher(proposed.clone())));
     if let Some(msg) = engine.required_failure() {
         engine.report_error(msg);
     }
@@ -194,21 +197,37 @@ pub async fn run(ws: &Workspace, session: Option<String>) -> anyhow::Result<i32>
                 }
             },
         };
-        // A turn: Ctrl-C cancels this turn only.
-        let cancel = CancellationToken::new();
-        let on_ctrl_c = cancel.clone();
-        let ctrl_c = tokio::spawn(async move {
-            if tokio::signal::ctrl_c().await.is_ok() {
-                on_ctrl_c.cancel();
+        let mut text = text;
+        let outcome = loop {
+            // A turn: Ctrl-C cancels this turn only.
+            let cancel = CancellationToken::new();
+            let on_ctrl_c = cancel.clone();
+            let ctrl_c = tokio::spawn(async move {
+                if tokio::signal::ctrl_c().await.is_ok() {
+                    on_ctrl_c.cancel();
+                }
+            });
+            // Keys typed during the turn: Esc cancels it, a question claims them, the rest is
+            // kept for the next prompt. The reader is stopped (joined) before anything reads the
+            // terminal again (the prompt, or a plan's review).
+            let reading = keys.reading(Some(cancel.clone()));
+            let outcome = engine.submit(&text, &cancel).await;
+            drop(reading);
+            ctrl_c.abort();
+            keep = keys.take_typed_ahead();
+            // Plan mode: a proposed plan is approved, sent back with feedback, or dropped.
+            let plan = proposed.lock().ok().and_then(|mut p| p.take());
+            let Some(plan) = plan.filter(|_| outcome.status == RunStatus::Success) else {
+                break outcome;
+            };
+            let sessions = ws.paths.sessions_dir();
+            let (ed, next) = plan::review(editor, &engine, &sessions, &plan, &mut out).await?;
+            editor = ed;
+            match next {
+                Some(next) => text = next,
+                None => break outcome,
             }
-        });
-        // Keys typed during the turn: Esc cancels it, a question claims them, the rest is kept
-        // for the next prompt. The reader is stopped (joined) before the prompt reads again.
-        let reading = keys.reading(Some(cancel.clone()));
-        let outcome = engine.submit(&text, &cancel).await;
-        drop(reading);
-        ctrl_c.abort();
-        keep = keys.take_typed_ahead();
+        };
         let refresh = engine.resources_later();
         helper.set_commands(custom_names(&engine));
         let helper = helper.clone();

@@ -202,12 +202,39 @@ impl Slash<'_> {
                 let text = self.engine.list_skills().await;
                 writeln!(self.out, "{text}")?;
             }
+            SlashCommand::Mode => self.mode(arg)?,
             SlashCommand::Allow => match self.engine.allow(arg) {
                 Ok(()) => writeln!(self.out, "allowed for this session: {arg}")?,
                 Err(e) => writeln!(self.out, "not a valid rule: {e}")?,
             },
         }
         Ok(Next::Prompt)
+    }
+
+    /// `/mode`: the current permission mode, or a switch to another (for the next calls).
+    fn mode(&mut self, arg: &str) -> std::io::Result<()> {
+        use tern_config::PermissionMode;
+        let gateway = self.engine.gateway();
+        if arg.is_empty() {
+            return writeln!(self.out, "mode: {}", gateway.mode());
+        }
+        let modes = [
+            PermissionMode::Default,
+            PermissionMode::AcceptEdits,
+            PermissionMode::Plan,
+            PermissionMode::ReadOnly,
+        ];
+        match modes.into_iter().find(|m| m.to_string() == arg) {
+            Some(mode) => {
+                gateway.set_mode(mode);
+                writeln!(self.out, "mode: {mode}")
+            }
+            None => writeln!(
+                self.out,
+                "unknown mode `{arg}`\nhint: /mode default, accept-edits, plan or read-only \
+                 (yolo only from the command line: --mode yolo)"
+            ),
+        }
     }
 
     /// `/rewind`: the turns (no argument), a rewind (`TURN [code|conversation|both]`), or the

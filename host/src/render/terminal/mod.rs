@@ -395,6 +395,15 @@ impl Subscriber for TerminalPrinter {
                     self.say(&line);
                 }
             }
+            Event::PlanProposed { plan } => {
+                self.screen.spin(None);
+                let line = self.paint(BOLD, "Proposed plan:");
+                self.say(&line);
+                self.markdown.reset();
+                self.text(plan);
+                self.end_line();
+                self.markdown.reset();
+            }
             Event::Error { message } => {
                 self.screen.spin(None);
                 let line = self.paint(RED, &format!("error: {}", sanitize(message)));
