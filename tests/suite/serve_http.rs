@@ -31,10 +31,17 @@ struct Served {
 
 impl Served {
     /// Starts `program ARGS… --http 127.0.0.1:0` with `env` added, and waits for its
-    /// `listening on URL` line.
+    /// `listening on URL` line. Without `--http-token-env` in ARGS, `--no-auth` is added
+    /// (`--generated`, removed, asks for neither: the server then makes up a token).
     fn start(program: &Path, args: &[&str], env: &[(&str, &str)]) -> Self {
+        let mut args = args.to_vec();
+        if args.contains(&"--generated") {
+            args.retain(|a| *a != "--generated");
+        } else if !args.contains(&"--http-token-env") {
+            args.push("--no-auth");
+        }
         let mut child = Command::new(program)
-            .args(args)
+            .args(&args)
             .args(["--http", "127.0.0.1:0"])
             .envs(env.iter().copied())
             .env_remove("TERN_LOG")
@@ -501,4 +508,39 @@ fn sigterm_to_tern_serve_shell_ends_the_commands_it_runs_and_exits() {
         );
         std::thread::sleep(Duration::from_millis(50));
     }
+}
+
+/// `tern serve shell --http` with no token variable: a token is made up and printed once on
+/// stderr, requests without it get 401 (before any session), with it they get in; only an
+/// explicit `--no-auth` serves loopback without one.
+#[test]
+fn tern_serve_shell_without_a_token_variable_generates_one_and_requires_it() {
+    let dir = tempfile::tempdir().unwrap();
+    let root = s(dir.path());
+    let server = Served::start(
+        &bin("tern"),
+        &["serve", "shell", "--root", &root, "--generated"],
+        &[],
+    );
+    let stderr = server.stderr();
+    let printed: Vec<&str> = stderr
+        .lines()
+        .filter_map(|l| {
+            l.strip_prefix("bearer token ")
+                .and_then(|l| l.rsplit(": ").next())
+        })
+        .collect();
+    assert_eq!(printed.len(), 1, "printed once:\n{stderr}");
+    let token = printed[0];
+    assert!(
+        token.len() == 64 && token.chars().all(|c| c.is_ascii_hexdigit()),
+        "{token}"
+    );
+    assert_eq!(initialize_status(&server.url, ""), 401);
+    let right = format!("authorization: Bearer {token}\r\n");
+    assert_eq!(initialize_status(&server.url, &right), 200);
+
+    let open = Served::start(&bin("tern"), &["serve", "shell", "--root", &root], &[]);
+    assert!(!open.stderr().contains("bearer token"), "{}", open.stderr());
+    assert_eq!(initialize_status(&open.url, ""), 200);
 }

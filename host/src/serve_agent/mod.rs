@@ -20,7 +20,8 @@
 //! - Nesting: `--depth` is how deep this server's runs are; beyond `--max-depth` (default 1)
 //!   `run` refuses with an error. tern passes both down to the agent servers of sub-runs.
 //! - Transport: stdio, or MCP streamable HTTP with `--http ADDR` (the same guard as the other
-//!   servers: a bearer token off loopback, Host and Origin checks).
+//!   servers: a bearer token always, generated and printed unless given or `--no-auth`;
+//!   Host and Origin checks).
 
 mod report;
 mod roots;

@@ -9,10 +9,12 @@
 
 mod cap;
 pub mod http;
+mod line_limit;
 pub mod schema;
 mod signals;
 
 pub use cap::{Capped, HeadTail};
+pub use line_limit::{BoundedStdio, MAX_LINE};
 /// The catalog server's contract with the host.
 pub use tern_protocol::catalog;
 /// tern's `_meta` keys and payloads, the same table the host reads.
@@ -105,11 +107,13 @@ where
 ///
 /// Uses [`rmcp::transport::stdio_pipes`]: when the client launched us with pipes
 /// (every MCP client does) reads and writes run on the IO reactor instead of
-/// Tokio's blocking pool, which halves the round trip (see RMCP-NOTES.md).
+/// Tokio's blocking pool, which halves the round trip (see RMCP-NOTES.md). Wrapped in
+/// [`BoundedStdio`] so a request line over [`MAX_LINE`] gets an error reply, not silence.
 pub async fn serve_stdio<S: ServerHandler>(server: S) -> Result<(), ServeError> {
     let signals = signals::Signals::register();
+    let (read, write) = rmcp::transport::stdio_pipes();
     let service = server
-        .serve(rmcp::transport::stdio_pipes())
+        .serve(BoundedStdio::new(read, write))
         .await
         .map_err(|e| ServeError::Initialize(e.to_string()))?;
     wait_or_signal(service, signals).await

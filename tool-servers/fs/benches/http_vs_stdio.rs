@@ -241,6 +241,8 @@ impl HttpServer {
         if let Some(token) = token {
             cmd.args(["--http-token-env", TOKEN_VAR])
                 .env(TOKEN_VAR, token);
+        } else {
+            cmd.arg("--no-auth");
         }
         let mut child = cmd
             .spawn()

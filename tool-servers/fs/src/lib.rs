@@ -139,11 +139,12 @@ pub async fn run(args: Args) -> Result<(), ServeError> {
 pub const RUNTIME: tern_tool_common::Runtime = tern_tool_common::Runtime::CurrentThread;
 
 /// Serves over rmcp's non-blocking stdio pipes, with at most
-/// [`transport::DEFAULT_SLOTS`] requests in flight (see [`transport`]).
+/// [`transport::DEFAULT_SLOTS`] requests in flight (see [`transport`]); a request line over
+/// 16 MiB gets an error reply ([`tern_tool_common::BoundedStdio`]).
 async fn serve_stdio(server: FsServer) -> Result<(), ServeError> {
     let (read, write) = rmcp::transport::stdio_pipes();
     let transport = transport::Bounded::new(
-        rmcp::transport::async_rw::AsyncRwTransport::new_server(read, write),
+        tern_tool_common::BoundedStdio::new(read, write),
         transport::DEFAULT_SLOTS,
         transport::DEFAULT_READ_AHEAD,
     );

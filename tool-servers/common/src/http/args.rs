@@ -21,18 +21,21 @@ pub const MIN_TOKEN_LEN: usize = 16;
 #[command(next_help_heading = "Serving over HTTP")]
 pub struct HttpArgs {
     /// Serve MCP streamable HTTP at http://ADDR/mcp instead of stdio, e.g. `127.0.0.1:8765`
-    /// (port 0 picks a free port; the URL is printed on stderr). An address that is not
-    /// loopback needs a bearer token (--http-token-env).
+    /// (port 0 picks a free port; the URL is printed on stderr). Clients always need a
+    /// bearer token: --http-token-env's, or one generated and printed once on stderr.
     #[arg(long, value_name = "ADDR", value_parser = parse_addr)]
     pub http: Option<SocketAddr>,
+    /// Accept requests without a bearer token. Loopback addresses only, and even there
+    /// every local user (and any local program) can then use these tools.
+    #[arg(long, requires = "http", conflicts_with_all = ["http_token_env", "http_require_token"])]
+    pub no_auth: bool,
     /// Clients must send `Authorization: Bearer TOKEN`, TOKEN being the value of the
     /// environment variable VAR (at least 16 characters; never given on the command line,
-    /// never logged). Required on every address once given, loopback included.
+    /// never logged). Without it a random token is generated and printed once on stderr.
     #[arg(long, value_name = "VAR", requires = "http")]
     pub http_token_env: Option<String>,
-    /// Refuse to start without --http-token-env, even on loopback (where other users of
-    /// this machine can connect too). A token, once given, is always required; this flag
-    /// makes forgetting it an error.
+    /// Refuse to start without --http-token-env instead of generating a token (for
+    /// services whose clients must know the token in advance).
     #[arg(long, requires = "http_token_env")]
     pub http_require_token: bool,
     /// Accept requests carrying this `Origin` (`https://app.example.com[:PORT]`, repeatable).
@@ -52,6 +55,8 @@ pub struct HttpConfig {
     /// The address to bind (port 0: any free port).
     pub addr: SocketAddr,
     pub(crate) token: Option<Token>,
+    /// The token was generated here, so it is printed once when serving starts.
+    pub(crate) generated_token: bool,
     pub(crate) allowed_origins: Vec<Origin>,
     /// Names accepted in `Host`; `None`: any (a non-loopback bind, where the token guards).
     pub(crate) allowed_hosts: Option<Vec<String>>,
@@ -82,19 +87,18 @@ impl HttpArgs {
         };
         let invalid = |msg: String| ServeError::Config(msg);
         let loopback = is_loopback(addr.ip());
-        let token = match &self.http_token_env {
-            Some(var) => Some(read_token(var, &env)?),
-            None if !loopback => {
+        let (token, generated_token) = match &self.http_token_env {
+            Some(var) => (Some(read_token(var, &env)?), false),
+            None if self.no_auth && !loopback => {
                 return Err(invalid(format!(
-                    "refusing to serve on {addr} without a bearer token: anyone who can reach \
-                     that address could use these tools. Put a token (at least {MIN_TOKEN_LEN} \
-                     characters, e.g. from `openssl rand -hex 32`) in an environment variable \
-                     and pass --http-token-env VAR, or bind a loopback address such as \
-                     127.0.0.1:{}",
+                    "refusing --no-auth on {addr}: anyone who can reach that address could use \
+                     these tools. hint: drop --no-auth (a token is then generated and printed), \
+                     or bind a loopback address such as 127.0.0.1:{}",
                     addr.port()
                 )));
             }
-            None => None,
+            None if self.no_auth => (None, false),
+            None => (Some(generate_token()?), true),
         };
         let allowed_origins = self
             .http_allow_origin
@@ -127,6 +131,7 @@ impl HttpArgs {
         Ok(Some(HttpConfig {
             addr,
             token,
+            generated_token,
             allowed_origins,
             allowed_hosts,
         }))
@@ -136,6 +141,23 @@ impl HttpArgs {
 /// Loopback, including IPv4 loopback written as an IPv4-mapped IPv6 address.
 fn is_loopback(ip: IpAddr) -> bool {
     ip.to_canonical().is_loopback()
+}
+
+/// 32 random bytes from the kernel, hex: what `openssl rand -hex 32` would give.
+fn generate_token() -> Result<Token, ServeError> {
+    use std::io::Read;
+    let mut bytes = [0u8; 32];
+    std::fs::File::open("/dev/urandom")
+        .and_then(|mut f| f.read_exact(&mut bytes))
+        .map_err(|e| {
+            ServeError::Config(format!(
+                "cannot generate a bearer token (/dev/urandom: {e}). hint: put one in an \
+                 environment variable and pass --http-token-env VAR"
+            ))
+        })?;
+    Ok(Token::new(
+        bytes.iter().map(|b| format!("{b:02x}")).collect(),
+    ))
 }
 
 fn read_token(var: &str, env: &impl Fn(&str) -> Option<OsString>) -> Result<Token, ServeError> {
@@ -220,25 +242,52 @@ mod tests {
     }
 
     #[test]
-    fn loopback_needs_no_token() {
-        let c = config(&["--http", "127.0.0.1:0"], &[]).unwrap().unwrap();
+    fn without_a_token_variable_one_is_generated_on_every_address() {
+        for addr in [
+            "127.0.0.1:0",
+            "0.0.0.0:8765",
+            "[::]:8765",
+            "192.168.1.10:80",
+        ] {
+            let c = config(&["--http", addr], &[]).unwrap().unwrap();
+            assert!(c.requires_token() && c.generated_token, "{addr}");
+            assert_eq!(c.token.as_ref().unwrap().value().len(), 64);
+        }
+        let a = config(&["--http", "127.0.0.1:0"], &[]).unwrap().unwrap();
+        let b = config(&["--http", "127.0.0.1:0"], &[]).unwrap().unwrap();
+        assert_ne!(a.token.unwrap().value(), b.token.unwrap().value());
+    }
+
+    #[test]
+    fn no_auth_is_loopback_only() {
+        let c = config(&["--http", "127.0.0.1:0", "--no-auth"], &[])
+            .unwrap()
+            .unwrap();
         assert!(!c.requires_token());
         let hosts = c.allowed_hosts.unwrap();
         for h in ["localhost", "127.0.0.1", "::1"] {
             assert!(hosts.contains(&h.to_string()), "{hosts:?}");
         }
-        let c = config(&["--http", "localhost:8765"], &[]).unwrap().unwrap();
+        let c = config(&["--http", "localhost:8765", "--no-auth"], &[])
+            .unwrap()
+            .unwrap();
         assert_eq!(c.addr, "127.0.0.1:8765".parse().unwrap());
-        assert!(config(&["--http", "[::1]:0"], &[]).unwrap().is_some());
-    }
-
-    #[test]
-    fn every_other_address_without_a_token_is_refused() {
         for addr in ["0.0.0.0:8765", "[::]:8765", "192.168.1.10:80"] {
-            let e = config(&["--http", addr], &[]).unwrap_err();
-            assert!(e.contains("refusing to serve on"), "{e}");
-            assert!(e.contains("--http-token-env"), "{e}");
+            let e = config(&["--http", addr, "--no-auth"], &[]).unwrap_err();
+            assert!(e.contains("refusing --no-auth"), "{e}");
         }
+        let e = config(
+            &[
+                "--http",
+                "127.0.0.1:0",
+                "--no-auth",
+                "--http-token-env",
+                "TOK",
+            ],
+            &[("TOK", GOOD)],
+        )
+        .unwrap_err();
+        assert!(e.contains("--no-auth"), "{e}");
     }
 
     #[test]

@@ -36,6 +36,11 @@ impl Token {
         Self(value)
     }
 
+    /// The secret itself: only for printing a generated token once at startup.
+    pub(crate) fn value(&self) -> &str {
+        &self.0
+    }
+
     /// Compares in time independent of where the first difference is, so response times
     /// do not reveal a token's prefix.
     fn matches(&self, presented: &[u8]) -> bool {

@@ -65,6 +65,11 @@ where
             .disable_allowed_hosts()
             .with_cancellation_token(stop.child_token()),
     );
+    let generated = config
+        .token
+        .as_ref()
+        .filter(|_| config.generated_token)
+        .map(|t| t.value().to_string());
     let guard = Arc::new(guard::Guard {
         token: config.token,
         allowed_origins: config.allowed_origins,
@@ -73,7 +78,7 @@ where
     let app = axum::Router::new().route_service(MCP_PATH, mcp).layer(
         axum::middleware::from_fn_with_state(guard.clone(), guard::enforce),
     );
-    announce(local);
+    announce(local, generated.as_deref());
     if !local.ip().to_canonical().is_loopback() {
         // The token is only as secret as the path it travels: plain HTTP shows it to
         // anyone on the way.
@@ -107,10 +112,17 @@ where
     }
 }
 
-/// The line that tells a person (and a program) where the server is.
+/// The lines that tell a person (and a program) where the server is and, when it made
+/// one up, the token to send (printed once, like Jupyter's; never logged).
 #[allow(clippy::print_stderr)]
-fn announce(local: SocketAddr) {
-    // Not a log line: it must show whatever TERN_LOG says, like a web server's banner.
+fn announce(local: SocketAddr, generated_token: Option<&str>) {
+    // Not log lines: they must show whatever TERN_LOG says, like a web server's banner.
+    if let Some(token) = generated_token {
+        eprintln!(
+            "bearer token (clients send `Authorization: Bearer TOKEN`; pass --http-token-env \
+             VAR to choose it): {token}"
+        );
+    }
     eprintln!("listening on http://{local}{MCP_PATH}");
 }
 

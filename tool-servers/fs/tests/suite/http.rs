@@ -25,7 +25,15 @@ struct HttpFs {
 }
 
 impl HttpFs {
+    /// Without `--http-token-env` or `--generated` in `extra`, starts with `--no-auth` (the
+    /// tests about Origin, Host, eras and shutdown are not about the token).
     fn start(extra: &[&str]) -> Self {
+        let mut extra = extra.to_vec();
+        if extra.contains(&"--generated") {
+            extra.retain(|a| *a != "--generated");
+        } else if !extra.contains(&"--http-token-env") {
+            extra.push("--no-auth");
+        }
         let dir = tempfile::tempdir().unwrap();
         let root = dir.path().join("root");
         std::fs::create_dir(&root).unwrap();
@@ -34,7 +42,7 @@ impl HttpFs {
             .arg("--root")
             .arg(&root)
             .args(["--http", "127.0.0.1:0"])
-            .args(extra)
+            .args(&extra)
             .env(TOKEN_VAR, TOKEN)
             .env("TERN_LOG", "debug")
             .stdin(Stdio::null())
@@ -298,20 +306,68 @@ fn foreign_origins_and_rebinding_hosts_get_403() {
 }
 
 #[test]
-fn a_public_address_without_a_token_is_refused_at_start() {
+fn without_a_token_variable_a_token_is_generated_printed_once_and_required() {
+    let server = HttpFs::start(&["--generated"]);
+    let stderr = server.stderr();
+    let printed: Vec<&str> = stderr
+        .lines()
+        .filter_map(|l| {
+            l.strip_prefix("bearer token ")
+                .and_then(|l| l.rsplit(": ").next())
+        })
+        .collect();
+    assert_eq!(printed.len(), 1, "printed once:\n{stderr}");
+    let token = printed[0];
+    assert!(
+        token.len() == 64 && token.chars().all(|c| c.is_ascii_hexdigit()),
+        "{token}"
+    );
+    let init = br#"{"jsonrpc":"2.0","id":0,"method":"initialize","params":{"protocolVersion":"2025-11-25","capabilities":{},"clientInfo":{"name":"t","version":"0"}}}"#;
+    let mut conn = server.conn();
+    let reply = conn.request("POST", "/mcp", &POST_HEADERS, init).unwrap();
+    assert_eq!(reply.status, 401, "{}", reply.text());
+    assert!(
+        reply.header("mcp-session-id").is_none(),
+        "no session without the token"
+    );
+    let right = format!("Bearer {token}");
+    let session = open_session(&mut conn, &[("authorization", &right)]).unwrap();
+    let mut headers = POST_HEADERS.to_vec();
+    headers.extend([
+        ("authorization", right.as_str()),
+        ("mcp-session-id", session.as_str()),
+        ("mcp-protocol-version", "2025-11-25"),
+    ]);
+    let reply = conn
+        .request("POST", "/mcp", &headers, read_notes(false).as_bytes())
+        .unwrap();
+    assert!(result_text(&reply.response().unwrap()).contains("first line"));
+    // Only the banner shows it: no log line repeats it.
+    let stderr = server.stderr();
+    assert_eq!(stderr.matches(token).count(), 1, "{stderr}");
+
+    // --no-auth, given explicitly, serves loopback without one.
+    let open = HttpFs::start(&[]);
+    assert!(!open.stderr().contains("bearer token"), "{}", open.stderr());
+    let mut conn = open.conn();
+    let reply = conn.request("POST", "/mcp", &POST_HEADERS, init).unwrap();
+    assert_eq!(reply.status, 200, "{}", reply.text());
+}
+
+#[test]
+fn a_public_address_with_no_auth_is_refused_at_start() {
     let dir = tempfile::tempdir().unwrap();
     let out = Command::new(env!("CARGO_BIN_EXE_tern-fs"))
         .arg("--root")
         .arg(dir.path())
-        .args(["--http", "0.0.0.0:0"])
+        .args(["--http", "0.0.0.0:0", "--no-auth"])
         .stdin(Stdio::null())
         .output()
         .unwrap();
     let stderr = String::from_utf8_lossy(&out.stderr);
     assert!(!out.status.success(), "{stderr}");
     assert!(
-        stderr.contains("refusing to serve on 0.0.0.0:0 without a bearer token")
-            && stderr.contains("--http-token-env"),
+        stderr.contains("refusing --no-auth on 0.0.0.0:0") && stderr.contains("hint:"),
         "{stderr}"
     );
     assert!(!stderr.contains("listening on"), "{stderr}");

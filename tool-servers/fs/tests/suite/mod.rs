@@ -4,6 +4,7 @@ mod annotations;
 mod deny;
 mod http;
 mod http_wire;
+mod oversized;
 mod race;
 mod raw;
 mod read;
