@@ -42,11 +42,19 @@ pub struct LoadOptions {
     pub ceiling: Option<Ceiling>,
 }
 
-/// The loosest permission mode and shell sandbox a run may have.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+/// The loosest permission mode and shell sandbox a run may have: every `[sandbox]` setting that
+/// opens a door is here, so a sub-run's own config can only keep a door its parent had open.
+#[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Ceiling {
     pub mode: PermissionMode,
     pub sandbox: tern_sandbox::Mode,
+    /// Whether commands may reach the network (`[sandbox] network`).
+    pub network: tern_sandbox::Network,
+    /// Whether commands may write `.git` (`[sandbox] git_writes`).
+    pub git_writes: bool,
+    /// The unix sockets commands may reach with the network off (`[sandbox] allow_sockets`):
+    /// a sub-run keeps only those of its own that are in this list.
+    pub allow_sockets: Vec<PathBuf>,
 }
 
 impl Ceiling {
@@ -55,6 +63,17 @@ impl Ceiling {
         Ceiling {
             mode: self.mode.at_most(other.mode),
             sandbox: crate::sandbox::at_most(self.sandbox, other.sandbox),
+            network: if self.network == other.network {
+                self.network
+            } else {
+                tern_sandbox::Network::Off
+            },
+            git_writes: self.git_writes && other.git_writes,
+            allow_sockets: self
+                .allow_sockets
+                .into_iter()
+                .filter(|s| other.allow_sockets.contains(s))
+                .collect(),
         }
     }
 }
@@ -243,9 +262,17 @@ impl Config {
                 .or_else(std::env::home_dir),
             tern_home: paths.tern_home.clone(),
         };
-        if let Some(ceiling) = options.ceiling {
+        if let Some(ceiling) = &options.ceiling {
             config.permissions.mode = config.permissions.mode.at_most(ceiling.mode);
             config.sandbox.mode = crate::sandbox::at_most(config.sandbox.mode, ceiling.sandbox);
+            if ceiling.network == tern_sandbox::Network::Off {
+                config.sandbox.network = tern_sandbox::Network::Off;
+            }
+            config.sandbox.git_writes &= ceiling.git_writes;
+            config
+                .sandbox
+                .allow_sockets
+                .retain(|s| ceiling.allow_sockets.contains(s));
         }
         Ok(config)
     }

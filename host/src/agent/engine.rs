@@ -773,7 +773,7 @@ fn start_servers(
     let policy = super::inherit::ParentPolicy::of(
         &ws.cli,
         config.permissions.mode,
-        config.sandbox.mode,
+        &config.sandbox,
         &ws.cwd,
     );
     link_agent_servers(&mut server_specs, config, run_id, &policy);

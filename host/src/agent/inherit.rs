@@ -14,7 +14,8 @@
 use std::{collections::BTreeMap, path::PathBuf};
 
 use serde::{Deserialize, Serialize};
-use tern_config::{Ceiling, LoadOptions, PermissionMode, RuleList, SandboxMode};
+use tern_config::{Ceiling, LoadOptions, PermissionMode, RuleList, SandboxConfig, SandboxMode};
+use tern_sandbox::Network;
 
 /// The variable carrying a parent run's policy to its agent servers (JSON).
 pub const PARENT_POLICY_ENV: &str = "TERN_PARENT_POLICY";
@@ -34,6 +35,12 @@ pub struct ParentPolicy {
     /// `tern-shell --sandbox` takes).
     #[serde(with = "by_name")]
     pub sandbox: SandboxMode,
+    /// Whether its commands may reach the network: a sub-run's may only if these may.
+    pub network: bool,
+    /// Whether its commands may write `.git`: a sub-run's may only if these may.
+    pub git_writes: bool,
+    /// The unix sockets its commands may reach: a sub-run keeps only those of its own in here.
+    pub allow_sockets: Vec<PathBuf>,
 }
 
 /// The sandbox mode by its `--sandbox` name (the sandbox crate's type has no serde).
@@ -59,7 +66,7 @@ impl ParentPolicy {
     pub fn of(
         cli: &LoadOptions,
         mode: PermissionMode,
-        sandbox: SandboxMode,
+        sandbox: &SandboxConfig,
         cwd: &std::path::Path,
     ) -> Self {
         ParentPolicy {
@@ -72,7 +79,10 @@ impl ParentPolicy {
             overrides: cli.overrides.clone(),
             rules: cli.rules.clone(),
             mode,
-            sandbox,
+            sandbox: sandbox.mode,
+            network: sandbox.network == Network::On,
+            git_writes: sandbox.git_writes,
+            allow_sockets: sandbox.allow_sockets.clone(),
         }
     }
 
@@ -99,6 +109,13 @@ impl ParentPolicy {
         let parent = Ceiling {
             mode: self.mode,
             sandbox: self.sandbox,
+            network: if self.network {
+                Network::On
+            } else {
+                Network::Off
+            },
+            git_writes: self.git_writes,
+            allow_sockets: self.allow_sockets.clone(),
         };
         let mut inherited_config_files = self.config_files.clone();
         inherited_config_files.extend(own.inherited_config_files);
@@ -113,7 +130,10 @@ impl ParentPolicy {
                 .collect(),
             rules: self.rules.iter().cloned().chain(own.rules).collect(),
             mode: own.mode.map(|m| m.at_most(self.mode)),
-            ceiling: Some(own.ceiling.map_or(parent, |c| c.and(parent))),
+            ceiling: Some(match own.ceiling {
+                Some(c) => c.and(parent),
+                None => parent,
+            }),
         }
     }
 }
@@ -130,10 +150,18 @@ mod tests {
             rules: vec![(RuleList::Deny, "fs__read_file(**/.env)".into())],
             ..LoadOptions::default()
         };
+        let sandbox = SandboxConfig {
+            mode: SandboxMode::ReadOnly,
+            network: Network::Off,
+            writable: Vec::new(),
+            protect: Vec::new(),
+            git_writes: false,
+            allow_sockets: vec![PathBuf::from("/run/agent.sock")],
+        };
         let policy = ParentPolicy::of(
             &cli,
             PermissionMode::Default,
-            SandboxMode::ReadOnly,
+            &sandbox,
             std::path::Path::new("/work/proj"),
         );
         assert_eq!(policy.config_files, [PathBuf::from("/work/proj/team.toml")]);
@@ -159,7 +187,10 @@ mod tests {
             laid.ceiling,
             Some(Ceiling {
                 mode: PermissionMode::Default,
-                sandbox: SandboxMode::ReadOnly
+                sandbox: SandboxMode::ReadOnly,
+                network: Network::Off,
+                git_writes: false,
+                allow_sockets: vec![PathBuf::from("/run/agent.sock")],
             })
         );
         let garbled = BTreeMap::from([(PARENT_POLICY_ENV.to_string(), "{".to_string())]);

@@ -2,8 +2,49 @@
 //! own, and a ceiling no layer of its own may widen.
 
 use tern_config::{Ceiling, LoadOptions, PermissionMode, RuleList, SandboxMode};
+use tern_sandbox::Network;
 
 use super::Fixture;
+
+/// A ceiling that opens every sandbox door, so a test narrows only what it names.
+fn open() -> Ceiling {
+    Ceiling {
+        mode: PermissionMode::Yolo,
+        sandbox: SandboxMode::FullAccess,
+        network: Network::On,
+        git_writes: true,
+        allow_sockets: vec!["/run/a.sock".into()],
+    }
+}
+
+#[test]
+fn a_ceiling_keeps_a_sub_run_from_opening_the_network_git_or_a_socket() {
+    let fx = Fixture::new();
+    fx.user_config(
+        "[sandbox]\nnetwork = \"on\"\ngit_writes = true\nallow_sockets = [\"/run/a.sock\", \"/run/b.sock\"]\n",
+    );
+    // No ceiling: the layers decide.
+    let config = fx.load(&LoadOptions::default()).unwrap();
+    assert_eq!(config.sandbox.network, Network::On);
+    assert!(config.sandbox.git_writes);
+    assert_eq!(config.sandbox.allow_sockets.len(), 2);
+    // A parent with the network off, `.git` read-only and one socket allowed.
+    let options = LoadOptions {
+        ceiling: Some(Ceiling {
+            network: Network::Off,
+            git_writes: false,
+            ..open()
+        }),
+        ..LoadOptions::default()
+    };
+    let config = fx.load(&options).unwrap();
+    assert_eq!(config.sandbox.network, Network::Off);
+    assert!(!config.sandbox.git_writes);
+    assert_eq!(
+        config.sandbox.allow_sockets,
+        [std::path::PathBuf::from("/run/a.sock")]
+    );
+}
 
 #[test]
 fn a_ceiling_narrows_the_mode_and_the_sandbox_whatever_the_layers_say() {
@@ -15,6 +56,7 @@ fn a_ceiling_narrows_the_mode_and_the_sandbox_whatever_the_layers_say() {
         ceiling: Some(Ceiling {
             mode: PermissionMode::Default,
             sandbox: SandboxMode::ReadOnly,
+            ..open()
         }),
         ..LoadOptions::default()
     };
@@ -27,6 +69,7 @@ fn a_ceiling_narrows_the_mode_and_the_sandbox_whatever_the_layers_say() {
         ceiling: Some(Ceiling {
             mode: PermissionMode::Yolo,
             sandbox: SandboxMode::FullAccess,
+            ..open()
         }),
         ..LoadOptions::default()
     };
@@ -67,16 +110,25 @@ fn ceilings_combine_to_the_tighter_of_each() {
     let a = Ceiling {
         mode: PermissionMode::Yolo,
         sandbox: SandboxMode::ReadOnly,
+        network: Network::Off,
+        git_writes: true,
+        allow_sockets: vec!["/run/a.sock".into(), "/run/b.sock".into()],
     };
     let b = Ceiling {
         mode: PermissionMode::ReadOnly,
         sandbox: SandboxMode::FullAccess,
+        network: Network::On,
+        git_writes: false,
+        allow_sockets: vec!["/run/b.sock".into()],
     };
     assert_eq!(
         a.and(b),
         Ceiling {
             mode: PermissionMode::ReadOnly,
-            sandbox: SandboxMode::ReadOnly
+            sandbox: SandboxMode::ReadOnly,
+            network: Network::Off,
+            git_writes: false,
+            allow_sockets: vec!["/run/b.sock".into()],
         }
     );
 }

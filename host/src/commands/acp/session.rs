@@ -222,7 +222,7 @@ impl Session {
             engine: tokio::sync::Mutex::new(Some(engine)),
             gateway,
             turn: Mutex::default(),
-            ceiling: ws.cli.ceiling.map(|c| c.mode),
+            ceiling: ws.cli.ceiling.as_ref().map(|c| c.mode),
         }))
     }
 
