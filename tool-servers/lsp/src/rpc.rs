@@ -18,7 +18,7 @@ use std::time::Duration;
 use serde_json::{Value, json};
 use tokio::io::{AsyncBufReadExt, AsyncRead, AsyncReadExt, AsyncWriteExt, BufReader};
 use tokio::process::{Child, Command};
-use tokio::sync::{mpsc, oneshot};
+use tokio::sync::{mpsc, oneshot, watch};
 
 use crate::detect::ServerCommand;
 
@@ -85,6 +85,8 @@ pub struct Connection {
     pending: Pending,
     next_id: AtomicI64,
     stderr: Arc<Mutex<VecDeque<String>>>,
+    /// Turns true once the server's stderr is read to its end.
+    stderr_done: watch::Receiver<bool>,
     child: Mutex<Option<Child>>,
     pgid: Option<i32>,
 }
@@ -127,7 +129,12 @@ impl Connection {
             }
         });
         let tail = Arc::new(Mutex::new(VecDeque::new()));
-        tokio::spawn(drain_stderr(stderr, tail.clone(), name.clone()));
+        let (done, stderr_done) = watch::channel(false);
+        let drained = (tail.clone(), name.clone());
+        tokio::spawn(async move {
+            drain_stderr(stderr, drained.0, drained.1).await;
+            let _ = done.send(true);
+        });
         let pending: Pending = Arc::default();
         let (notify, notifications) = mpsc::unbounded_channel();
         tokio::spawn(read_loop(
@@ -145,6 +152,7 @@ impl Connection {
                 pending,
                 next_id: AtomicI64::new(1),
                 stderr: tail,
+                stderr_done,
                 child: Mutex::new(Some(child)),
                 pgid,
             },
@@ -171,7 +179,7 @@ impl Connection {
         }
         let message = json!({"jsonrpc": "2.0", "id": id, "method": method, "params": params});
         if self.send(&message).is_err() {
-            return Err(self.closed());
+            return Err(self.closed_drained().await);
         }
         match tokio::time::timeout(timeout, rx).await {
             Ok(Ok(Ok(result))) => Ok(result),
@@ -181,7 +189,7 @@ impl Connection {
                 code,
                 message,
             }),
-            Ok(Err(_)) => Err(self.closed()),
+            Ok(Err(_)) => Err(self.closed_drained().await),
             Err(_) => {
                 if let Ok(mut pending) = self.pending.lock() {
                     pending.remove(&id);
@@ -218,6 +226,15 @@ impl Connection {
                 .map(|t| t.iter().cloned().collect())
                 .unwrap_or_default(),
         }
+    }
+
+    /// [`Self::closed`] once the server's stderr has been read to its end — a server that dies
+    /// at start says why on stderr, and its stdout closing can race ahead of those lines. Bounded:
+    /// a grandchild may hold the pipe open.
+    pub async fn closed_drained(&self) -> RpcError {
+        let mut done = self.stderr_done.clone();
+        let _ = tokio::time::timeout(Duration::from_millis(500), done.wait_for(|d| *d)).await;
+        self.closed()
     }
 
     /// Whether the process has exited.
