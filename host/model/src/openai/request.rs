@@ -26,6 +26,16 @@ pub enum MaxTokensField {
 /// Prefix that marks a failed tool result: the wire format has no `is_error` flag.
 pub const ERROR_PREFIX: &str = "Error: ";
 
+/// A tool result's text as OpenAI's APIs take it: a failed call's text starts with
+/// [`ERROR_PREFIX`] (neither API has an error flag on a tool result).
+pub fn result_text(r: &crate::types::ToolResult) -> String {
+    if r.is_error && !r.content.starts_with(ERROR_PREFIX) {
+        format!("{ERROR_PREFIX}{}", r.content)
+    } else {
+        r.content.clone()
+    }
+}
+
 /// The JSON body for `POST /chat/completions`.
 pub fn build_body(
     model: &str,
@@ -102,11 +112,7 @@ fn push_message(out: &mut Vec<Value>, m: &Message) {
             for block in content {
                 match block {
                     UserContent::ToolResult(r) => {
-                        let content = if r.is_error && !r.content.starts_with(ERROR_PREFIX) {
-                            format!("{ERROR_PREFIX}{}", r.content)
-                        } else {
-                            r.content.clone()
-                        };
+                        let content = result_text(r);
                         out.push(
                             json!({"role": "tool", "tool_call_id": r.call_id, "content": content}),
                         );

@@ -20,7 +20,7 @@
 use serde_json::{Map, Value, json};
 
 use crate::normalize::normalize;
-use crate::openai::request::ERROR_PREFIX;
+use crate::openai::request::result_text;
 use crate::types::{AssistantContent, Message, ModelRequest, ToolChoice, UserContent};
 
 /// What tern asks to have included in every response: the encrypted reasoning it sends back.
@@ -85,11 +85,7 @@ fn push_items(out: &mut Vec<Value>, m: &Message) {
             for block in content {
                 match block {
                     UserContent::ToolResult(r) => {
-                        let output = if r.is_error && !r.content.starts_with(ERROR_PREFIX) {
-                            format!("{ERROR_PREFIX}{}", r.content)
-                        } else {
-                            r.content.clone()
-                        };
+                        let output = result_text(r);
                         out.push(json!({"type": "function_call_output", "call_id": r.call_id,
                             "output": output}));
                         if !r.images.is_empty() {
