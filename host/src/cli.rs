@@ -271,6 +271,12 @@ pub enum Command {
         #[command(subcommand)]
         command: HooksCommand,
     },
+    /// Plugins: skills, commands, hooks and MCP servers installed together, from a folder in
+    /// Claude Code's or Codex's plugin layout.
+    Plugin {
+        #[command(subcommand)]
+        command: PluginCommand,
+    },
     /// List recent runs, newest first.
     Runs {
         /// How many.
@@ -419,6 +425,58 @@ pub enum Command {
         /// The shell.
         shell: clap_complete::Shell,
     },
+}
+
+/// `tern plugin …`
+#[derive(Debug, Subcommand)]
+pub enum PluginCommand {
+    /// Install a plugin and enable it, after showing what it adds.
+    ///
+    /// SOURCE is a plugin folder, a git URL (cloned with the system `git`) or
+    /// MARKETPLACE/PLUGIN from an added marketplace. Without a terminal to ask on, `--yes` is
+    /// required.
+    Add {
+        source: String,
+        /// Enable it without asking.
+        #[arg(long, short = 'y')]
+        yes: bool,
+    },
+    /// Show the installed plugins and what each adds.
+    List,
+    /// Uninstall a plugin: its folder and everything it added go.
+    Remove { name: String },
+    /// Fetch a plugin again from where it was installed from.
+    Update {
+        name: String,
+        /// Enable the new version without asking.
+        #[arg(long, short = 'y')]
+        yes: bool,
+    },
+    /// Turn an installed plugin back on, after showing what it adds.
+    Enable {
+        name: String,
+        /// Enable it without asking.
+        #[arg(long, short = 'y')]
+        yes: bool,
+    },
+    /// Turn a plugin off (it stays installed): nothing it adds is loaded.
+    Disable { name: String },
+    /// Plugin marketplaces: folders or repositories listing plugins by name.
+    Marketplace {
+        #[command(subcommand)]
+        command: MarketplaceCommand,
+    },
+}
+
+/// `tern plugin marketplace …`
+#[derive(Debug, Subcommand)]
+pub enum MarketplaceCommand {
+    /// Add a marketplace (a folder or git URL with `.claude-plugin/marketplace.json`).
+    Add { source: String },
+    /// Show the added marketplaces and their plugins.
+    List,
+    /// Forget a marketplace (plugins installed from it stay).
+    Remove { name: String },
 }
 
 /// `tern hooks …`

@@ -21,7 +21,7 @@ pub struct CustomCommand {
     /// `allowed-tools:` as written (reported; never widens what the rules allow).
     pub allowed_tools: Option<String>,
     /// `project` or `user`.
-    pub source: &'static str,
+    pub source: String,
     pub path: PathBuf,
     body: String,
 }
@@ -54,7 +54,7 @@ pub fn discover(dirs: &ExtensionDirs) -> (Vec<CustomCommand>, Vec<String>) {
     let mut found: Vec<CustomCommand> = Vec::new();
     let mut problems = Vec::new();
     for (dir, source) in dirs.command_dirs() {
-        scan(&dir, &dir, source, &mut found, &mut problems);
+        scan(&dir, &dir, &source, &mut found, &mut problems);
     }
     found.sort_by(|a, b| a.name.cmp(&b.name));
     (found, problems)
@@ -68,7 +68,7 @@ pub fn find(dirs: &ExtensionDirs, name: &str) -> Option<CustomCommand> {
 fn scan(
     root: &Path,
     dir: &Path,
-    source: &'static str,
+    source: &str,
     found: &mut Vec<CustomCommand>,
     problems: &mut Vec<String>,
 ) {
@@ -96,7 +96,7 @@ fn scan(
             continue;
         }
         match std::fs::read_to_string(&path) {
-            Ok(text) => found.push(parse(name, &text, source, path)),
+            Ok(text) => found.push(parse(name, &text, source.to_owned(), path)),
             Err(e) => problems.push(format!("{}: {e}", path.display())),
         }
     }
@@ -114,7 +114,7 @@ fn command_name(root: &Path, path: &Path) -> Option<String> {
     ok.then_some(name)
 }
 
-fn parse(name: String, text: &str, source: &'static str, path: PathBuf) -> CustomCommand {
+fn parse(name: String, text: &str, source: String, path: PathBuf) -> CustomCommand {
     let mut command = CustomCommand {
         name,
         description: String::new(),
@@ -178,7 +178,7 @@ mod tests {
             "fix-issue".into(),
             "---\ndescription: Fix an issue\nargument-hint: [number] [priority]\nmodel: m\n---\n\
              Fix issue #$1 with priority $2. All: $ARGUMENTS\n",
-            "project",
+            "project".into(),
             "x.md".into(),
         );
         assert_eq!(c.description, "Fix an issue");
@@ -191,7 +191,7 @@ mod tests {
         let plain = parse(
             "p".into(),
             "# Review the diff\nBe strict.",
-            "user",
+            "user".into(),
             "p.md".into(),
         );
         assert_eq!(plain.description, "Review the diff");
@@ -215,6 +215,7 @@ mod tests {
             trusted_project: Some(project),
             home: Some(home.clone()),
             tern_home: home.join(".tern"),
+            ..ExtensionDirs::default()
         };
         let (found, _) = discover(&dirs);
         let names: Vec<&str> = found.iter().map(|c| c.name.as_str()).collect();

@@ -73,6 +73,14 @@ fn main() -> ExitCode {
             Err(e) => report(&e),
         };
     }
+    // Before the workspace: a broken plugin must not stop `tern plugin remove` from removing it.
+    if let Command::Plugin { command } = command {
+        let mut out = std::io::stdout();
+        return match commands::plugin::run(cli.global.cd.as_deref(), &load, command, &mut out) {
+            Ok(code) => ExitCode::from(u8::try_from(code).unwrap_or(1)),
+            Err(e) => report(&e),
+        };
+    }
     let result = runtime.block_on(async {
         let mut ws = Workspace::load(cli.global.cd.as_deref(), &load)?;
         let mut err = std::io::stderr();
@@ -83,7 +91,10 @@ fn main() -> ExitCode {
         // threads.
         let mut out = std::io::stdout();
         match command {
-            Command::Serve { .. } | Command::Completions { .. } | Command::Acp { .. } => Ok(0),
+            Command::Serve { .. }
+            | Command::Completions { .. }
+            | Command::Acp { .. }
+            | Command::Plugin { .. } => Ok(0),
             Command::Resume {
                 session_id,
                 fresh,

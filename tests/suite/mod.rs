@@ -26,6 +26,7 @@ mod oauth;
 mod peer_clients;
 mod peer_hosting;
 mod plan_mode;
+mod plugins;
 mod pool;
 mod repl;
 mod repl_approval;

@@ -100,6 +100,13 @@ pub enum ConfigError {
         /// What is wrong, naming the server.
         message: String,
     },
+    /// A plugin folder, marketplace or the plugin state that cannot be used (the message names
+    /// the file, and its line for bad JSON).
+    #[error("{message}")]
+    Plugin {
+        /// What is wrong and where.
+        message: String,
+    },
     /// The config text cannot take the requested edit (e.g. `permissions` is not a table).
     #[error("cannot edit config: {message}")]
     Edit {

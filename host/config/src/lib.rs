@@ -39,6 +39,7 @@ mod locate;
 mod lsp;
 mod paths;
 mod permissions;
+mod plugins;
 mod raw;
 mod sandbox;
 mod sections;
@@ -64,6 +65,11 @@ pub use lsp::{AfterEdit, LspSection};
 pub use paths::{ConfigPaths, PROJECT_CONFIG};
 pub use permissions::{
     PermissionMode, Permissions, RuleList, RuleSource, append_rule, check_rule_shape,
+};
+pub use plugins::{
+    InstalledPlugin, Layout as PluginLayout, LoadedPlugin, Marketplace, MarketplaceEntry,
+    MarketplaceRecord, PLUGIN_SOURCE_PREFIX, PluginContents, PluginHook, PluginServer,
+    PluginSource, PluginState, plugin_source, read_marketplace, read_plugin,
 };
 pub use sandbox::SandboxConfig;
 pub use sections::{ModelConfig, ModelServer, Provider, ToolCallMode, WireApi};

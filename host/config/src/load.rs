@@ -85,6 +85,9 @@ pub enum LayerKind {
     Defaults,
     /// `$TERN_HOME/config.toml`.
     User,
+    /// An enabled plugin's servers and hooks (`$TERN_HOME/plugins/NAME@VERSION`), above the
+    /// user's config: the user enabled it, so it is trusted like the user's own file.
+    Plugin,
     /// A trusted project's `.tern/config.toml`.
     Project,
     /// `--config FILE`.
@@ -177,6 +180,8 @@ pub struct Config {
     pub hooks: crate::hooks::HooksSection,
     /// Where skills and custom commands are found (a project's only once it is trusted).
     pub extension_dirs: crate::extension_dirs::ExtensionDirs,
+    /// The enabled plugins and what each added (`$TERN_HOME/plugins/installed.json`).
+    pub plugins: Vec<crate::plugins::LoadedPlugin>,
     /// The sources that were applied, lowest first.
     pub layers: Vec<LoadedLayer>,
     /// Things to tell the user, e.g. an untrusted project config.
@@ -202,6 +207,8 @@ impl Config {
             )?);
             layers.push(loaded(LayerKind::User, &paths.user_config));
         }
+
+        let plugins = crate::plugins::load_enabled(&paths.tern_home, &mut merged, &mut layers)?;
 
         if let (Some(project_dir), Some(config)) = (&paths.project_dir, paths.project_config())
             && let Some(text) = read_optional(&config)?
@@ -261,7 +268,20 @@ impl Config {
                 .map(PathBuf::from)
                 .or_else(std::env::home_dir),
             tern_home: paths.tern_home.clone(),
+            plugin_skill_dirs: plugins
+                .iter()
+                .flat_map(|p| p.skill_dirs.iter().cloned())
+                .collect(),
+            plugin_command_dirs: plugins
+                .iter()
+                .flat_map(|p| {
+                    p.command_dirs
+                        .iter()
+                        .map(|d| (d.clone(), format!("plugin: {}", p.name)))
+                })
+                .collect(),
         };
+        config.plugins = plugins;
         if let Some(ceiling) = &options.ceiling {
             config.permissions.mode = config.permissions.mode.at_most(ceiling.mode);
             config.sandbox.mode = crate::sandbox::at_most(config.sandbox.mode, ceiling.sandbox);
@@ -303,6 +323,7 @@ fn resolve(
         lsp: merged.lsp.resolve(),
         hooks: merged.hooks.resolve(),
         extension_dirs: Default::default(),
+        plugins: Vec::new(),
         layers,
         notices,
     })

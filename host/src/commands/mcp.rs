@@ -79,6 +79,15 @@ pub async fn list(ws: &Workspace, json: bool, out: &mut dyn Write) -> anyhow::Re
             "{:width$}  {:<10}  {:<9}  {:<10}  {:>7}  {:>5}  {:>8}",
             s.name, status, s.transport, protocol, pid, s.tools, startup
         )?;
+        // A plugin's server says so: removing the plugin is how it goes away.
+        if let Some(defined) = ws.config.mcp_servers.get(&s.name).map(|c| &c.defined_at)
+            && defined
+                .file
+                .to_string_lossy()
+                .starts_with(tern_config::PLUGIN_SOURCE_PREFIX)
+        {
+            writeln!(out, "    source: {}", defined.file.display())?;
+        }
         describe_problems(s, out)?;
     }
     Ok(0)

@@ -220,6 +220,11 @@ impl HooksLayer {
         Ok(layer)
     }
 
+    /// The hooks so far (a plugin's, for its summary).
+    pub(crate) fn hooks(&self) -> &[HookConfig] {
+        &self.hooks
+    }
+
     /// Adds `later`'s hooks after the ones so far.
     pub(crate) fn merge(&mut self, later: Self) {
         self.hooks.extend(later.hooks);

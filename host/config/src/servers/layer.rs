@@ -107,6 +107,12 @@ enum TransportKind {
 }
 
 impl ServerLayer {
+    /// Whether a layer so far says how to reach the server (a command, a built-in or a url), as
+    /// opposed to only tuning one defined elsewhere (`enabled = false`, timeouts…).
+    pub(crate) fn has_transport(&self) -> bool {
+        self.kind().is_some()
+    }
+
     fn kind(&self) -> Option<TransportKind> {
         if self.command.is_some() {
             Some(TransportKind::Command)

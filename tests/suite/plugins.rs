@@ -1,0 +1,511 @@
+//! Plugins end to end (issue 19, item 4): a plugin folder in Claude Code's layout and one in
+//! Codex's, each a local git repository installed over `file://` with the real `tern plugin
+//! add`, each adding a skill, a command, a hook and an MCP server (the repo's test server).
+//! What they add is asserted where a person or the model meets it — `tern plugin list`,
+//! `tern mcp list`, the first request to the mock model (skill listing, tool table, the
+//! command's expansion, the hook's context), the hook's own marker file — and then
+//! `tern plugin remove` takes all of it away again.
+
+use std::path::{Path, PathBuf};
+use std::process::Output;
+
+use tern_e2e::run_env::{RunEnv, assert_exit};
+
+fn stdout(out: &Output) -> String {
+    String::from_utf8_lossy(&out.stdout).into_owned()
+}
+
+fn stderr(out: &Output) -> String {
+    String::from_utf8_lossy(&out.stderr).into_owned()
+}
+
+fn write(path: &Path, text: &str) {
+    std::fs::create_dir_all(path.parent().unwrap()).unwrap();
+    std::fs::write(path, text).unwrap();
+}
+
+fn git(dir: &Path, args: &[&str]) {
+    let out = std::process::Command::new("git")
+        .args(["-c", "user.email=t@example.com", "-c", "user.name=t"])
+        .args(args)
+        .current_dir(dir)
+        .output()
+        .expect("git runs");
+    assert!(out.status.success(), "git {args:?}: {}", stderr(&out));
+}
+
+/// A plugin named `name` in `layout` ("claude" or "codex") under `parent`, committed to a
+/// fresh git repository; returns its folder.
+fn plugin_repo(parent: &Path, name: &str, layout: &str) -> PathBuf {
+    let root = parent.join(name);
+    let manifest = match layout {
+        "claude" => (
+            ".claude-plugin/plugin.json",
+            serde_json::json!({
+                "name": name, "version": "1.2.0", "description": "A test plugin.",
+                "author": {"name": "t"}, "keywords": ["test"]
+            }),
+        ),
+        _ => (
+            ".codex-plugin/plugin.json",
+            serde_json::json!({
+                "name": name, "version": "0.3.0", "description": "A Codex test plugin.",
+                "skills": "./skills/", "mcpServers": "./.mcp.json",
+                "interface": {"displayName": "Test", "capabilities": ["Skills"]}
+            }),
+        ),
+    };
+    write(
+        &root.join(manifest.0),
+        &serde_json::to_string_pretty(&manifest.1).unwrap(),
+    );
+    write(
+        &root.join(format!("skills/{name}-skill/SKILL.md")),
+        &format!(
+            "---\nname: {name}-skill\ndescription: Skill shipped by {name}.\n---\n\
+             BODY-OF-{name}: never in the first request.\n"
+        ),
+    );
+    write(
+        &root.join(format!("commands/{name}-cmd.md")),
+        &format!("---\ndescription: from {name}\n---\nCommand of {name} says $ARGUMENTS.\n"),
+    );
+    let hook = root.join("hooks/mark.sh");
+    write(
+        &hook,
+        &format!(
+            "#!/bin/sh\ncat > \"$CLAUDE_PROJECT_DIR/{name}-hook-input.json\"\n\
+             echo \"HOOK-CONTEXT-{name}\"\n"
+        ),
+    );
+    let mut perm = std::fs::metadata(&hook).unwrap().permissions();
+    std::os::unix::fs::PermissionsExt::set_mode(&mut perm, 0o755);
+    std::fs::set_permissions(&hook, perm).unwrap();
+    write(
+        &root.join("hooks/hooks.json"),
+        &serde_json::json!({
+            "description": "marks each prompt",
+            "hooks": {"UserPromptSubmit": [{"hooks": [
+                {"type": "command", "command": "\"${CLAUDE_PLUGIN_ROOT}/hooks/mark.sh\""}
+            ]}]}
+        })
+        .to_string(),
+    );
+    write(
+        &root.join(".mcp.json"),
+        &serde_json::json!({"mcpServers": {format!("{name}-srv"): {
+            "command": tern_e2e::bin("tern-test-server").display().to_string(),
+            "args": []
+        }}})
+        .to_string(),
+    );
+    git(&root, &["init", "--quiet"]);
+    git(&root, &["add", "-A"]);
+    git(&root, &["commit", "--quiet", "-m", "plugin"]);
+    root
+}
+
+/// Installs, uses and removes one plugin of `layout`.
+async fn install_use_and_remove(layout: &str, name: &str, version: &str) {
+    let env = RunEnv::new().await;
+    let repos = tempfile::tempdir().unwrap();
+    let repo = plugin_repo(repos.path(), name, layout);
+    let url = format!("file://{}", repo.display());
+
+    // No terminal and no --yes: nothing is installed, and the error says how to go on.
+    let out = env.run(&["plugin", "add", &url]).await;
+    assert_exit(&out, 2);
+    assert!(stderr(&out).contains("--yes"), "{}", stderr(&out));
+    assert!(
+        stdout(&out).contains(&format!("{name}-srv: ")),
+        "shown first"
+    );
+    let installed = env.home.path().join(format!("plugins/{name}@{version}"));
+    assert!(!installed.exists());
+
+    let out = env.run(&["plugin", "add", &url, "--yes"]).await;
+    assert_exit(&out, 0);
+    let shown = stdout(&out);
+    assert!(
+        shown.contains(&format!(
+            "{name}-srv: {}",
+            tern_e2e::bin("tern-test-server").display()
+        )),
+        "{shown}"
+    );
+    assert!(
+        shown.contains(&format!(
+            "UserPromptSubmit: \"{}/hooks/mark.sh\"",
+            installed.display()
+        )),
+        "${{CLAUDE_PLUGIN_ROOT}} is the installed folder: {shown}"
+    );
+    assert!(shown.contains(&format!("skills: {name}-skill")), "{shown}");
+    assert!(shown.contains(&format!("commands: /{name}-cmd")), "{shown}");
+    assert!(installed.join("hooks/mark.sh").is_file());
+    assert!(
+        !installed.join(".git").exists(),
+        "the clone's .git is not kept"
+    );
+    let state = env.home.path().join("plugins/installed.json");
+    let mode =
+        std::os::unix::fs::PermissionsExt::mode(&std::fs::metadata(&state).unwrap().permissions());
+    assert_eq!(mode & 0o777, 0o600);
+
+    let out = env.run(&["plugin", "list"]).await;
+    assert_exit(&out, 0);
+    assert!(
+        stdout(&out).contains(&format!("{name}@{version}  enabled  from {url}")),
+        "{}",
+        stdout(&out)
+    );
+
+    let out = env.run(&["mcp", "list"]).await;
+    assert_exit(&out, 0);
+    let listed = stdout(&out);
+    let row = listed
+        .lines()
+        .position(|l| l.starts_with(&format!("{name}-srv ")))
+        .unwrap_or_else(|| panic!("{listed}"));
+    assert!(
+        listed.lines().nth(row).unwrap().contains("ready"),
+        "{listed}"
+    );
+    assert_eq!(
+        listed.lines().nth(row + 1).unwrap().trim(),
+        format!("source: plugin: {name}"),
+        "{listed}"
+    );
+
+    let out = env.run(&["hooks", "list"]).await;
+    assert!(
+        stdout(&out).contains(&format!("from plugin: {name}")),
+        "{}",
+        stdout(&out)
+    );
+
+    env.answer("done");
+    let out = env
+        .run(&[
+            "run",
+            &format!("/{name}-cmd hello"),
+            "--output-format",
+            "jsonl",
+        ])
+        .await;
+    assert_exit(&out, 0);
+    let first = String::from_utf8_lossy(&env.server.requests()[0].body).into_owned();
+    assert!(
+        first.contains(&format!("Command of {name} says hello.")),
+        "the command expands: {first}"
+    );
+    assert!(
+        first.contains(&format!("{name}-skill")),
+        "the skill is listed"
+    );
+    assert!(first.contains(&format!("Skill shipped by {name}.")));
+    assert!(
+        !first.contains(&format!("BODY-OF-{name}")),
+        "only the listing"
+    );
+    assert!(
+        first.contains(&format!("{name}-srv__echo")),
+        "the server's tools are offered"
+    );
+    assert!(
+        first.contains(&format!("HOOK-CONTEXT-{name}")),
+        "the hook's stdout is context"
+    );
+    let hook_input = env.dir.path().join(format!("{name}-hook-input.json"));
+    let input: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(&hook_input).unwrap()).unwrap();
+    assert_eq!(input["hook_event_name"], "UserPromptSubmit");
+
+    let out = env.run(&["plugin", "remove", name]).await;
+    assert_exit(&out, 0);
+    assert!(!installed.exists(), "the install folder is gone");
+    let out = env.run(&["plugin", "list"]).await;
+    assert!(
+        stdout(&out).contains("no plugins installed"),
+        "{}",
+        stdout(&out)
+    );
+    let out = env.run(&["mcp", "list"]).await;
+    assert!(
+        !stdout(&out).contains(&format!("{name}-srv")),
+        "{}",
+        stdout(&out)
+    );
+    let out = env.run(&["hooks", "list"]).await;
+    assert!(!stdout(&out).contains("plugin:"), "{}", stdout(&out));
+    std::fs::remove_file(&hook_input).unwrap();
+    env.answer("done");
+    let out = env
+        .run(&[
+            "run",
+            &format!("/{name}-cmd hello"),
+            "--output-format",
+            "jsonl",
+        ])
+        .await;
+    assert_exit(&out, 0);
+    let first = String::from_utf8_lossy(&env.server.requests()[1].body).into_owned();
+    assert!(
+        !first.contains(&format!("Command of {name}")),
+        "no command any more"
+    );
+    assert!(
+        !first.contains(&format!("{name}-skill")),
+        "no skill any more"
+    );
+    assert!(
+        !first.contains(&format!("{name}-srv__")),
+        "no server any more"
+    );
+    assert!(!hook_input.exists(), "no hook any more");
+}
+
+#[tokio::test]
+async fn a_claude_code_layout_plugin_from_a_git_repo_adds_all_its_parts_and_removes_cleanly() {
+    install_use_and_remove("claude", "cc-demo", "1.2.0").await;
+}
+
+#[tokio::test]
+async fn a_codex_layout_plugin_from_a_git_repo_adds_all_its_parts_and_removes_cleanly() {
+    install_use_and_remove("codex", "cx-demo", "0.3.0").await;
+}
+
+/// Bad inputs, each refused with what is wrong and where, and nothing installed.
+#[tokio::test]
+async fn bad_plugins_and_sources_are_refused_with_clear_errors() {
+    let env = RunEnv::new().await;
+    let work = tempfile::tempdir().unwrap();
+
+    let empty = work.path().join("empty");
+    std::fs::create_dir_all(empty.join("skills")).unwrap();
+    let out = env
+        .run(&["plugin", "add", empty.to_str().unwrap(), "--yes"])
+        .await;
+    assert_exit(&out, 2);
+    assert!(
+        stderr(&out).contains("is not a plugin: it has neither .claude-plugin/plugin.json"),
+        "{}",
+        stderr(&out)
+    );
+
+    let broken = work.path().join("broken");
+    write(
+        &broken.join(".claude-plugin/plugin.json"),
+        "{\n  \"name\": \"broken\",\n  \"version\": 1.0.0\n}\n",
+    );
+    let out = env
+        .run(&["plugin", "add", broken.to_str().unwrap(), "--yes"])
+        .await;
+    assert_exit(&out, 2);
+    let err = stderr(&out);
+    assert!(
+        err.contains(".claude-plugin/plugin.json:3:"),
+        "file and line: {err}"
+    );
+    assert!(err.contains("malformed JSON"), "{err}");
+
+    let bad_hooks = work.path().join("bad-hooks");
+    write(
+        &bad_hooks.join(".claude-plugin/plugin.json"),
+        r#"{"name": "bad-hooks"}"#,
+    );
+    write(
+        &bad_hooks.join("hooks/hooks.json"),
+        "{\"hooks\": {\n\"PreToolUse\": [,]}}",
+    );
+    let out = env
+        .run(&["plugin", "add", bad_hooks.to_str().unwrap(), "--yes"])
+        .await;
+    assert_exit(&out, 2);
+    assert!(
+        stderr(&out).contains("hooks/hooks.json:2:"),
+        "{}",
+        stderr(&out)
+    );
+
+    // A server name that the config already has.
+    let clash = work.path().join("clash");
+    write(
+        &clash.join(".claude-plugin/plugin.json"),
+        r#"{"name": "clash"}"#,
+    );
+    write(
+        &clash.join(".mcp.json"),
+        r#"{"mcpServers": {"fs": {"command": "true"}}}"#,
+    );
+    let out = env
+        .run(&["plugin", "add", clash.to_str().unwrap(), "--yes"])
+        .await;
+    assert_exit(&out, 2);
+    assert!(
+        stderr(&out)
+            .contains("adds an MCP server `fs`, but a server of that name is already configured"),
+        "{}",
+        stderr(&out)
+    );
+
+    // The same plugin twice.
+    let fine = work.path().join("fine");
+    write(
+        &fine.join(".claude-plugin/plugin.json"),
+        r#"{"name": "fine", "version": "1.0.0"}"#,
+    );
+    assert_exit(
+        &env.run(&["plugin", "add", fine.to_str().unwrap(), "--yes"])
+            .await,
+        0,
+    );
+    let out = env
+        .run(&["plugin", "add", fine.to_str().unwrap(), "--yes"])
+        .await;
+    assert_exit(&out, 2);
+    assert!(
+        stderr(&out).contains("a plugin named `fine` is already installed"),
+        "{}",
+        stderr(&out)
+    );
+    assert!(
+        stderr(&out).contains("hint: `tern plugin update fine`"),
+        "{}",
+        stderr(&out)
+    );
+
+    let out = env
+        .run(&["plugin", "add", "nowhere/some-plugin", "--yes"])
+        .await;
+    assert_exit(&out, 2);
+    assert!(
+        stderr(&out).contains("unknown marketplace `nowhere`"),
+        "{}",
+        stderr(&out)
+    );
+    assert!(
+        stderr(&out).contains("tern plugin marketplace add"),
+        "{}",
+        stderr(&out)
+    );
+
+    let out = env.run(&["plugin", "remove", "ghost"]).await;
+    assert_exit(&out, 2);
+    assert!(
+        stderr(&out).contains("no plugin named `ghost` is installed (installed: fine)"),
+        "{}",
+        stderr(&out)
+    );
+    let dirs: Vec<_> = std::fs::read_dir(env.home.path().join("plugins"))
+        .unwrap()
+        .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
+        .collect();
+    let mut dirs = dirs;
+    dirs.sort();
+    assert_eq!(
+        dirs,
+        ["fine@1.0.0", "installed.json"],
+        "nothing half-installed"
+    );
+}
+
+/// A marketplace lists plugins by name; `MARKETPLACE/PLUGIN` installs one, `update` fetches it
+/// again (a new version replaces the old folder).
+#[tokio::test]
+async fn a_marketplace_plugin_installs_by_name_and_updates() {
+    let env = RunEnv::new().await;
+    let market = tempfile::tempdir().unwrap();
+    write(
+        &market.path().join(".claude-plugin/marketplace.json"),
+        &serde_json::json!({
+            "name": "team-tools", "owner": {"name": "t"},
+            "plugins": [{"name": "greeter", "source": "./plugins/greeter", "description": "Says hi."}]
+        })
+        .to_string(),
+    );
+    let plugin = market.path().join("plugins/greeter");
+    write(
+        &plugin.join(".claude-plugin/plugin.json"),
+        r#"{"name": "greeter", "version": "1.0.0"}"#,
+    );
+    write(&plugin.join("commands/hi.md"), "Say hi to $ARGUMENTS.");
+
+    let out = env
+        .run(&[
+            "plugin",
+            "marketplace",
+            "add",
+            market.path().to_str().unwrap(),
+        ])
+        .await;
+    assert_exit(&out, 0);
+    assert!(
+        stdout(&out).contains("added marketplace team-tools with 1 plugin(s): greeter"),
+        "{}",
+        stdout(&out)
+    );
+    let out = env.run(&["plugin", "marketplace", "list"]).await;
+    assert!(
+        stdout(&out).contains("team-tools/greeter  Says hi."),
+        "{}",
+        stdout(&out)
+    );
+    let out = env
+        .run(&["plugin", "add", "team-tools/nobody", "--yes"])
+        .await;
+    assert_exit(&out, 2);
+    assert!(
+        stderr(&out)
+            .contains("marketplace `team-tools` has no plugin `nobody` (it lists: greeter)"),
+        "{}",
+        stderr(&out)
+    );
+
+    assert_exit(
+        &env.run(&["plugin", "add", "team-tools/greeter", "--yes"])
+            .await,
+        0,
+    );
+    assert!(
+        env.home
+            .path()
+            .join("plugins/greeter@1.0.0/commands/hi.md")
+            .is_file()
+    );
+
+    write(
+        &plugin.join(".claude-plugin/plugin.json"),
+        r#"{"name": "greeter", "version": "1.1.0"}"#,
+    );
+    let out = env.run(&["plugin", "update", "greeter", "--yes"]).await;
+    assert_exit(&out, 0);
+    assert!(stdout(&out).contains("1.0.0 → 1.1.0"), "{}", stdout(&out));
+    assert!(!env.home.path().join("plugins/greeter@1.0.0").exists());
+    assert!(
+        env.home
+            .path()
+            .join("plugins/greeter@1.1.0/commands/hi.md")
+            .is_file()
+    );
+
+    // Disabled: installed, but its command is not one.
+    assert_exit(&env.run(&["plugin", "disable", "greeter"]).await, 0);
+    env.answer("ok");
+    assert_exit(
+        &env.run(&["run", "/hi Ann", "--output-format", "jsonl"])
+            .await,
+        0,
+    );
+    let first = String::from_utf8_lossy(&env.server.requests()[0].body).into_owned();
+    assert!(!first.contains("Say hi to Ann."), "{first}");
+    assert_exit(&env.run(&["plugin", "enable", "greeter", "--yes"]).await, 0);
+    env.answer("ok");
+    assert_exit(
+        &env.run(&["run", "/hi Ann", "--output-format", "jsonl"])
+            .await,
+        0,
+    );
+    let second = String::from_utf8_lossy(&env.server.requests()[1].body).into_owned();
+    assert!(second.contains("Say hi to Ann."), "{second}");
+}
