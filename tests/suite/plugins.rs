@@ -177,6 +177,15 @@ async fn install_use_and_remove(layout: &str, name: &str, version: &str) {
         "{listed}"
     );
 
+    // The same doctor as any server's.
+    let out = env.run(&["mcp", "doctor", &format!("{name}-srv")]).await;
+    assert!(
+        stdout(&out).contains(&format!("{name}-srv")),
+        "{}{}",
+        stdout(&out),
+        stderr(&out)
+    );
+
     let out = env.run(&["hooks", "list"]).await;
     assert!(
         stdout(&out).contains(&format!("from plugin: {name}")),

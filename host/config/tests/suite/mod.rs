@@ -9,6 +9,7 @@ mod inherit;
 mod layers;
 mod oauth;
 mod parse;
+mod plugins;
 mod sandbox;
 mod trust;
 
