@@ -518,3 +518,39 @@ async fn a_marketplace_plugin_installs_by_name_and_updates() {
     let second = String::from_utf8_lossy(&env.server.requests()[1].body).into_owned();
     assert!(second.contains("Say hi to Ann."), "{second}");
 }
+
+/// On a terminal `add` asks after showing what the plugin adds; `n` installs nothing, `y`
+/// installs and enables it.
+#[tokio::test]
+async fn on_a_terminal_add_asks_before_enabling() {
+    let env = RunEnv::new().await;
+    let work = tempfile::tempdir().unwrap();
+    let plugin = work.path().join("asker");
+    write(
+        &plugin.join(".claude-plugin/plugin.json"),
+        r#"{"name": "asker", "version": "0.1.0"}"#,
+    );
+    write(
+        &plugin.join("hooks/hooks.json"),
+        r#"{"hooks": {"Stop": [{"hooks": [{"type": "command", "command": "echo stop-hook"}]}]}}"#,
+    );
+    let path = plugin.to_str().unwrap();
+    let script = serde_json::json!([
+        {"expect": "Stop: echo stop-hook"},
+        {"expect": "Enable plugin asker? [y/N]"},
+        {"send": "n\r"},
+        {"expect": "you declined"},
+    ]);
+    let report = super::repl::drive_with(&env, &script, &["plugin", "add", path]).await;
+    assert_eq!(report["status"], 2, "{}", report["output"]);
+    assert!(!env.home.path().join("plugins/asker@0.1.0").exists());
+
+    let script = serde_json::json!([
+        {"expect": "Enable plugin asker? [y/N]"},
+        {"send": "y\r"},
+        {"expect": "installed and enabled plugin asker@0.1.0"},
+    ]);
+    let report = super::repl::drive_with(&env, &script, &["plugin", "add", path]).await;
+    assert_eq!(report["status"], 0, "{}", report["output"]);
+    assert!(env.home.path().join("plugins/asker@0.1.0").is_dir());
+}
