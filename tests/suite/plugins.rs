@@ -75,7 +75,7 @@ fn plugin_repo(parent: &Path, name: &str, layout: &str) -> PathBuf {
         &hook,
         &format!(
             "#!/bin/sh\ncat > \"$CLAUDE_PROJECT_DIR/{name}-hook-input.json\"\n\
-             echo \"HOOK-CONTEXT-{name}\"\n"
+             echo \"HOOK-CONTEXT-{name} from $CLAUDE_PLUGIN_ROOT\"\n"
         ),
     );
     let mut perm = std::fs::metadata(&hook).unwrap().permissions();
@@ -222,7 +222,7 @@ async fn install_use_and_remove(layout: &str, name: &str, version: &str) {
         "the server's tools are offered"
     );
     assert!(
-        first.contains(&format!("HOOK-CONTEXT-{name}")),
+        first.contains(&format!("HOOK-CONTEXT-{name} from {}", installed.display())),
         "the hook's stdout is context"
     );
     let hook_input = env.dir.path().join(format!("{name}-hook-input.json"));

@@ -117,6 +117,9 @@ pub struct HookConfig {
     pub file: PathBuf,
     /// 1-based line in `file`.
     pub line: usize,
+    /// Variables set for the command besides the run's (a plugin's hook gets
+    /// `CLAUDE_PLUGIN_ROOT`, as in Claude Code).
+    pub env: Vec<(String, String)>,
 }
 
 impl HookConfig {
@@ -214,6 +217,7 @@ impl HooksLayer {
                     fail_closed: hook.fail_closed.unwrap_or(false),
                     file: at.file.clone(),
                     line: at.line,
+                    env: Vec::new(),
                 });
             }
         }
@@ -223,6 +227,11 @@ impl HooksLayer {
     /// The hooks so far (a plugin's, for its summary).
     pub(crate) fn hooks(&self) -> &[HookConfig] {
         &self.hooks
+    }
+
+    /// The hooks so far, to change (a plugin's get its root in their environment).
+    pub(crate) fn hooks_mut(&mut self) -> &mut [HookConfig] {
+        &mut self.hooks
     }
 
     /// Adds `later`'s hooks after the ones so far.

@@ -205,10 +205,26 @@ pub(crate) fn read_plugin_layer(
         toml_text = report.config_text;
         contents.warnings.extend(report.warnings);
     }
-    let layer = parse_layer(
+    let mut layer = parse_layer(
         &SourceName::File(super::plugin_source(&contents.name)),
         &toml_text,
     )?;
+    // Scripts a plugin runs find their folder through this variable, as in Claude Code.
+    let root_var = || {
+        (
+            "CLAUDE_PLUGIN_ROOT".to_owned(),
+            installed_at.display().to_string(),
+        )
+    };
+    for hook in layer.hooks.hooks_mut() {
+        hook.env.push(root_var());
+    }
+    for server in layer.servers.0.values_mut() {
+        if server.command.is_some() {
+            let (key, value) = root_var();
+            server.env.entry(key).or_insert(value);
+        }
+    }
     for (server, s) in &layer.servers.0 {
         let launch = match (&s.command, &s.url) {
             (Some(command), _) => std::iter::once(command.clone())

@@ -57,9 +57,13 @@ fn an_enabled_plugin_adds_its_servers_hooks_skills_and_commands_as_a_layer() {
     let config = fx.load(&LoadOptions::default()).unwrap();
     let server = &config.mcp_servers["tools-srv"];
     assert_eq!(server.defined_at.file, Path::new("plugin: tools"));
-    let tern_config::Transport::Stdio { launch, args, .. } = &server.transport else {
+    let tern_config::Transport::Stdio {
+        launch, args, env, ..
+    } = &server.transport
+    else {
         panic!("{server:?}")
     };
+    assert_eq!(env["CLAUDE_PLUGIN_ROOT"], dir.display().to_string());
     assert_eq!(
         launch,
         &tern_config::Launch::Command(dir.join("bin/srv").display().to_string())
@@ -68,6 +72,10 @@ fn an_enabled_plugin_adds_its_servers_hooks_skills_and_commands_as_a_layer() {
     let hook = config.hooks.of(HookEvent::PostToolUse).next().unwrap();
     assert_eq!(hook.command, format!("{}/fmt.sh", dir.display()));
     assert_eq!(hook.timeout.as_secs(), 5);
+    assert_eq!(
+        hook.env,
+        [("CLAUDE_PLUGIN_ROOT".to_string(), dir.display().to_string())]
+    );
     assert!(
         hook.source().starts_with("plugin: tools:"),
         "{}",

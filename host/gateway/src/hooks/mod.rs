@@ -135,7 +135,8 @@ impl Hooks {
         payload.extend(input.fields.clone());
         let bytes = serde_json::to_vec(&Value::Object(payload)).unwrap_or_default();
         for hook in hooks {
-            let finished = process::run(&hook.command, &bytes, &self.cwd, hook.timeout).await;
+            let finished =
+                process::run(&hook.command, &hook.env, &bytes, &self.cwd, hook.timeout).await;
             let one = output::interpret(event, &finished, hook.fail_closed);
             self.record(hook, &input, &finished, &one);
             effect.combine(one);

@@ -39,8 +39,15 @@ pub struct Finished {
     pub duration: Duration,
 }
 
-/// Runs `command` with `input` on stdin in `cwd`, killed after `timeout`.
-pub async fn run(command: &str, input: &[u8], cwd: &Path, timeout: Duration) -> Finished {
+/// Runs `command` with `input` on stdin in `cwd` (and `env` added to the environment), killed
+/// after `timeout`.
+pub async fn run(
+    command: &str,
+    env: &[(String, String)],
+    input: &[u8],
+    cwd: &Path,
+    timeout: Duration,
+) -> Finished {
     let started = Instant::now();
     let mut cmd = tokio::process::Command::new("sh");
     cmd.arg("-c")
@@ -49,6 +56,7 @@ pub async fn run(command: &str, input: &[u8], cwd: &Path, timeout: Duration) -> 
         // Claude Code's hooks find the project through this variable; tern's name too.
         .env("CLAUDE_PROJECT_DIR", cwd)
         .env("TERN_PROJECT_DIR", cwd)
+        .envs(env.iter().map(|(k, v)| (k, v)))
         .stdin(Stdio::piped())
         .stdout(Stdio::piped())
         .stderr(Stdio::piped())
