@@ -399,6 +399,31 @@ async fn bad_plugins_and_sources_are_refused_with_clear_errors() {
         stderr(&out)
     );
 
+    // An installed plugin broken behind tern's back: every run says which and how to go on,
+    // and `remove` still works (it needs no loaded config).
+    std::fs::write(
+        env.home
+            .path()
+            .join("plugins/fine@1.0.0/.claude-plugin/plugin.json"),
+        "{\"name\": ",
+    )
+    .unwrap();
+    let out = env.run(&["run", "hi"]).await;
+    assert_exit(&out, 2);
+    let err = stderr(&out);
+    assert!(err.contains("plugin fine: "), "{err}");
+    assert!(err.contains("plugin.json:1:"), "{err}");
+    assert!(
+        err.contains("`tern plugin remove fine` removes it"),
+        "{err}"
+    );
+    assert_exit(&env.run(&["plugin", "remove", "fine"]).await, 0);
+    assert_exit(
+        &env.run(&["plugin", "add", fine.to_str().unwrap(), "--yes"])
+            .await,
+        0,
+    );
+
     let out = env.run(&["plugin", "remove", "ghost"]).await;
     assert_exit(&out, 2);
     assert!(

@@ -180,6 +180,16 @@ fn marketplace_sources_resolve_to_folders_or_git_urls() {
         m.entry("c").unwrap().source,
         PluginSource::Git("https://git.example/c.git".into())
     );
+    // Codex's marketplace file and its `local` entries.
+    fx.write(
+        "cx/.agents/plugins/marketplace.json",
+        r#"{"name": "cx", "plugins": [{"name": "y", "source": {"source": "local", "path": "./plugins/y"}}]}"#,
+    );
+    let cx = read_marketplace(&fx.root.join("cx")).unwrap();
+    assert_eq!(
+        cx.entry("y").unwrap().source,
+        PluginSource::Path(fx.root.join("cx/plugins/y"))
+    );
     fx.write(
         "m/.claude-plugin/marketplace.json",
         r#"{"name": "m", "plugins": [{"name": "x", "source": {"source": "npm", "package": "x"}}]}"#,
