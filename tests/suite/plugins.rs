@@ -424,6 +424,15 @@ async fn bad_plugins_and_sources_are_refused_with_clear_errors() {
         0,
     );
 
+    let missing = format!("file://{}/no-such-repo", work.path().display());
+    let out = env.run(&["plugin", "add", &missing, "--yes"]).await;
+    assert_exit(&out, 1);
+    assert!(
+        stderr(&out).contains(&format!("git clone {missing} failed: ")),
+        "{}",
+        stderr(&out)
+    );
+
     let out = env.run(&["plugin", "remove", "ghost"]).await;
     assert_exit(&out, 2);
     assert!(

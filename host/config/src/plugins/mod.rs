@@ -75,6 +75,9 @@ pub(crate) fn load_enabled(
     let mut loaded = Vec::new();
     let mut owner: std::collections::BTreeMap<String, String> = Default::default();
     for (name, installed) in state.enabled() {
+        // TODO(managed policy, issue 19 item 5): skip (with a notice saying why) a plugin the
+        // managed policy's `allowed_plugins` does not allow; the host's install-time check is
+        // `commands::plugin::plugin_allowed_by_policy`.
         let broken = |e: crate::ConfigError| crate::ConfigError::Plugin {
             message: format!(
                 "plugin {name}: {e}\nhint: `tern plugin update {name}` fetches it again, \

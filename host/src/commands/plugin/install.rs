@@ -40,6 +40,8 @@ pub(crate) fn clone(url: &str, parent: &Path) -> anyhow::Result<Fetched> {
     let dir = parent.join(format!(".fetch-{}", std::process::id()));
     let _ = std::fs::remove_dir_all(&dir);
     let output = Command::new("git")
+        // A URL from a marketplace file is someone else's text: no `ext::` command transport.
+        .args(["-c", "protocol.ext.allow=never"])
         .args(["clone", "--quiet", "--depth", "1", "--"])
         .arg(url)
         .arg(&dir)
