@@ -177,6 +177,25 @@ async fn install_use_and_remove(layout: &str, name: &str, version: &str) {
         "{listed}"
     );
 
+    let out = env.run(&["mcp", "list", "--json"]).await;
+    let statuses: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    let status = statuses
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|s| s["name"] == format!("{name}-srv"))
+        .unwrap();
+    assert_eq!(status["source"], format!("plugin: {name}"));
+    assert!(
+        statuses
+            .as_array()
+            .unwrap()
+            .iter()
+            .filter(|s| s["name"] == "fs")
+            .all(|s| s.get("source").is_none()),
+        "only a plugin's server has a source"
+    );
+
     // The same doctor as any server's.
     let out = env.run(&["mcp", "doctor", &format!("{name}-srv")]).await;
     assert!(

@@ -44,7 +44,17 @@ pub async fn list(ws: &Workspace, json: bool, out: &mut dyn Write) -> anyhow::Re
     let statuses = started.pool.statuses();
     started.pool.shutdown().await;
     if json {
-        serde_json::to_writer_pretty(&mut *out, &statuses)?;
+        // Each status, and `"source": "plugin: NAME"` for a plugin's server.
+        let mut value = serde_json::to_value(&statuses)?;
+        for entry in value.as_array_mut().into_iter().flatten() {
+            let source = entry["name"]
+                .as_str()
+                .and_then(|name| plugin_source(ws, name));
+            if let (Some(source), Some(map)) = (source, entry.as_object_mut()) {
+                map.insert("source".into(), source.into());
+            }
+        }
+        serde_json::to_writer_pretty(&mut *out, &value)?;
         writeln!(out)?;
         return Ok(0);
     }
@@ -80,17 +90,26 @@ pub async fn list(ws: &Workspace, json: bool, out: &mut dyn Write) -> anyhow::Re
             s.name, status, s.transport, protocol, pid, s.tools, startup
         )?;
         // A plugin's server says so: removing the plugin is how it goes away.
-        if let Some(defined) = ws.config.mcp_servers.get(&s.name).map(|c| &c.defined_at)
-            && defined
-                .file
-                .to_string_lossy()
-                .starts_with(tern_config::PLUGIN_SOURCE_PREFIX)
-        {
-            writeln!(out, "    source: {}", defined.file.display())?;
+        if let Some(source) = plugin_source(ws, &s.name) {
+            writeln!(out, "    source: {source}")?;
         }
         describe_problems(s, out)?;
     }
     Ok(0)
+}
+
+/// `plugin: NAME` when the server `name` comes from an enabled plugin's layer.
+fn plugin_source(ws: &Workspace, name: &str) -> Option<String> {
+    let file = ws
+        .config
+        .mcp_servers
+        .get(name)?
+        .defined_at
+        .file
+        .to_string_lossy()
+        .into_owned();
+    file.starts_with(tern_config::PLUGIN_SOURCE_PREFIX)
+        .then_some(file)
 }
 
 fn describe_problems(s: &ServerStatus, out: &mut dyn Write) -> std::io::Result<()> {
