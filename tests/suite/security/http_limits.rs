@@ -463,6 +463,10 @@ fn requests_beyond_max_inflight_get_429() {
             .contains("--max-inflight"),
         "{message}"
     );
+    // A notification is no request: it passes while the slots are taken.
+    let cancel = r#"{"jsonrpc":"2.0","method":"notifications/progress","params":{"progressToken":"none","progress":1}}"#;
+    let reply = third.request("POST", &session_headers(&session), cancel);
+    assert_eq!(reply.status, 202, "{reply:?}");
     // Another session is not affected.
     let other = open_session(&addr);
     let reply =

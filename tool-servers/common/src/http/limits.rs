@@ -14,7 +14,8 @@
 //!   concurrent `initialize` requests cannot overshoot it; `CappedSessions` refuses on its
 //!   own too, as a backstop for a creation the middleware did not see coming.
 //! - In flight: a request holds its slot until its response body (the SSE stream that
-//!   carries the answer) is finished or dropped.
+//!   carries the answer) is finished or dropped. At the cap only requests are refused;
+//!   notifications and responses (to the server's own requests) always pass.
 //!
 //! Both checks run after [`super::guard`], so only clients with the token are counted.
 
@@ -273,9 +274,15 @@ pub(crate) async fn limit(
         .map(str::to_string);
     if let Some(session) = session {
         let Some(slot) = limiter.in_flight.enter(&session) else {
-            let (_, probe) = match read_probe(request).await {
+            let (request, probe) = match read_probe(request).await {
                 Ok(read) => read,
                 Err(response) => return response,
+            };
+            // Only requests wait for an answer. A notification or a response (say, to an
+            // elicitation a running call is waiting on) must pass, or a session with every
+            // slot taken by calls waiting on their client could never finish them.
+            let Some(id) = probe.and_then(|p| p.method.and(p.id)) else {
+                return next.run(request).await;
             };
             tracing::warn!(
                 session,
@@ -285,7 +292,7 @@ pub(crate) async fn limit(
             return refusal(
                 StatusCode::TOO_MANY_REQUESTS,
                 INFLIGHT_RETRY_AFTER,
-                probe.and_then(|p| p.id),
+                Some(id),
                 &format!(
                     "too many requests in flight for this session (at most {}, \
                      --max-inflight). hint: wait for an answer before sending more, or retry \
