@@ -23,9 +23,9 @@ use tern_model::mock::script::AnthropicTurn;
 const TOKEN: &str = "e2e-http-token-0123456789abcdef";
 
 /// A tool server serving streamable HTTP on a free loopback port; killed when dropped.
-struct Served {
-    child: Child,
-    url: String,
+pub(crate) struct Served {
+    pub(crate) child: Child,
+    pub(crate) url: String,
     stderr: Arc<Mutex<String>>,
 }
 
@@ -33,7 +33,7 @@ impl Served {
     /// Starts `program ARGS… --http 127.0.0.1:0` with `env` added, and waits for its
     /// `listening on URL` line. Without `--http-token-env` in ARGS, `--no-auth` is added
     /// (`--generated`, removed, asks for neither: the server then makes up a token).
-    fn start(program: &Path, args: &[&str], env: &[(&str, &str)]) -> Self {
+    pub(crate) fn start(program: &Path, args: &[&str], env: &[(&str, &str)]) -> Self {
         let mut args = args.to_vec();
         if args.contains(&"--generated") {
             args.retain(|a| *a != "--generated");
@@ -74,7 +74,7 @@ impl Served {
         Self { child, url, stderr }
     }
 
-    fn stderr(&self) -> String {
+    pub(crate) fn stderr(&self) -> String {
         self.stderr.lock().unwrap().clone()
     }
 }

@@ -3,6 +3,7 @@
 
 mod annotations;
 mod files;
+mod http_limits;
 mod mountview;
 mod redaction;
 mod rules;

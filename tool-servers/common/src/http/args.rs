@@ -4,6 +4,7 @@
 
 use std::ffi::OsString;
 use std::net::{IpAddr, Ipv4Addr, SocketAddr};
+use std::time::Duration;
 
 use crate::ServeError;
 
@@ -47,6 +48,60 @@ pub struct HttpArgs {
     /// one is given, only these and the bound IP are.
     #[arg(long, value_name = "HOST", requires = "http")]
     pub http_allow_host: Vec<String>,
+    /// At most N MCP sessions (2025-11-25 clients) at once; an `initialize` beyond them is
+    /// answered 503 with `Retry-After`. A session ends on DELETE or after --session-idle-sec.
+    #[arg(long, value_name = "N", default_value_t = 64, requires = "http",
+          value_parser = clap::value_parser!(u32).range(1..))]
+    pub max_sessions: u32,
+    /// End a session after SECS without a message from its client (its slot is freed).
+    #[arg(long, value_name = "SECS", default_value_t = 600, requires = "http",
+          value_parser = clap::value_parser!(u64).range(1..))]
+    pub session_idle_sec: u64,
+    /// At most N requests of one session in flight at once; one more is answered 429 with
+    /// `Retry-After`.
+    #[arg(long, value_name = "N", default_value_t = 16, requires = "http",
+          value_parser = clap::value_parser!(u32).range(1..))]
+    pub max_inflight: u32,
+    /// At most N open connections. Beyond it the oldest connection that has not yet sent
+    /// the token is closed to make room (so idle or token-less connections never lock out
+    /// clients that have it); when every one has, the new connection gets 503.
+    #[arg(long, value_name = "N", default_value_t = 256, requires = "http",
+          value_parser = clap::value_parser!(u32).range(1..))]
+    pub max_connections: u32,
+    /// Close a connection whose request headers take longer than SECS to arrive (slowloris),
+    /// that sits idle between requests that long, or that sends no authorized request
+    /// within SECS of connecting.
+    #[arg(long, value_name = "SECS", default_value_t = 10, requires = "http",
+          value_parser = clap::value_parser!(u64).range(1..))]
+    pub header_timeout_sec: u64,
+}
+
+/// How much of the server one client, or all of them, can hold.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Limits {
+    /// Live MCP sessions (`--max-sessions`).
+    pub max_sessions: usize,
+    /// A session ends after this long without a message (`--session-idle-sec`).
+    pub session_idle: Duration,
+    /// Requests of one session in flight (`--max-inflight`).
+    pub max_inflight: usize,
+    /// Open connections (`--max-connections`).
+    pub max_connections: usize,
+    /// Request headers, an idle keep-alive connection, and a connection without an
+    /// authorized request, each get this long (`--header-timeout-sec`).
+    pub header_timeout: Duration,
+}
+
+impl Default for Limits {
+    fn default() -> Self {
+        Self {
+            max_sessions: 64,
+            session_idle: Duration::from_secs(600),
+            max_inflight: 16,
+            max_connections: 256,
+            header_timeout: Duration::from_secs(10),
+        }
+    }
 }
 
 /// A validated HTTP setup: where to listen and who may come in.
@@ -60,6 +115,8 @@ pub struct HttpConfig {
     pub(crate) allowed_origins: Vec<Origin>,
     /// Names accepted in `Host`; `None`: any (a non-loopback bind, where the token guards).
     pub(crate) allowed_hosts: Option<Vec<String>>,
+    /// Sessions, in-flight requests, connections and their timeouts.
+    pub limits: Limits,
 }
 
 impl HttpConfig {
@@ -134,6 +191,13 @@ impl HttpArgs {
             generated_token,
             allowed_origins,
             allowed_hosts,
+            limits: Limits {
+                max_sessions: self.max_sessions as usize,
+                session_idle: Duration::from_secs(self.session_idle_sec),
+                max_inflight: self.max_inflight as usize,
+                max_connections: self.max_connections as usize,
+                header_timeout: Duration::from_secs(self.header_timeout_sec),
+            },
         }))
     }
 }
@@ -350,6 +414,53 @@ mod tests {
     fn http_flags_need_http() {
         let e = config(&["--http-token-env", "TOK"], &[("TOK", GOOD)]).unwrap_err();
         assert!(e.contains("--http"), "{e}");
+        let e = config(&["--max-sessions", "3"], &[]).unwrap_err();
+        assert!(e.contains("--http"), "{e}");
+    }
+
+    #[test]
+    fn limits_have_defaults_and_refuse_zero() {
+        let c = config(&["--http", "127.0.0.1:0"], &[]).unwrap().unwrap();
+        assert_eq!(c.limits, Limits::default());
+        let c = config(
+            &[
+                "--http",
+                "127.0.0.1:0",
+                "--max-sessions",
+                "3",
+                "--session-idle-sec",
+                "2",
+                "--max-inflight",
+                "1",
+                "--max-connections",
+                "8",
+                "--header-timeout-sec",
+                "1",
+            ],
+            &[],
+        )
+        .unwrap()
+        .unwrap();
+        assert_eq!(
+            c.limits,
+            Limits {
+                max_sessions: 3,
+                session_idle: Duration::from_secs(2),
+                max_inflight: 1,
+                max_connections: 8,
+                header_timeout: Duration::from_secs(1),
+            }
+        );
+        for flag in [
+            "--max-sessions",
+            "--session-idle-sec",
+            "--max-inflight",
+            "--max-connections",
+            "--header-timeout-sec",
+        ] {
+            let e = config(&["--http", "127.0.0.1:0", flag, "0"], &[]).unwrap_err();
+            assert!(e.contains(flag), "{e}");
+        }
     }
 
     #[test]

@@ -26,6 +26,7 @@ use axum::middleware::Next;
 use axum::response::{IntoResponse, Response};
 
 use super::args::host_name;
+use super::conn::Authorized;
 
 /// A bearer token; never printed (its `Debug` is redacted).
 #[derive(Clone)]
@@ -210,7 +211,15 @@ pub(crate) async fn enforce(
         .extensions()
         .get::<ConnectInfo<SocketAddr>>()
         .map(|c| c.0);
-    match guard.check(request.method(), request.headers()) {
+    let passed = guard.check(request.method(), request.headers());
+    if matches!(passed, Ok(Pass::Serve | Pass::ServeCors(_)))
+        && let Some(connection) = request.extensions().get::<Authorized>()
+    {
+        // This connection now carries a client with the token: it is no longer closed to
+        // make room for others (see `conn`).
+        connection.set();
+    }
+    match passed {
         Ok(Pass::Serve) => next.run(request).await,
         Ok(Pass::ServeCors(origin)) => {
             let mut response = next.run(request).await;

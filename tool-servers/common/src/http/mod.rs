@@ -9,28 +9,30 @@
 //! sandbox, SSRF guard) as stdio.
 //!
 //! In front of it, [`guard`] decides who gets in (Host, Origin, bearer token); rmcp's own
-//! Host allow-list is switched off so that rule has one home.
+//! Host allow-list is switched off so that rule has one home. Behind the guard, [`limits`]
+//! caps live sessions (503) and each session's requests in flight (429); under both,
+//! [`conn`] caps connections and closes slow, idle and token-less ones.
 //!
 //! The server runs until SIGTERM or Ctrl-C, then stops accepting, ends the sessions
 //! (which cancels their running calls) and waits up to [`SHUTDOWN_GRACE`] for
 //! connections to finish.
 
 mod args;
+mod conn;
 mod guard;
+mod limits;
 
-use std::future::IntoFuture;
 use std::net::SocketAddr;
 use std::sync::Arc;
 use std::time::Duration;
 
-use axum::serve::ListenerExt;
 use rmcp::ServerHandler;
 use rmcp::transport::streamable_http_server::{
     StreamableHttpServerConfig, StreamableHttpService, session::local::LocalSessionManager,
 };
 use tokio_util::sync::CancellationToken;
 
-pub use args::{HttpArgs, HttpConfig, MIN_TOKEN_LEN};
+pub use args::{HttpArgs, HttpConfig, Limits, MIN_TOKEN_LEN};
 
 use crate::{ServeError, signals::Signals};
 
@@ -53,14 +55,19 @@ where
     let listener = tokio::net::TcpListener::bind(config.addr)
         .await
         .map_err(|e| ServeError::Config(format!("--http {}: cannot listen: {e}", config.addr)))?;
-    let local = listener
+    let bound = listener
         .local_addr()
         .map_err(|e| ServeError::Config(format!("--http {}: {e}", config.addr)))?;
     let signals = Signals::register();
     let stop = CancellationToken::new();
+    let limits = config.limits;
+    warn_if_too_few_descriptors(limits.max_connections);
+    let sessions = limits::Sessions::new(limits.max_sessions);
+    let mut local = LocalSessionManager::default();
+    local.session_config.keep_alive = Some(limits.session_idle);
     let mcp = StreamableHttpService::new(
         move || Ok(make()),
-        Arc::new(LocalSessionManager::default()),
+        Arc::new(limits::CappedSessions::new(local, sessions.clone())),
         StreamableHttpServerConfig::default()
             .disable_allowed_hosts()
             .with_cancellation_token(stop.child_token()),
@@ -75,15 +82,24 @@ where
         allowed_origins: config.allowed_origins,
         allowed_hosts: config.allowed_hosts,
     });
-    let app = axum::Router::new().route_service(MCP_PATH, mcp).layer(
-        axum::middleware::from_fn_with_state(guard.clone(), guard::enforce),
-    );
-    announce(local, generated.as_deref());
-    if !local.ip().to_canonical().is_loopback() {
+    let limiter = Arc::new(limits::Limiter {
+        sessions,
+        in_flight: limits::InFlight::new(limits.max_inflight),
+    });
+    // The last layer added runs first: the guard, then the limits, then MCP.
+    let app = axum::Router::new()
+        .route_service(MCP_PATH, mcp)
+        .layer(axum::middleware::from_fn_with_state(limiter, limits::limit))
+        .layer(axum::middleware::from_fn_with_state(
+            guard.clone(),
+            guard::enforce,
+        ));
+    announce(bound, generated.as_deref());
+    if !bound.ip().to_canonical().is_loopback() {
         // The token is only as secret as the path it travels: plain HTTP shows it to
         // anyone on the way.
         tracing::warn!(
-            "serving plain HTTP on {local}: requests (and the bearer token) cross the network \
+            "serving plain HTTP on {bound}: requests (and the bearer token) cross the network \
              unencrypted; put a TLS reverse proxy in front, or reach the server through an SSH \
              tunnel or a VPN"
         );
@@ -91,24 +107,38 @@ where
     tracing::info!(
         token_required = guard.token.is_some(),
         host_check = guard.allowed_hosts.is_some(),
+        max_sessions = limits.max_sessions,
+        max_inflight = limits.max_inflight,
+        max_connections = limits.max_connections,
         "serving MCP over streamable HTTP"
     );
-    // Without TCP_NODELAY a reply written in pieces (SSE event, then the chunked end) waits
-    // for the client's delayed ACK: ~40 ms per call instead of ~0.1 ms.
-    let listener = listener.tap_io(|tcp| {
-        if let Err(e) = tcp.set_nodelay(true) {
-            tracing::debug!("cannot set TCP_NODELAY: {e}");
-        }
-    });
-    let server = axum::serve(
+    let server = conn::serve(
         listener,
-        app.into_make_service_with_connect_info::<SocketAddr>(),
-    )
-    .with_graceful_shutdown(stop.clone().cancelled_owned())
-    .into_future();
+        app,
+        limits.max_connections,
+        limits.header_timeout,
+        stop.clone(),
+    );
     tokio::select! {
-        result = server => result.map_err(|e| ServeError::Session(e.to_string())),
+        () = server => Ok(()),
         () = shut_down_on_signal(signals, stop) => Ok(()),
+    }
+}
+
+/// Warns when the process may run out of file descriptors before `--max-connections` is
+/// reached (each connection is one; tool calls need some too), which would lock clients
+/// out at `accept` where no cap can help.
+fn warn_if_too_few_descriptors(max_connections: usize) {
+    let limit = rustix::process::getrlimit(rustix::process::Resource::Nofile);
+    let needed = max_connections as u64 + 64;
+    if let Some(current) = limit.current
+        && current < needed
+    {
+        tracing::warn!(
+            "the file descriptor limit ({current}) is below --max-connections + 64 ({needed}): \
+             clients may be refused before the cap. hint: raise it (`ulimit -n {needed}`) or \
+             lower --max-connections"
+        );
     }
 }
 
