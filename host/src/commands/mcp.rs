@@ -24,6 +24,12 @@ pub async fn start_pool_of(
     if let Some(name) = only
         && specs.is_empty()
     {
+        if let Some(reason) = config.blocked_servers.get(name) {
+            anyhow::bail!(
+                "server `{name}` is not started: {reason}\nhint: the administrator's policy \
+                 decides which servers may run; `tern mcp list` shows what it blocks"
+            );
+        }
         anyhow::bail!("no enabled server named `{name}` in the config");
     }
     let started = start_pool(
@@ -43,14 +49,25 @@ pub async fn list(ws: &Workspace, json: bool, out: &mut dyn Write) -> anyhow::Re
     let started = start_and_settle(ws, None).await?;
     let statuses = started.pool.statuses();
     started.pool.shutdown().await;
+    let blocked = blocked_servers(&ws.config);
     if json {
-        serde_json::to_writer_pretty(&mut *out, &statuses)?;
+        // The blocked servers after the started ones, in the same shape where they share it.
+        let mut all = serde_json::to_value(&statuses)?;
+        if let Some(list) = all.as_array_mut() {
+            list.extend(
+                blocked
+                    .iter()
+                    .map(|b| serde_json::to_value(b).unwrap_or_default()),
+            );
+        }
+        serde_json::to_writer_pretty(&mut *out, &all)?;
         writeln!(out)?;
         return Ok(0);
     }
     let width = statuses
         .iter()
         .map(|s| s.name.len())
+        .chain(blocked.iter().map(|b| b.name.len()))
         .max()
         .unwrap_or(4)
         .max(4);
@@ -81,7 +98,42 @@ pub async fn list(ws: &Workspace, json: bool, out: &mut dyn Write) -> anyhow::Re
         )?;
         describe_problems(s, out)?;
     }
+    for b in &blocked {
+        writeln!(
+            out,
+            "{:width$}  {:<10}  {:<9}  {:<10}  {:>7}  {:>5}  {:>8}",
+            b.name, "blocked", b.transport, "-", "-", "-", "-"
+        )?;
+        writeln!(out, "    {}", b.reason)?;
+    }
     Ok(0)
+}
+
+/// A configured server the managed policy keeps from starting.
+#[derive(Debug, Serialize)]
+struct Blocked<'a> {
+    name: &'a str,
+    transport: &'static str,
+    state: &'static str,
+    reason: &'a str,
+}
+
+/// The servers the managed policy blocked, by name (they are never started, so the pool does
+/// not know them).
+fn blocked_servers(config: &tern_config::Config) -> Vec<Blocked<'_>> {
+    config
+        .blocked_servers
+        .iter()
+        .map(|(name, reason)| Blocked {
+            name,
+            transport: match config.mcp_servers.get(name).map(|s| &s.transport) {
+                Some(tern_config::Transport::Http { .. }) => "http",
+                _ => "stdio",
+            },
+            state: "blocked",
+            reason,
+        })
+        .collect()
 }
 
 fn describe_problems(s: &ServerStatus, out: &mut dyn Write) -> std::io::Result<()> {
@@ -264,8 +316,20 @@ pub async fn doctor(
         });
     }
     let failed = reports.iter().any(|r| !r.ok);
+    let blocked: Vec<_> = blocked_servers(&ws.config)
+        .into_iter()
+        .filter(|b| name.is_none_or(|n| n == b.name))
+        .collect();
     if json {
-        serde_json::to_writer_pretty(&mut *out, &reports)?;
+        let mut all = serde_json::to_value(&reports)?;
+        if let Some(list) = all.as_array_mut() {
+            list.extend(
+                blocked.iter().map(
+                    |b| serde_json::json!({"server": b.name, "ok": true, "blocked": b.reason}),
+                ),
+            );
+        }
+        serde_json::to_writer_pretty(&mut *out, &all)?;
         writeln!(out)?;
     } else {
         for r in &reports {
@@ -288,6 +352,10 @@ pub async fn doctor(
                 }
             }
         }
+        for b in &blocked {
+            writeln!(out, "{} [blocked] not started", b.name)?;
+            writeln!(out, "  note: {}", b.reason)?;
+        }
         sandbox_report(ws, out)?;
     }
     Ok(if failed { 1 } else { 0 })
@@ -303,6 +371,22 @@ fn sandbox_report(ws: &Workspace, out: &mut dyn Write) -> std::io::Result<()> {
         "sandbox: {} with network {} ([sandbox] in config.toml); this machine can enforce:",
         config.mode, config.network
     )?;
+    if let Some(policy) = &ws.config.managed {
+        let bound = policy
+            .sandbox
+            .as_ref()
+            .map_or("any".to_string(), |b| format!("at most {}", b.value));
+        writeln!(
+            out,
+            "  managed policy {}: sandbox {bound}; yolo {}",
+            policy.path.display(),
+            if policy.max_mode() == tern_config::PermissionMode::Yolo {
+                "allowed"
+            } else {
+                "refused"
+            }
+        )?;
+    }
     for line in support.to_string().lines() {
         writeln!(out, "  {line}")?;
     }
