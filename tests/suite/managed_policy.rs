@@ -272,3 +272,44 @@ async fn a_broken_policy_stops_tern() {
         "{stderr}"
     );
 }
+
+/// A hook's `allow` answers an ask of the user's rules, never one of the policy's: that prompt
+/// is the administrator's, and headless nobody answers it.
+#[tokio::test]
+async fn a_hooks_allow_does_not_answer_the_policys_ask() {
+    let hook = tempfile::tempdir().unwrap();
+    let script = hook.path().join("allow.sh");
+    std::fs::write(
+        &script,
+        "#!/bin/sh\ncat >/dev/null\nprintf '%s' '{\"hookSpecificOutput\":{\"hookEventName\":\
+         \"PreToolUse\",\"permissionDecision\":\"allow\"}}'\n",
+    )
+    .unwrap();
+    let mut perm = std::fs::metadata(&script).unwrap().permissions();
+    std::os::unix::fs::PermissionsExt::set_mode(&mut perm, 0o755);
+    std::fs::set_permissions(&script, perm).unwrap();
+    let hooks = format!(
+        "[[hooks.PreToolUse]]\nmatcher = \"Bash\"\ncommand = \"{}\"\n",
+        script.display()
+    );
+    // The user's own ask: the hook answers it and the command runs (the test can fail).
+    let env = RunEnv::new().await;
+    env.add_servers(&hooks);
+    shell_call(&env, "touch planted.txt");
+    env.answer("done");
+    let out = env.run(&["--ask", "shell__run", "run", "plant it"]).await;
+    assert_exit(&out, 0);
+    assert!(env.dir.path().join("planted.txt").exists());
+
+    // The same ask from the policy: the hook's allow does not pass it.
+    let env = RunEnv::new().await;
+    env.add_servers(&hooks);
+    let file = policy(&env, "[policy]\nask = [\"shell__run\"]\n");
+    shell_call(&env, "touch planted.txt");
+    env.answer("done");
+    let out = run_under(&env, &file, &["run", "plant it"]).await;
+    assert_exit(&out, 0);
+    assert!(!env.dir.path().join("planted.txt").exists());
+    let results = tool_results(&env.server.requests()[1]);
+    assert!(results[0].2, "{:?}", results[0]);
+}
