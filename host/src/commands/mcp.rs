@@ -191,6 +191,7 @@ pub async fn doctor(
     let started = start_and_settle(ws, name).await?;
     let (table, dropped) = started.pool.table();
     let statuses = started.pool.statuses();
+    let skills = super::mcp_skills::problems(&ws.config, &started.pool).await;
     started.pool.shutdown().await;
 
     let mut reports = Vec::new();
@@ -303,6 +304,20 @@ pub async fn doctor(
                     level: "warning",
                     tool: Some(e.tool.clone()),
                     message: format!("definition costs ~{tokens} tokens on every request"),
+                });
+            }
+        }
+        // A broken SKILL.md: the skill is skipped, the server is still fine.
+        for (_, problems) in skills.iter().filter(|(server, _)| *server == status.name) {
+            for p in problems {
+                findings.push(Finding {
+                    level: if p.severity == "warning" {
+                        "warning"
+                    } else {
+                        "error"
+                    },
+                    tool: None,
+                    message: format!("skill {}", p.message),
                 });
             }
         }
