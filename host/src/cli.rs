@@ -162,8 +162,9 @@ pub struct RunFlags {
 }
 
 impl RunFlags {
-    /// Lays these flags over the loaded config: they are the topmost layer.
-    pub fn apply(&self, config: &mut tern_config::Config) {
+    /// Lays these flags over the loaded config: they are the topmost layer below the managed
+    /// policy. The notice, when the policy lowered `--sandbox`.
+    pub fn apply(&self, config: &mut tern_config::Config) -> Option<tern_config::Notice> {
         if let Some(model) = &self.model {
             config.model.name = Some(model.clone());
         }
@@ -176,12 +177,10 @@ impl RunFlags {
         if let Some(max_steps) = self.max_steps {
             config.agent.max_steps = max_steps;
         }
-        if let Some(mode) = self.sandbox {
-            config.sandbox.mode = mode;
-        }
         if self.accept_elicitation_defaults {
             config.agent.accept_elicitation_defaults = true;
         }
+        self.sandbox.and_then(|mode| config.bound_sandbox(mode))
     }
 }
 

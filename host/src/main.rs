@@ -100,7 +100,9 @@ fn main() -> ExitCode {
                 fresh,
                 flags,
             } => {
-                flags.apply(&mut ws.config);
+                if let Some(notice) = flags.apply(&mut ws.config) {
+                    let _ = writeln!(err, "notice: {notice}");
+                }
                 let session = match session_id {
                     Some(id) => Some(id),
                     None if fresh => None,
@@ -118,7 +120,9 @@ fn main() -> ExitCode {
                 continue_session,
                 flags,
             } => {
-                flags.apply(&mut ws.config);
+                if let Some(notice) = flags.apply(&mut ws.config) {
+                    let _ = writeln!(err, "notice: {notice}");
+                }
                 let goal = commands::run::read_goal(goal.or(goal_flag))?;
                 let session = if continue_session {
                     Some(tern::agent::session::latest_in(

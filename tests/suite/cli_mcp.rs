@@ -516,3 +516,50 @@ fn an_http_server_from_config_gets_its_token_from_the_named_env_var() {
     let _ = child.kill();
     let _ = child.wait();
 }
+
+/// A `SKILL.md` with broken frontmatter is reported by `tern mcp doctor` with its file, line
+/// and what is wrong (issue 19, item 2); the good skill beside it and the server are fine.
+#[test]
+fn doctor_reports_a_skill_with_broken_frontmatter() {
+    let p = Project::new();
+    let skills = p.home.path().join("skills");
+    for (name, text) in [
+        (
+            "good",
+            "---\nname: good\ndescription: Does a good thing.\n---\nBody.\n",
+        ),
+        ("broken", "---\nname: broken\n---\nNo description.\n"),
+    ] {
+        std::fs::create_dir_all(skills.join(name)).unwrap();
+        std::fs::write(skills.join(name).join("SKILL.md"), text).unwrap();
+    }
+    let only_skills = NO_BUILTINS.replace(
+        "[mcp_servers.skills]\nenabled = false\n",
+        "[mcp_servers.skills]\nenabled = true\n",
+    );
+    p.user_config(&only_skills);
+    let out = p.run(&["mcp", "doctor", "skills"]);
+    let text = stdout(&out);
+    assert_eq!(out.status.code(), Some(0), "{text}{}", stderr(&out));
+    let broken = skills.join("broken/SKILL.md").canonicalize().unwrap();
+    let line = text
+        .lines()
+        .find(|l| l.contains("broken/SKILL.md"))
+        .unwrap_or_else(|| panic!("{text}"));
+    assert!(line.trim_start().starts_with("error: skill "), "{text}");
+    assert!(
+        line.contains("`description` is missing"),
+        "what is wrong: {text}"
+    );
+    assert!(
+        line.contains(&format!("{}:", broken.display()))
+            || line.contains(&format!("{}:", skills.join("broken/SKILL.md").display())),
+        "the file: {text}"
+    );
+    assert!(!text.contains("good/SKILL.md"), "{text}");
+
+    // Only the good one: nothing to report.
+    std::fs::remove_dir_all(skills.join("broken")).unwrap();
+    let text = stdout(&p.run(&["mcp", "doctor", "skills"]));
+    assert!(!text.contains("error:"), "{text}");
+}

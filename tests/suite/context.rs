@@ -211,7 +211,13 @@ async fn a_request_refused_as_too_long_is_compacted_and_retried_once() {
 
 /// A finished run that read 12 chapters (~60k tokens) through a 30k window.
 async fn twelve_chapters_in_a_30k_window() -> RunEnv {
+    twelve_chapters_in_a_30k_window_with("").await
+}
+
+/// [`twelve_chapters_in_a_30k_window`] with `extra` in the user's config.
+async fn twelve_chapters_in_a_30k_window_with(extra: &str) -> RunEnv {
     let env = RunEnv::new().await;
+    env.add_servers(extra);
     env.server.simulate(Api::Anthropic, 30_000);
     answer_summaries(&env, Api::Anthropic);
     chapters(&env, 12);
@@ -367,4 +373,32 @@ async fn a_local_servers_reported_window_is_the_budget() {
         .find(|e| e["type"] == "turn_finished")
         .unwrap();
     assert_eq!(finished["context_window"], 16384);
+}
+
+/// Claude Code's `PreCompact` hook runs before the loop compacts by itself too, with trigger
+/// `auto` (issue 19, item 1; `/compact` sends `manual`).
+#[tokio::test]
+async fn a_pre_compact_hook_runs_before_an_automatic_compaction_with_trigger_auto() {
+    let log = tempfile::tempdir().unwrap();
+    let seen = log.path().join("pre-compact.jsonl");
+    let hook = format!(
+        "[[hooks.PreCompact]]\ncommand = \"cat >> '{}'; echo >> '{}'\"\n",
+        seen.display(),
+        seen.display()
+    );
+    let env = twelve_chapters_in_a_30k_window_with(&hook).await;
+    let compactions = of_type(&env.events(), "compaction").len();
+    assert!(compactions > 0, "no compaction happened");
+    let text = std::fs::read_to_string(&seen).expect("the PreCompact hook never ran");
+    let inputs: Vec<Value> = text
+        .lines()
+        .filter(|l| !l.trim().is_empty())
+        .map(|l| serde_json::from_str(l).unwrap())
+        .collect();
+    assert!(!inputs.is_empty());
+    for input in &inputs {
+        assert_eq!(input["hook_event_name"], "PreCompact");
+        assert_eq!(input["trigger"], "auto", "{input}");
+        assert!(input["session_id"].as_str().is_some_and(|s| !s.is_empty()));
+    }
 }

@@ -529,3 +529,112 @@ async fn tern_hooks_import_converts_a_claude_code_settings_block_that_then_works
     let results = tool_results(&env.server.requests()[1]);
     assert!(results[0].1.contains("rm is not allowed"), "{results:?}");
 }
+
+/// Logs every session hook's input and, for `SessionStart`, adds a context line naming the
+/// source (so the test sees which block is in the system prompt).
+const SESSION_LOG: &str = r#"#!/usr/bin/env python3
+import json, os, sys
+data = json.load(sys.stdin)
+with open(os.path.join(os.environ["CLAUDE_PROJECT_DIR"], "sessions.jsonl"), "a") as f:
+    f.write(json.dumps(data) + "\n")
+if data["hook_event_name"] == "SessionStart":
+    print("session context from " + data["source"])
+"#;
+
+fn session_hooks(env: &RunEnv) {
+    let hook = script(env, "session-log.py", SESSION_LOG);
+    with_hooks(
+        env,
+        &format!(
+            "[[hooks.SessionStart]]\ncommand = \"{hook}\"\n\
+             [[hooks.SessionEnd]]\ncommand = \"{hook}\"\n"
+        ),
+    );
+}
+
+fn session_log(env: &RunEnv) -> Vec<(String, String, String)> {
+    let text = std::fs::read_to_string(env.dir.path().join("sessions.jsonl")).unwrap_or_default();
+    text.lines()
+        .map(|l| serde_json::from_str::<Value>(l).unwrap())
+        .map(|v| {
+            let what = if v["hook_event_name"] == "SessionStart" {
+                v["source"].as_str().unwrap_or_default().to_string()
+            } else {
+                v["reason"].as_str().unwrap_or_default().to_string()
+            };
+            (
+                v["hook_event_name"]
+                    .as_str()
+                    .unwrap_or_default()
+                    .to_string(),
+                what,
+                v["session_id"].as_str().unwrap_or_default().to_string(),
+            )
+        })
+        .collect()
+}
+
+/// Claude Code's session events: a headless run ends with reason `other`; in the REPL `/clear`
+/// ends the session (reason `clear`) and starts a new one (source `clear`) whose context
+/// replaces the old one's, and leaving the REPL is `prompt_input_exit`.
+#[tokio::test]
+async fn session_hooks_see_startup_clear_and_how_the_session_ended() {
+    let env = RunEnv::new().await;
+    session_hooks(&env);
+    env.answer("Hi.");
+    let out = env.run(&["run", "hello"]).await;
+    assert_exit(&out, 0);
+    let log = session_log(&env);
+    let kinds: Vec<_> = log
+        .iter()
+        .map(|(e, w, _)| (e.as_str(), w.as_str()))
+        .collect();
+    assert_eq!(
+        kinds,
+        [("SessionStart", "startup"), ("SessionEnd", "other")]
+    );
+    std::fs::remove_file(env.dir.path().join("sessions.jsonl")).unwrap();
+
+    env.answer("First.");
+    env.answer("Second.");
+    let script = serde_json::json!([
+        {"expect": "tern> "},
+        {"send": "one\r"},
+        {"expect": "First."},
+        {"expect": "tern> "},
+        {"send": "/clear\r"},
+        {"expect": "conversation cleared"},
+        {"expect": "tern> "},
+        {"send": "two\r"},
+        {"expect": "Second."},
+        {"expect": "tern> "},
+        {"send": "/exit\r"},
+    ]);
+    let report = super::repl::drive_with(&env, &script, &[]).await;
+    assert_eq!(report["status"], 0, "{}", report["output"]);
+    let log = session_log(&env);
+    let kinds: Vec<_> = log
+        .iter()
+        .map(|(e, w, _)| (e.as_str(), w.as_str()))
+        .collect();
+    assert_eq!(
+        kinds,
+        [
+            ("SessionStart", "startup"),
+            ("SessionEnd", "clear"),
+            ("SessionStart", "clear"),
+            ("SessionEnd", "prompt_input_exit"),
+        ]
+    );
+    // The old session ends under its id, the new one starts and ends under a new one.
+    assert_eq!(log[0].2, log[1].2);
+    assert_eq!(log[2].2, log[3].2);
+    assert_ne!(log[1].2, log[2].2);
+    // The new session's context replaced the old one's in the system prompt.
+    let requests = env.server.requests();
+    let after = requests.last().unwrap().json()["system"].to_string();
+    assert!(after.contains("session context from clear"), "{after}");
+    assert!(!after.contains("session context from startup"), "{after}");
+    let before = requests[requests.len() - 2].json()["system"].to_string();
+    assert!(before.contains("session context from startup"), "{before}");
+}

@@ -21,6 +21,7 @@ mod interop_servers;
 mod local_models;
 mod lsp;
 mod lsp_after_edit;
+mod managed_policy;
 mod mirror;
 mod oauth;
 mod peer_clients;

@@ -36,7 +36,7 @@ fn git(dir: &Path, args: &[&str]) {
 
 /// A plugin named `name` in `layout` ("claude" or "codex") under `parent`, committed to a
 /// fresh git repository; returns its folder.
-fn plugin_repo(parent: &Path, name: &str, layout: &str) -> PathBuf {
+pub(super) fn plugin_repo(parent: &Path, name: &str, layout: &str) -> PathBuf {
     let root = parent.join(name);
     let manifest = match layout {
         "claude" => (

@@ -107,6 +107,12 @@ pub enum ConfigError {
         /// What is wrong and where.
         message: String,
     },
+    /// The managed policy cannot be read, or forbids what was asked (`--mode yolo`).
+    #[error("{message}")]
+    Policy {
+        /// What is wrong, naming the policy file, with a hint.
+        message: String,
+    },
     /// The config text cannot take the requested edit (e.g. `permissions` is not a table).
     #[error("cannot edit config: {message}")]
     Edit {

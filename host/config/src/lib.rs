@@ -1,7 +1,9 @@
 //! tern's configuration: strict, layered `config.toml`, project trust and `.mcp.json` import.
 //!
 //! Layers, later wins: the compiled-in [`DEFAULT_CONFIG`] < `$TERN_HOME/config.toml` < a project's
-//! `.tern/config.toml` (only once trusted, see [`TrustStore`]) < `--config FILE` < `-c key=value`.
+//! `.tern/config.toml` (only once trusted, see [`TrustStore`]) < `--config FILE` < `-c key=value`,
+//! and above them all the administrator's [`ManagedPolicy`] (`/etc/tern/managed.toml`), which no
+//! layer or flag can loosen.
 //! Each layer is parsed on its own into structs that reject unknown keys, so every mistake is reported
 //! as `file:line:column: …` naming the key; then the layers merge and resolve into the typed
 //! [`Config`]. Config is a value the host passes down — there is no global.
@@ -37,6 +39,7 @@ mod layers;
 mod load;
 mod locate;
 mod lsp;
+mod managed;
 mod paths;
 mod permissions;
 mod plugins;
@@ -62,6 +65,9 @@ pub use load::{
     Ceiling, Config, DEFAULT_CONFIG, DEFAULTS_SOURCE, LayerKind, LoadOptions, LoadedLayer, Notice,
 };
 pub use lsp::{AfterEdit, LspSection};
+pub use managed::{
+    MANAGED_CONFIG, MANAGED_CONFIG_ENV, ManagedPolicy, PatternKind, Placed, PolicyPattern,
+};
 pub use paths::{ConfigPaths, PROJECT_CONFIG};
 pub use permissions::{
     PermissionMode, Permissions, RuleList, RuleSource, append_rule, check_rule_shape,

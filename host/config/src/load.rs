@@ -122,6 +122,29 @@ pub enum Notice {
         /// Where to run `tern trust`.
         project_dir: PathBuf,
     },
+    /// The managed policy kept a server someone configured from starting.
+    ServerBlocked {
+        /// The server's name.
+        server: String,
+        /// Why (`blocked by managed policy (FILE:LINE: …)`).
+        reason: String,
+    },
+    /// The managed policy kept an enabled plugin from loading (nothing it adds is used).
+    PluginBlocked {
+        /// The plugin's name.
+        plugin: String,
+        /// Why (`blocked by managed policy (FILE:LINE: allowed_plugins …)`).
+        reason: String,
+    },
+    /// The managed policy lowered the shell sandbox the config asked for.
+    SandboxLowered {
+        /// What the config asked for.
+        asked: tern_sandbox::Mode,
+        /// What the policy allows.
+        allowed: tern_sandbox::Mode,
+        /// Where the policy says so.
+        at: crate::error::Location,
+    },
 }
 
 impl fmt::Display for Notice {
@@ -145,6 +168,16 @@ impl fmt::Display for Notice {
                  `tern trust` in {} again",
                 config.display(),
                 project_dir.display()
+            ),
+            Self::ServerBlocked { server, reason } => {
+                write!(f, "server `{server}` not started: {reason}")
+            }
+            Self::PluginBlocked { plugin, reason } => {
+                write!(f, "plugin `{plugin}` not loaded: {reason}")
+            }
+            Self::SandboxLowered { asked, allowed, at } => write!(
+                f,
+                "sandbox {asked} lowered to {allowed}: the managed policy allows no more ({at})"
             ),
         }
     }
@@ -182,6 +215,12 @@ pub struct Config {
     pub extension_dirs: crate::extension_dirs::ExtensionDirs,
     /// The enabled plugins and what each added (`$TERN_HOME/plugins/installed.json`).
     pub plugins: Vec<crate::plugins::LoadedPlugin>,
+    /// The administrator's policy, when there is one: already applied to this config (its
+    /// rules are in `permissions`, its sandbox bound in `sandbox`, blocked servers disabled);
+    /// kept for what is decided later (plugins, a mode switched during a session).
+    pub managed: Option<crate::managed::ManagedPolicy>,
+    /// Servers the managed policy kept from starting (they are disabled), by name, with why.
+    pub blocked_servers: BTreeMap<String, String>,
     /// The sources that were applied, lowest first.
     pub layers: Vec<LoadedLayer>,
     /// Things to tell the user, e.g. an untrusted project config.
@@ -190,8 +229,10 @@ pub struct Config {
 
 impl Config {
     /// Loads the config for `paths` (see [`ConfigPaths::resolve`]): defaults < user < trusted project <
-    /// `--config` < `-c` < `--allow`/`--ask`/`--deny`/`--mode`.
+    /// `--config` < `-c` < `--allow`/`--ask`/`--deny`/`--mode` < the managed policy.
     pub fn load(paths: &ConfigPaths, options: &LoadOptions, env: EnvLookup<'_>) -> Result<Self> {
+        // First, so a broken policy stops tern before anything else is read.
+        let managed = crate::managed::ManagedPolicy::load(&paths.managed_config)?;
         let mut merged = Layer::default();
         let mut layers = Vec::new();
         let mut notices = Vec::new();
@@ -208,7 +249,13 @@ impl Config {
             layers.push(loaded(LayerKind::User, &paths.user_config));
         }
 
-        let plugins = crate::plugins::load_enabled(&paths.tern_home, &mut merged, &mut layers)?;
+        let plugins = crate::plugins::load_enabled(
+            &paths.tern_home,
+            managed.as_ref(),
+            &mut merged,
+            &mut layers,
+            &mut notices,
+        )?;
 
         if let (Some(project_dir), Some(config)) = (&paths.project_dir, paths.project_config())
             && let Some(text) = read_optional(&config)?
@@ -254,6 +301,13 @@ impl Config {
         merged
             .permissions
             .apply_flags(&options.rules, options.mode)?;
+        if let Some(policy) = &managed {
+            // After every flag: a deny (or ask) here is beyond any allow.
+            merged.permissions.add_rules(
+                (policy.deny.iter().map(|r| (RuleList::Deny, r.clone())))
+                    .chain(policy.ask.iter().map(|r| (RuleList::Ask, r.clone()))),
+            );
+        }
 
         let trusted_project = layers
             .iter()
@@ -294,13 +348,72 @@ impl Config {
                 .allow_sockets
                 .retain(|s| ceiling.allow_sockets.contains(s));
         }
+        if let Some(policy) = managed {
+            config.managed = Some(policy.clone());
+            apply_managed(&mut config, &policy, options, env)?;
+        }
         Ok(config)
+    }
+
+    /// Sets the shell sandbox to `mode`, or to the managed policy's bound when `mode` is looser
+    /// (`tern run --sandbox` is applied after loading, and must not pass the policy either);
+    /// the notice saying so, when it lowered it.
+    pub fn bound_sandbox(&mut self, mode: tern_sandbox::Mode) -> Option<Notice> {
+        self.sandbox.mode = mode;
+        let bound = self.managed.as_ref()?.sandbox.as_ref()?;
+        let lowered = crate::sandbox::at_most(mode, bound.value);
+        if lowered == mode {
+            return None;
+        }
+        self.sandbox.mode = lowered;
+        Some(Notice::SandboxLowered {
+            asked: mode,
+            allowed: lowered,
+            at: bound.at.clone(),
+        })
     }
 
     /// The servers to start, by name.
     pub fn enabled_servers(&self) -> impl Iterator<Item = &ServerConfig> {
         self.mcp_servers.values().filter(|server| server.enabled)
     }
+}
+
+/// Binds `config` by the managed policy: yolo refused, the sandbox lowered to the policy's
+/// bound, and servers outside the policy disabled with the reason recorded.
+fn apply_managed(
+    config: &mut Config,
+    policy: &crate::managed::ManagedPolicy,
+    options: &LoadOptions,
+    env: EnvLookup<'_>,
+) -> Result<()> {
+    let from = if options.mode == Some(config.permissions.mode) {
+        "--mode"
+    } else {
+        "permissions.mode ="
+    };
+    policy.check_mode(config.permissions.mode, from)?;
+    if let Some(notice) = config.bound_sandbox(config.sandbox.mode) {
+        config.notices.push(notice);
+    }
+    for server in config.mcp_servers.values_mut() {
+        if !server.enabled {
+            continue;
+        }
+        if let Some(reason) = policy.server_blocked(server, env) {
+            server.enabled = false;
+            // Someone configured it: say why it is missing. The shipped servers an allow-list
+            // leaves out are in `tern mcp list`, not in every run's notes.
+            if server.defined_at.file != Path::new(DEFAULTS_SOURCE) {
+                config.notices.push(Notice::ServerBlocked {
+                    server: server.name.clone(),
+                    reason: reason.clone(),
+                });
+            }
+            config.blocked_servers.insert(server.name.clone(), reason);
+        }
+    }
+    Ok(())
 }
 
 fn resolve(
@@ -324,6 +437,8 @@ fn resolve(
         hooks: merged.hooks.resolve(),
         extension_dirs: Default::default(),
         plugins: Vec::new(),
+        managed: None,
+        blocked_servers: BTreeMap::new(),
         layers,
         notices,
     })

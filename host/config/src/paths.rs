@@ -19,6 +19,8 @@ pub struct ConfigPaths {
     pub user_config: PathBuf,
     /// The directory holding the project's `.tern/config.toml`, if one was found.
     pub project_dir: Option<PathBuf>,
+    /// The administrator's policy file: `$TERN_MANAGED_CONFIG`, else `/etc/tern/managed.toml`.
+    pub managed_config: PathBuf,
 }
 
 impl ConfigPaths {
@@ -41,7 +43,9 @@ impl ConfigPaths {
             }
             None => home().ok_or(ConfigError::NoHome)?.join(".tern"),
         };
-        Ok(Self::with_home(tern_home, cwd))
+        let mut paths = Self::with_home(tern_home, cwd);
+        paths.managed_config = crate::managed::ManagedPolicy::path_in(env);
+        Ok(paths)
     }
 
     /// The paths with an explicit `$TERN_HOME`.
@@ -52,6 +56,7 @@ impl ConfigPaths {
             tern_home,
             user_config,
             project_dir,
+            managed_config: PathBuf::from(crate::managed::MANAGED_CONFIG),
         }
     }
 

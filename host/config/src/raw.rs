@@ -32,6 +32,11 @@ pub(crate) struct RawConfig {
 
 /// Parses one layer, turning serde's message into one that names the file, line, column and key.
 pub(crate) fn parse(source: &SourceText<'_>) -> Result<RawConfig> {
+    parse_as(source)
+}
+
+/// Parses any strict file shape (the config, the managed policy) with the same messages.
+pub(crate) fn parse_as<T: serde::de::DeserializeOwned>(source: &SourceText<'_>) -> Result<T> {
     toml::from_str(source.text).map_err(|err| toml_error(source, &err))
 }
 

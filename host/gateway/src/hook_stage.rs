@@ -81,9 +81,12 @@ impl Gateway {
             .unwrap_or_else(|| "a PreToolUse hook asked for approval".into());
         Ok(match (effect.permission, verdict) {
             // Claude Code's `allow` answers the prompt the rules would have shown.
-            (Some(Permission::Allow), Verdict::Ask { .. }) => Verdict::Allow {
-                rule: HOOK_RULE.into(),
-            },
+            // Unless the managed policy's rule asks: that prompt is the administrator's.
+            (Some(Permission::Allow), Verdict::Ask { rule, .. }) if !self.managed_rule(&rule) => {
+                Verdict::Allow {
+                    rule: HOOK_RULE.into(),
+                }
+            }
             (Some(Permission::Ask), Verdict::Allow { .. }) => Verdict::Ask {
                 rule: HOOK_RULE.into(),
                 reasons: vec![reason],
@@ -93,6 +96,15 @@ impl Gateway {
                 Verdict::Ask { rule, reasons }
             }
             (_, verdict) => verdict,
+        })
+    }
+
+    /// Whether `origin` (a rule's `file:line`) is in the managed policy.
+    fn managed_rule(&self, origin: &str) -> bool {
+        self.settings.managed_policy.as_ref().is_some_and(|file| {
+            origin
+                .strip_prefix(file.to_string_lossy().as_ref())
+                .is_some_and(|rest| rest.starts_with(':'))
         })
     }
 

@@ -80,6 +80,9 @@ pub struct GatewaySettings {
     pub after_edit: tern_config::AfterEdit,
     /// `[lsp] after_edit_wait_ms`.
     pub after_edit_wait_ms: u64,
+    /// The managed policy's file, when there is one: an ask from one of its rules is the
+    /// administrator's, so a hook's `allow` does not answer it (only a person does).
+    pub managed_policy: Option<PathBuf>,
 }
 
 impl GatewaySettings {
@@ -97,6 +100,7 @@ impl GatewaySettings {
             tool_allow: None,
             after_edit: tern_config::AfterEdit::Errors,
             after_edit_wait_ms: tern_config::LspSection::default().after_edit_wait_ms,
+            managed_policy: None,
         }
     }
 
@@ -129,6 +133,7 @@ impl GatewaySettings {
             after_edit: config.lsp.after_edit,
             after_edit_wait_ms: config.lsp.after_edit_wait_ms,
             project_config,
+            managed_policy: config.managed.as_ref().map(|m| m.path.clone()),
             ..Self::new(scope)
         }
     }

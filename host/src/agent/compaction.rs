@@ -30,6 +30,11 @@ impl Agent {
             focus,
             target,
         } = ask;
+        if reason != Reason::Manual
+            && let Some(before) = &self.before_compact
+        {
+            before().await;
+        }
         let system = &self.settings.system;
         let before = conv.budget.estimate(system, tools, &conv.transcript);
         let target = target.or(conv.budget.target()).unwrap_or(before / 2).max(1);

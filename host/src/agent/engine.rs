@@ -134,6 +134,13 @@ pub struct Engine {
     checkpoints: tern_config::CheckpointsSection,
     /// `[[hooks.EVENT]]`, when any (the engine runs the ones that are not about a tool call).
     hooks: Option<Arc<tern_gateway::hooks::Hooks>>,
+    /// The session id the hooks are told (the loop's automatic `PreCompact` reads it; `/clear`
+    /// changes it).
+    hook_session: Arc<std::sync::Mutex<String>>,
+    /// What `SessionEnd` hooks are told ended the session.
+    end_reason: hook_points::EndReason,
+    /// The system block `SessionStart` hooks added, replaced when `/clear` starts anew.
+    session_context: Option<String>,
     /// A sub-agent's run (its `Stop` hooks are `SubagentStop`).
     subagent: bool,
     /// Where custom commands are found (a project's only once it is trusted).
@@ -143,7 +150,7 @@ pub struct Engine {
 }
 
 #[path = "hook_points.rs"]
-mod hook_points;
+pub mod hook_points;
 
 impl Engine {
     /// Assembles a run in four phases, each using only what the ones before it built:
@@ -260,6 +267,7 @@ impl Engine {
         let conv = Conversation::new(transcript, budget, ws.config.context.summarize);
         let delegated = Arc::new(DelegatedUsage::default());
         let RunResources { bus, redactor, .. } = res;
+        let hook_session = Arc::new(std::sync::Mutex::new(session_id.clone()));
         let gate = Arc::new(checkpoints::Gate::new(bus.clone()));
         let agent = Agent {
             model,
@@ -294,6 +302,17 @@ impl Engine {
                 spill_dir: Some(ws.paths.run_dir(&run_id).join("spill")),
                 tool_calls: resolved.tool_calls,
             },
+            before_compact: hooks
+                .as_ref()
+                .filter(|h| h.wants(tern_config::HookEvent::PreCompact, None))
+                .map(|h| {
+                    hook_points::auto_compact_hook(
+                        h.clone(),
+                        hook_session.clone(),
+                        bus.clone(),
+                        redactor.clone(),
+                    )
+                }),
         };
         let mut engine = Engine {
             bus,
@@ -315,6 +334,9 @@ impl Engine {
             tern_home: ws.paths.tern_home.clone(),
             checkpoints: ws.config.checkpoints.clone(),
             hooks,
+            hook_session,
+            end_reason: hook_points::EndReason::Other,
+            session_context: None,
             subagent: opts.parent_run_id.is_some(),
             extension_dirs: ws.config.extension_dirs.clone(),
             skills_servers: config
@@ -323,7 +345,12 @@ impl Engine {
                 .map(|s| s.name.clone())
                 .collect(),
         };
-        engine.session_start(opts.session.is_some()).await;
+        let source = if opts.session.is_some() {
+            hook_points::StartSource::Resume
+        } else {
+            hook_points::StartSource::Startup
+        };
+        engine.session_start(source).await;
         Ok(engine)
     }
 
@@ -596,12 +623,25 @@ impl Engine {
             .map_err(|e| e.to_string())
     }
 
-    /// Starts a fresh conversation (a new session); returns its id.
-    pub fn clear(&mut self) -> &str {
+    /// Starts a fresh conversation (a new session); returns its id. The hooks see the old
+    /// session end (`SessionEnd`, reason `clear`) and the new one start (`SessionStart`,
+    /// source `clear`), as in Claude Code.
+    pub async fn clear(&mut self) -> &str {
+        self.session_end(hook_points::EndReason::Clear).await;
         self.conv.transcript.clear();
         self.conv.budget.forget_from(0);
         self.session_id = session::new_session_id();
+        if let Ok(mut id) = self.hook_session.lock() {
+            id.clone_from(&self.session_id);
+        }
+        self.session_start(hook_points::StartSource::Clear).await;
         &self.session_id
+    }
+
+    /// Says why the session ends, for the `SessionEnd` hooks (default `other`): the REPL's
+    /// end of input is `prompt_input_exit`.
+    pub fn ending_because(&mut self, reason: hook_points::EndReason) {
+        self.end_reason = reason;
     }
 
     /// The session's todo list as the tools last reported it (`/todo`); `None` before any.
@@ -670,7 +710,7 @@ impl Engine {
     /// Writes `run_finished` with `status` (and the answer or error of the last turn), closes
     /// the event stream and stops the servers. Its tokens and cost include the sub-agents'.
     pub async fn finish(self, status: RunStatus, last: Option<&TurnOutcome>) {
-        self.session_end().await;
+        self.session_end(self.end_reason).await;
         let delegated = self.delegated.total();
         let usage = delegated.add_usage(&self.usage);
         self.bus.emit(Event::RunFinished {

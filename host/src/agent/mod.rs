@@ -25,6 +25,7 @@ mod trace_file;
 pub use bus::{EventBus, Subscriber};
 pub use context::{SYSTEM_PROMPT, system_blocks};
 pub use conversation::{Conversation, Reason};
+pub use engine::hook_points::{EndReason, StartSource};
 pub use engine::{Engine, EngineOptions};
 pub use executor::ToolExecutor;
 pub use resources::{Outputs, RunResources};

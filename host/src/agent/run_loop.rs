@@ -55,7 +55,13 @@ pub struct Agent {
     pub tools: Arc<dyn ToolExecutor>,
     pub bus: EventBus,
     pub settings: AgentSettings,
+    /// Run before a compaction the loop starts itself (the engine's `PreCompact` hooks with
+    /// trigger `auto`; `/compact` runs them with trigger `manual` before asking).
+    pub before_compact: Option<BeforeCompact>,
 }
+
+/// See [`Agent::before_compact`].
+pub type BeforeCompact = Arc<dyn Fn() -> futures::future::BoxFuture<'static, ()> + Send + Sync>;
 
 /// How one user turn ended.
 #[derive(Debug, Clone, PartialEq)]

@@ -221,6 +221,7 @@ fn agent(model: Arc<ScriptedModel>, tools: Arc<FakeTools>) -> (Agent, Arc<Mutex<
             spill_dir: None,
             tool_calls: tern_model::ToolCallMode::Native,
         },
+        before_compact: None,
     };
     (agent, events)
 }

@@ -93,6 +93,8 @@ fn workspace(ws: &Workspace, project: &Path, config: &Path) -> anyhow::Result<Wo
         tern_home: ws.paths.tern_home.clone(),
         user_config: config.to_path_buf(),
         project_dir: None,
+        // The demo is still bound by the administrator's policy.
+        managed_config: ws.paths.managed_config.clone(),
     };
     let lookup = |k: &str| ws.env.get(k).cloned();
     let config = Config::load(&paths, &LoadOptions::default(), &lookup).map_err(ConfigFailure)?;

@@ -24,6 +24,12 @@ pub async fn start_pool_of(
     if let Some(name) = only
         && specs.is_empty()
     {
+        if let Some(reason) = config.blocked_servers.get(name) {
+            anyhow::bail!(
+                "server `{name}` is not started: {reason}\nhint: the administrator's policy \
+                 decides which servers may run; `tern mcp list` shows what it blocks"
+            );
+        }
         anyhow::bail!("no enabled server named `{name}` in the config");
     }
     let started = start_pool(
@@ -43,8 +49,10 @@ pub async fn list(ws: &Workspace, json: bool, out: &mut dyn Write) -> anyhow::Re
     let started = start_and_settle(ws, None).await?;
     let statuses = started.pool.statuses();
     started.pool.shutdown().await;
+    let blocked = blocked_servers(&ws.config);
     if json {
-        // Each status, and `"source": "plugin: NAME"` for a plugin's server.
+        // Each status (with `"source": "plugin: NAME"` for a plugin's server), then the blocked
+        // servers in the same shape where they share it.
         let mut value = serde_json::to_value(&statuses)?;
         for entry in value.as_array_mut().into_iter().flatten() {
             let source = entry["name"]
@@ -54,6 +62,13 @@ pub async fn list(ws: &Workspace, json: bool, out: &mut dyn Write) -> anyhow::Re
                 map.insert("source".into(), source.into());
             }
         }
+        if let Some(list) = value.as_array_mut() {
+            list.extend(
+                blocked
+                    .iter()
+                    .map(|b| serde_json::to_value(b).unwrap_or_default()),
+            );
+        }
         serde_json::to_writer_pretty(&mut *out, &value)?;
         writeln!(out)?;
         return Ok(0);
@@ -61,6 +76,7 @@ pub async fn list(ws: &Workspace, json: bool, out: &mut dyn Write) -> anyhow::Re
     let width = statuses
         .iter()
         .map(|s| s.name.len())
+        .chain(blocked.iter().map(|b| b.name.len()))
         .max()
         .unwrap_or(4)
         .max(4);
@@ -95,6 +111,14 @@ pub async fn list(ws: &Workspace, json: bool, out: &mut dyn Write) -> anyhow::Re
         }
         describe_problems(s, out)?;
     }
+    for b in &blocked {
+        writeln!(
+            out,
+            "{:width$}  {:<10}  {:<9}  {:<10}  {:>7}  {:>5}  {:>8}",
+            b.name, "blocked", b.transport, "-", "-", "-", "-"
+        )?;
+        writeln!(out, "    {}", b.reason)?;
+    }
     Ok(0)
 }
 
@@ -110,6 +134,33 @@ fn plugin_source(ws: &Workspace, name: &str) -> Option<String> {
         .into_owned();
     file.starts_with(tern_config::PLUGIN_SOURCE_PREFIX)
         .then_some(file)
+}
+
+/// A configured server the managed policy keeps from starting.
+#[derive(Debug, Serialize)]
+struct Blocked<'a> {
+    name: &'a str,
+    transport: &'static str,
+    state: &'static str,
+    reason: &'a str,
+}
+
+/// The servers the managed policy blocked, by name (they are never started, so the pool does
+/// not know them).
+fn blocked_servers(config: &tern_config::Config) -> Vec<Blocked<'_>> {
+    config
+        .blocked_servers
+        .iter()
+        .map(|(name, reason)| Blocked {
+            name,
+            transport: match config.mcp_servers.get(name).map(|s| &s.transport) {
+                Some(tern_config::Transport::Http { .. }) => "http",
+                _ => "stdio",
+            },
+            state: "blocked",
+            reason,
+        })
+        .collect()
 }
 
 fn describe_problems(s: &ServerStatus, out: &mut dyn Write) -> std::io::Result<()> {
@@ -167,6 +218,7 @@ pub async fn doctor(
     let started = start_and_settle(ws, name).await?;
     let (table, dropped) = started.pool.table();
     let statuses = started.pool.statuses();
+    let skills = super::mcp_skills::problems(&ws.config, &started.pool).await;
     started.pool.shutdown().await;
 
     let mut reports = Vec::new();
@@ -282,6 +334,20 @@ pub async fn doctor(
                 });
             }
         }
+        // A broken SKILL.md: the skill is skipped, the server is still fine.
+        for (_, problems) in skills.iter().filter(|(server, _)| *server == status.name) {
+            for p in problems {
+                findings.push(Finding {
+                    level: if p.severity == "warning" {
+                        "warning"
+                    } else {
+                        "error"
+                    },
+                    tool: None,
+                    message: format!("skill {}", p.message),
+                });
+            }
+        }
         reports.push(DoctorReport {
             server: status.name.clone(),
             ok,
@@ -292,8 +358,20 @@ pub async fn doctor(
         });
     }
     let failed = reports.iter().any(|r| !r.ok);
+    let blocked: Vec<_> = blocked_servers(&ws.config)
+        .into_iter()
+        .filter(|b| name.is_none_or(|n| n == b.name))
+        .collect();
     if json {
-        serde_json::to_writer_pretty(&mut *out, &reports)?;
+        let mut all = serde_json::to_value(&reports)?;
+        if let Some(list) = all.as_array_mut() {
+            list.extend(
+                blocked.iter().map(
+                    |b| serde_json::json!({"server": b.name, "ok": true, "blocked": b.reason}),
+                ),
+            );
+        }
+        serde_json::to_writer_pretty(&mut *out, &all)?;
         writeln!(out)?;
     } else {
         for r in &reports {
@@ -316,6 +394,10 @@ pub async fn doctor(
                 }
             }
         }
+        for b in &blocked {
+            writeln!(out, "{} [blocked] not started", b.name)?;
+            writeln!(out, "  note: {}", b.reason)?;
+        }
         sandbox_report(ws, out)?;
     }
     Ok(if failed { 1 } else { 0 })
@@ -331,6 +413,22 @@ fn sandbox_report(ws: &Workspace, out: &mut dyn Write) -> std::io::Result<()> {
         "sandbox: {} with network {} ([sandbox] in config.toml); this machine can enforce:",
         config.mode, config.network
     )?;
+    if let Some(policy) = &ws.config.managed {
+        let bound = policy
+            .sandbox
+            .as_ref()
+            .map_or("any".to_string(), |b| format!("at most {}", b.value));
+        writeln!(
+            out,
+            "  managed policy {}: sandbox {bound}; yolo {}",
+            policy.path.display(),
+            if policy.max_mode() == tern_config::PermissionMode::Yolo {
+                "allowed"
+            } else {
+                "refused"
+            }
+        )?;
+    }
     for line in support.to_string().lines() {
         writeln!(out, "  {line}")?;
     }

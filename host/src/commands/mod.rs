@@ -7,6 +7,7 @@ pub mod eval;
 pub mod hooks;
 pub mod login;
 pub mod mcp;
+pub mod mcp_skills;
 pub mod plugin;
 pub mod repl;
 pub mod replay;

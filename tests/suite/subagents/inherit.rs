@@ -185,3 +185,39 @@ async fn a_parents_sandbox_is_the_loosest_a_sub_agents_shell_may_have() {
         );
     }
 }
+
+/// The managed policy binds every sub-run too: each loads it (the agent server has tern's
+/// environment, `TERN_MANAGED_CONFIG` included), whatever its own flags and mode say.
+#[tokio::test]
+async fn the_managed_policy_binds_the_sub_agent() {
+    let env = RunEnv::new().await;
+    script(&env, r#""--mode", "yolo""#, READ_ENV);
+    let policy = env.home.path().join("managed.toml");
+    std::fs::write(
+        &policy,
+        "[policy]\ndeny = [\"fs__read_file(**/.env)\"]\nsandbox = \"read-only\"\n",
+    )
+    .unwrap();
+    let mut cmd = env.command(&["--allow", "agent__run", "run", PARENT]);
+    cmd.env("TERN_MANAGED_CONFIG", &policy);
+    let out = cmd.output().await.unwrap();
+    assert_exit(&out, 0);
+    let (text, is_error) = child_result(&env);
+    assert!(is_error && text.contains("permission denied"), "{text}");
+    assert!(!leaked(&env));
+}
+
+#[tokio::test]
+async fn the_managed_sandbox_binds_a_sub_agents_shell() {
+    const TOUCH: (&str, &str) = ("shell__run", r#"{"command":"touch planted.txt"}"#);
+    let env = RunEnv::new().await;
+    script(&env, r#""--mode", "yolo""#, TOUCH);
+    let policy = env.home.path().join("managed.toml");
+    std::fs::write(&policy, "[policy]\nsandbox = \"read-only\"\n").unwrap();
+    let mut cmd = env.command(&["--mode", "yolo", "run", PARENT]);
+    cmd.env("TERN_MANAGED_CONFIG", &policy);
+    let out = cmd.output().await.unwrap();
+    assert_exit(&out, 0);
+    let (text, _) = child_result(&env);
+    assert!(!env.dir.path().join("planted.txt").exists(), "{text}");
+}

@@ -165,6 +165,11 @@ impl PermissionsLayer {
         Ok(())
     }
 
+    /// Adds rules that are already checked (the managed policy's), after everything else.
+    pub(crate) fn add_rules(&mut self, rules: impl IntoIterator<Item = (RuleList, RuleSource)>) {
+        self.rules.extend(rules);
+    }
+
     /// The section: the mode, and the rules sorted into their lists in layer order.
     pub(crate) fn resolve(self) -> Permissions {
         let mut permissions = Permissions {

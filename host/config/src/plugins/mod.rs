@@ -68,16 +68,24 @@ pub struct LoadedPlugin {
 /// the name (`enabled = false`) is not a clash, so a user can switch one plugin server off.
 pub(crate) fn load_enabled(
     tern_home: &std::path::Path,
+    policy: Option<&crate::managed::ManagedPolicy>,
     merged: &mut crate::layers::Layer,
     layers: &mut Vec<crate::LoadedLayer>,
+    notices: &mut Vec<crate::Notice>,
 ) -> crate::Result<Vec<LoadedPlugin>> {
     let state = PluginState::read(tern_home)?;
     let mut loaded = Vec::new();
     let mut owner: std::collections::BTreeMap<String, String> = Default::default();
     for (name, installed) in state.enabled() {
-        // TODO(managed policy, issue 19 item 5): skip (with a notice saying why) a plugin the
-        // managed policy's `allowed_plugins` does not allow; the host's install-time check is
-        // `commands::plugin::plugin_allowed_by_policy`.
+        // A plugin enabled before the policy forbade it stays installed but adds nothing; the
+        // install-time check is the host's `commands::plugin::plugin_allowed_by_policy`.
+        if let Some(reason) = policy.and_then(|p| p.plugin_blocked(name)) {
+            notices.push(crate::Notice::PluginBlocked {
+                plugin: name.to_string(),
+                reason,
+            });
+            continue;
+        }
         let broken = |e: crate::ConfigError| crate::ConfigError::Plugin {
             message: format!(
                 "plugin {name}: {e}\nhint: `tern plugin update {name}` fetches it again, \

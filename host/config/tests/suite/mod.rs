@@ -7,6 +7,7 @@ mod expand;
 mod import;
 mod inherit;
 mod layers;
+mod managed;
 mod oauth;
 mod parse;
 mod plugins;
@@ -64,8 +65,17 @@ impl Fixture {
         self.paths_in(&self.project)
     }
 
+    /// The paths for a run in `cwd`; the managed policy is the fixture's `managed.toml`
+    /// (absent unless a test writes it), never the machine's `/etc/tern/managed.toml`.
     pub fn paths_in(&self, cwd: &Path) -> ConfigPaths {
-        ConfigPaths::with_home(self.home.clone(), cwd)
+        let mut paths = ConfigPaths::with_home(self.home.clone(), cwd);
+        paths.managed_config = self.root.join("etc/managed.toml");
+        paths
+    }
+
+    /// Writes the managed policy.
+    pub fn managed(&self, text: &str) -> PathBuf {
+        self.write("etc/managed.toml", text)
     }
 
     pub fn trust(&self) {

@@ -168,7 +168,8 @@ impl Session {
             load.overrides.extend(overrides);
             Workspace::load(Some(&cwd), &load).map_err(failed)?
         };
-        base.flags.apply(&mut ws.config);
+        // Bound by the managed policy either way; the notice has no place over ACP.
+        let _ = base.flags.apply(&mut ws.config);
         // No key: ACP's "authentication required", which editors answer by showing the auth
         // methods (tern's says which variables to set).
         if let Err(
@@ -222,7 +223,14 @@ impl Session {
             engine: tokio::sync::Mutex::new(Some(engine)),
             gateway,
             turn: Mutex::default(),
-            ceiling: ws.cli.ceiling.as_ref().map(|c| c.mode),
+            // A parent's ceiling and the managed policy's bound (no yolo), the tighter.
+            ceiling: match (
+                ws.cli.ceiling.as_ref().map(|c| c.mode),
+                ws.config.managed.as_ref().map(|m| m.max_mode()),
+            ) {
+                (Some(a), Some(b)) => Some(a.at_most(b)),
+                (a, b) => a.or(b),
+            },
         }))
     }
 

@@ -243,7 +243,7 @@ impl Trial<'_> {
     async fn tern(&self, workspace: &Path) -> anyhow::Result<AgentRun> {
         let task = self.task;
         let mut tws = Workspace::load(Some(workspace), &task.load_options(&self.load))?;
-        self.flags.apply(&mut tws.config);
+        let _ = self.flags.apply(&mut tws.config);
         if let Some(n) = task.max_steps {
             tws.config.agent.max_steps = n;
         }

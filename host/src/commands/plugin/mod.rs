@@ -85,14 +85,16 @@ pub fn run(
 }
 
 /// The one place the administrator's managed policy decides whether a plugin may be installed
-/// or enabled.
-///
-/// TODO(managed policy, issue 19 item 5): call `tern_config`'s managed policy
-/// (`allows_plugin(name)`, from `/etc/tern/managed.toml` / `TERN_MANAGED_CONFIG`) here and
-/// fail with its reason; also filter the plugins `Config::load` lays in
-/// (`tern_config::plugins::load_enabled`). Every plugin is allowed until then.
-pub fn plugin_allowed_by_policy(_config: &Config, _name: &str) -> anyhow::Result<()> {
-    Ok(())
+/// or enabled (`[policy] allowed_plugins`). `Config::load` also skips an enabled plugin the
+/// policy came to forbid later, with a notice.
+pub fn plugin_allowed_by_policy(config: &Config, name: &str) -> anyhow::Result<()> {
+    match config.managed.as_ref().and_then(|p| p.plugin_blocked(name)) {
+        None => Ok(()),
+        Some(reason) => anyhow::bail!(
+            "plugin `{name}` may not be enabled: {reason}\n\
+             hint: ask your administrator to add it to `allowed_plugins`"
+        ),
+    }
 }
 
 /// Writes what a plugin adds, for the person deciding whether to enable it.

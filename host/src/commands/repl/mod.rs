@@ -245,6 +245,8 @@ pub async fn run(ws: &Workspace, session: Option<String>) -> anyhow::Result<i32>
         None | Some(RunStatus::Cancelled) => RunStatus::Success,
         Some(status) => status,
     };
+    // The loop ends when the person ends the input (Ctrl-D, `/exit`).
+    engine.ending_because(crate::agent::EndReason::PromptInputExit);
     engine.finish(status, last.as_ref()).await;
     Ok(0)
 }

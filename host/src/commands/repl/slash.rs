@@ -158,7 +158,7 @@ impl Slash<'_> {
                 None => writeln!(self.out, "nothing folded yet")?,
             },
             SlashCommand::Clear => {
-                let id = self.engine.clear();
+                let id = self.engine.clear().await;
                 writeln!(self.out, "conversation cleared (new session {id})")?;
             }
             SlashCommand::Todo => match self.engine.todo() {
