@@ -24,9 +24,14 @@ fn args(v: Value) -> serde_json::Map<String, Value> {
     v.as_object().cloned().unwrap_or_default()
 }
 
-/// Answers every form with `confirm: true` and remembers what it was asked.
-#[derive(Default)]
-struct Confirmer(std::sync::Mutex<Vec<String>>);
+/// Answers every form with the same content and remembers what it was asked.
+struct Confirmer(std::sync::Mutex<Vec<String>>, Value);
+
+impl Confirmer {
+    fn new(answer: Value) -> Self {
+        Self(std::sync::Mutex::default(), answer)
+    }
+}
 
 #[async_trait::async_trait]
 impl Elicitor for Confirmer {
@@ -34,7 +39,7 @@ impl Elicitor for Confirmer {
         if let ElicitationKind::Form { message, .. } = &request.kind {
             self.0.lock().unwrap().push(message.clone());
         }
-        ElicitationAnswer::Accept(args(json!({"confirm": true})))
+        ElicitationAnswer::Accept(args(self.1.clone()))
     }
 }
 
@@ -101,7 +106,7 @@ async fn a_task_the_server_makes_of_a_call_is_followed_at_its_poll_interval_to_t
 #[tokio::test]
 async fn a_task_that_asks_is_answered_with_tasks_update() {
     let dir = tempfile::tempdir().unwrap();
-    let confirmer = Arc::new(Confirmer::default());
+    let confirmer = Arc::new(Confirmer::new(json!({"confirm": true})));
     let h = harness(&dir.path().join("audit.jsonl"), Some(confirmer.clone())).await;
     let (tx, mut rx) = tokio::sync::mpsc::unbounded_channel();
     let out = h
@@ -263,4 +268,111 @@ async fn a_run_shows_the_task_and_the_model_gets_its_result() {
         String::from_utf8_lossy(&last.body).contains("job done after 2 steps"),
         "the model did not get the task's result"
     );
+}
+
+// ---- the Python SDK: the extension written with the SDK's own extension API ----------------
+
+async fn python(audit: &std::path::Path, elicitor: Option<Arc<Confirmer>>) -> Harness {
+    let script = tern_e2e::workspace_root().join("tests/interop/tasks_server.py");
+    let spec = tern_e2e::pool_harness::stdio_spec(
+        "py",
+        &tern_e2e::dep("venv/bin/python").to_string_lossy(),
+        &[
+            &script.to_string_lossy(),
+            "--audit",
+            &audit.to_string_lossy(),
+        ],
+    );
+    let h = Harness::start_with(
+        tempfile::tempdir().unwrap(),
+        vec![spec],
+        tern_mcp::pins::PinStore::in_memory(),
+        |o| {
+            if let Some(e) = elicitor {
+                o.elicitor = Some(e);
+            }
+        },
+    )
+    .await;
+    assert!(
+        matches!(h.state("py"), tern_mcp::ServerState::Ready { .. }),
+        "{:?}",
+        h.state("py")
+    );
+    h
+}
+
+#[tokio::test]
+async fn a_python_sdk_servers_task_is_followed_and_its_question_answered() {
+    let dir = tempfile::tempdir().unwrap();
+    let confirmer = Arc::new(Confirmer::new(json!({"name": "Ada"})));
+    let h = python(&dir.path().join("audit.jsonl"), Some(confirmer.clone())).await;
+    let (tx, mut rx) = tokio::sync::mpsc::unbounded_channel();
+    let out = h
+        .pool
+        .call(
+            "py",
+            "survey",
+            args(json!({"steps": 3})),
+            CallOptions {
+                progress: Some(tx),
+                ..CallOptions::new(Duration::from_secs(30))
+            },
+        )
+        .await
+        .unwrap();
+    assert!(!out.is_error, "{}", out.text);
+    assert_eq!(
+        out.text,
+        r#"survey done: {"action": "accept", "content": {"name": "Ada"}}"#
+    );
+    assert_eq!(*confirmer.0.lock().unwrap(), ["Who is asking?"]);
+    let seen = drain(&mut rx);
+    let statuses: Vec<&str> = seen.iter().map(|t| t.status.as_str()).collect();
+    assert!(statuses.contains(&"input_required"), "{seen:?}");
+    assert_eq!(statuses.last(), Some(&"completed"), "{seen:?}");
+    assert!(
+        seen.iter()
+            .filter(|t| t.message.as_deref().is_some_and(|m| m.starts_with("step ")))
+            .count()
+            >= 3,
+        "{seen:?}"
+    );
+    h.pool.shutdown().await;
+}
+
+#[tokio::test]
+async fn cancelling_a_python_sdk_servers_task_cancels_it_there() {
+    let dir = tempfile::tempdir().unwrap();
+    let audit = dir.path().join("audit.jsonl");
+    let h = python(&audit, None).await;
+    let cancel = tokio_util::sync::CancellationToken::new();
+    let c2 = cancel.clone();
+    tokio::spawn(async move {
+        tokio::time::sleep(Duration::from_millis(600)).await;
+        c2.cancel();
+    });
+    let err = h
+        .pool
+        .call(
+            "py",
+            "survey",
+            args(json!({"steps": 100})),
+            CallOptions {
+                cancel,
+                ..CallOptions::new(Duration::from_secs(60))
+            },
+        )
+        .await
+        .unwrap_err();
+    assert!(matches!(err, CallError::Cancelled), "{err:?}");
+    let deadline = Instant::now() + Duration::from_secs(3);
+    while !std::fs::read_to_string(&audit)
+        .unwrap_or_default()
+        .contains(r#"{"cancelled": "survey"}"#)
+    {
+        assert!(Instant::now() < deadline, "the task was not cancelled");
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+    h.pool.shutdown().await;
 }
