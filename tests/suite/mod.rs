@@ -46,6 +46,7 @@ mod snapshots;
 mod startup;
 mod subagents;
 mod tasks;
+mod tasks_ext;
 mod telemetry;
 mod terminal_cli;
 mod todo_skills;

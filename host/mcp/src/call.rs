@@ -1,5 +1,6 @@
 //! One tool call, start to finish: checks that the tool is still offered, sends `tools/call`,
-//! answers the 2026-07-28 multi-round input requests (SEP-2322), and turns every way it can
+//! answers the 2026-07-28 multi-round input requests (SEP-2322), follows a task the server made
+//! of the call (SEP-2663, `task_ext.rs`), and turns every way it can
 //! end into a [`ToolOutput`] or a precise [`CallError`] — bounded by its timeout, its
 //! cancellation token, and the connection's life.
 
@@ -175,11 +176,12 @@ impl ServerPool {
                     params.input_responses = (!responses.is_empty()).then_some(responses);
                     params.request_state = input.request_state;
                 }
-                ServerResult::CreateTaskResult(_) => {
-                    return Err(CallError::BadReply(
-                        "the server answered with a task, which tern does not follow for this server"
-                            .to_string(),
-                    ));
+                // The server made a task of the call (2026-07-28 tasks extension, which tern
+                // declares): followed to its end in `task_ext.rs`.
+                ServerResult::CreateTaskResult(created) => {
+                    return self
+                        .follow_task(slot, &peer, created, deadline, &opts)
+                        .await;
                 }
                 ServerResult::EmptyResult(_) => {
                     // A result without `content` (allowed to be empty) parses as the empty result.

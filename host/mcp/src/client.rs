@@ -333,6 +333,7 @@ impl ClientHandler for TernClient {
                 progress: params.progress,
                 total: params.total,
                 message: params.message,
+                task: None,
             });
         }
     }
@@ -368,6 +369,12 @@ impl ClientHandler for TernClient {
             elicitation = elicitation.with_url(UrlElicitationCapability::default());
         }
         caps.elicitation = Some(elicitation);
+        // The tasks extension (SEP-2663): a server may answer a long call with a task, which
+        // the pool follows (`task_ext.rs`). 2025-11-25 servers ignore unknown extensions.
+        caps.extensions.get_or_insert_default().insert(
+            rmcp::model::TASKS_EXTENSION_ID.to_string(),
+            Default::default(),
+        );
         let mut config =
             ClientConfig::new(caps, Implementation::new("tern", env!("CARGO_PKG_VERSION")));
         // What `initialize` offers. rmcp's default is its newest revision, 2026-07-28, which has

@@ -7,10 +7,23 @@ use serde::Serialize;
 
 pub use tern_protocol::EventSink;
 
-/// One `notifications/progress` for a call in flight.
+/// One `notifications/progress` for a call in flight — or, for a call the server runs as a task,
+/// a change of the task's status (`task` set; `message` then says it in words too).
 #[derive(Debug, Clone, Serialize, PartialEq)]
 pub struct Progress {
     pub progress: f64,
     pub total: Option<f64>,
+    pub message: Option<String>,
+    pub task: Option<TaskProgress>,
+}
+
+/// The state of the task a call became (2025-11-25 SEP-1686 or the 2026-07-28 tasks extension):
+/// what `tasks/get` said when it last changed.
+#[derive(Debug, Clone, Serialize, PartialEq, Eq)]
+pub struct TaskProgress {
+    pub task_id: String,
+    /// `working`, `input_required`, `completed`, `failed`, `cancelled`.
+    pub status: String,
+    /// The server's `statusMessage`.
     pub message: Option<String>,
 }

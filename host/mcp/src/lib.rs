@@ -35,6 +35,7 @@ mod stderr;
 mod supervise;
 pub mod table;
 mod task;
+mod task_ext;
 mod text;
 mod transport;
 
@@ -44,7 +45,7 @@ pub use elicitation::{
     check as check_form, form_fields,
 };
 pub use error::{CallError, StartError};
-pub use event::{EventSink, Progress};
+pub use event::{EventSink, Progress, TaskProgress};
 pub use oauth::{Browser, OAuthOptions, OAuthSpec, may_open};
 pub use output::{DIFF_MIME, ToolOutput};
 pub use pool::{

@@ -117,7 +117,8 @@ impl ServerPool {
                 break;
             };
             let status = serde_json::to_value(&status).unwrap_or(Value::Null);
-            let message = match (status["status"].as_str(), status["statusMessage"].as_str()) {
+            let (state, note) = (status["status"].as_str(), status["statusMessage"].as_str());
+            let message = match (state, note) {
                 (Some(s), Some(m)) => format!("{s}: {m}"),
                 (Some(s), None) => s.to_string(),
                 _ => continue,
@@ -130,6 +131,11 @@ impl ServerPool {
                     progress: f64::from(polls),
                     total: None,
                     message: Some(message.clone()),
+                    task: Some(crate::event::TaskProgress {
+                        task_id: task_id.to_string(),
+                        status: state.unwrap_or_default().to_string(),
+                        message: note.map(str::to_string),
+                    }),
                 });
                 last = message;
             }

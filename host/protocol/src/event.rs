@@ -194,6 +194,16 @@ pub enum Event {
         total: Option<f64>,
         message: Option<String>,
     },
+    /// The server runs a call as a task (MCP tasks: SEP-1686 or the 2026-07-28 extension) and
+    /// the task's state changed; it keeps the call's `call_id`.
+    ToolTask {
+        call_id: String,
+        task_id: String,
+        /// `working`, `input_required`, `completed`, `failed`, `cancelled`.
+        status: String,
+        /// The server's status message.
+        message: Option<String>,
+    },
     /// A tool call ended (exactly one per call the model made).
     ToolCallFinished {
         call_id: String,

@@ -191,11 +191,19 @@ impl ToolExecutor for GatewayTools {
         let call_id = call.id.clone();
         let forward = tokio::spawn(async move {
             while let Some(p) = rx.recv().await {
-                bus.emit(Event::ToolProgress {
-                    call_id: call_id.clone(),
-                    progress: p.progress,
-                    total: p.total,
-                    message: p.message,
+                bus.emit(match p.task {
+                    Some(task) => Event::ToolTask {
+                        call_id: call_id.clone(),
+                        task_id: task.task_id,
+                        status: task.status,
+                        message: task.message,
+                    },
+                    None => Event::ToolProgress {
+                        call_id: call_id.clone(),
+                        progress: p.progress,
+                        total: p.total,
+                        message: p.message,
+                    },
                 });
             }
         });

@@ -25,6 +25,7 @@ use clap::Parser;
 
 mod oauth;
 mod raw;
+mod tasks;
 mod tools;
 
 use rmcp::{
@@ -108,6 +109,10 @@ struct Args {
     /// Also offer a tool `huge` whose inputSchema has this many properties.
     #[arg(long)]
     huge_schema: Option<usize>,
+    /// Advertise the tasks extension (SEP-2663) and offer the tool `job`, which runs as a task
+    /// (see `tasks.rs`).
+    #[arg(long)]
+    tasks: bool,
 }
 
 #[derive(Clone)]
@@ -118,6 +123,8 @@ struct TestServer {
     noop_removed: Arc<AtomicBool>,
     /// Calls that arrived at `rendezvous`, by group: only ever counts up.
     arrivals: Arc<std::sync::Mutex<std::collections::HashMap<String, u64>>>,
+    /// The tasks `job` started (`--tasks`).
+    tasks: rmcp::task_manager::TaskManager,
 }
 
 impl ServerHandler for TestServer {
@@ -139,17 +146,48 @@ impl ServerHandler for TestServer {
     }
 
     fn get_info(&self) -> ServerConfig {
-        ServerConfig::new(
-            ServerCapabilities::builder()
-                .enable_prompts()
-                .enable_tools()
-                .enable_tool_list_changed()
-                .build(),
-        )
-        .with_server_info(Implementation::new(
+        let mut caps = ServerCapabilities::builder()
+            .enable_prompts()
+            .enable_tools()
+            .enable_tool_list_changed()
+            .build();
+        if self.args.tasks {
+            caps.extensions.get_or_insert_default().insert(
+                rmcp::model::TASKS_EXTENSION_ID.to_string(),
+                rmcp::model::JsonObject::new(),
+            );
+        }
+        ServerConfig::new(caps).with_server_info(Implementation::new(
             "tern-test-server",
             env!("CARGO_PKG_VERSION"),
         ))
+    }
+
+    async fn get_task(
+        &self,
+        request: rmcp::model::GetTaskParams,
+        _context: RequestContext<RoleServer>,
+    ) -> Result<rmcp::model::GetTaskResult, rmcp::ErrorData> {
+        self.tasks
+            .get_task(&request.task_id)
+            .map(rmcp::model::GetTaskResult::new)
+    }
+
+    async fn update_task(
+        &self,
+        request: rmcp::model::UpdateTaskParams,
+        _context: RequestContext<RoleServer>,
+    ) -> Result<(), rmcp::ErrorData> {
+        self.tasks
+            .update_task(&request.task_id, request.input_responses)
+    }
+
+    async fn cancel_task(
+        &self,
+        request: rmcp::model::CancelTaskParams,
+        _context: RequestContext<RoleServer>,
+    ) -> Result<(), rmcp::ErrorData> {
+        self.tasks.cancel_task(&request.task_id)
     }
 
     async fn list_prompts(
@@ -222,6 +260,14 @@ impl ServerHandler for TestServer {
                 args.get("text").and_then(Value::as_str).unwrap_or_default(),
             )),
             "noop" => Ok(text("")),
+            "job" if self.args.tasks => tasks::start_job(
+                &self.tasks,
+                context
+                    .client_capabilities()
+                    .is_some_and(|c| c.supports_tasks()),
+                &args,
+                self.args.audit.as_deref(),
+            ),
             "remove_noop" => {
                 self.noop_removed.store(true, Ordering::SeqCst);
                 let _ = context.peer.notify_tool_list_changed().await;
@@ -448,6 +494,7 @@ async fn main() {
         changed: Arc::new(AtomicBool::new(false)),
         noop_removed: Arc::default(),
         arrivals: Arc::default(),
+        tasks: rmcp::task_manager::TaskManager::new(),
     };
     if let Some(addr) = &args.http {
         serve_http(server, addr).await;

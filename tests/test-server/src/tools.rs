@@ -133,6 +133,18 @@ impl TestServer {
                 true,
             ));
         }
+        if self.args.tasks {
+            tools.push(tool(
+                "job",
+                "A long job that runs as a task (SEP-2663): `steps` steps of `step_ms` each, \
+                 then, with `ask`, a question to confirm.",
+                json!({"type": "object", "properties": {
+                    "steps": {"type": "integer", "minimum": 1},
+                    "step_ms": {"type": "integer", "minimum": 0},
+                    "ask": {"type": "boolean"}}}),
+                true,
+            ));
+        }
         if self.args.long_name {
             tools.push(tool(
                 &"l".repeat(100),

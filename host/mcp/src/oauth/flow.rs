@@ -1,7 +1,9 @@
 //! One authorization, start to finish (the MCP spec's authorization flow): discover the
 //! authorization server, pick the scopes and the client, send the person (or the configured
 //! opener) to the authorization URL with PKCE, `state` and `resource`, take the code at the
-//! loopback redirect, check `iss` (RFC 9207), and exchange the code for tokens.
+//! loopback redirect, check `iss` (RFC 9207), and exchange the code for tokens. An authorization
+//! server that grants only client credentials gets the configured client's own token request
+//! instead (SEP-1046).
 
 use std::time::Duration;
 
@@ -62,6 +64,9 @@ pub(crate) async fn authorize(
     );
 
     let known = auth.issuers.get(&issuer).and_then(|e| e.client.clone());
+    if server.client_credentials_only() {
+        return client_credentials(cx, auth, &server, &issuer, resource.resource, &scopes).await;
+    }
     let listener = bind_listener(cx.spec, known.as_ref()).await?;
     let redirect_uri = listener.redirect_uri();
     let client =
@@ -115,6 +120,38 @@ pub(crate) async fn authorize(
     auth.issuer = Some(issuer.clone());
     auth.wanted_scopes.clear();
     let entry = auth.entry(&issuer);
+    entry.token = Some(tokens);
+    entry.token_endpoint = Some(server.token_endpoint.clone());
+    entry.revocation_endpoint = server.revocation_endpoint.clone();
+    Ok(())
+}
+
+/// A machine-to-machine authorization server: the configured client (`oauth.client_id` and
+/// its secret) gets the token itself with the client credentials grant.
+async fn client_credentials(
+    cx: &FlowContext<'_>,
+    auth: &mut ServerAuth,
+    server: &ServerMetadata,
+    issuer: &str,
+    resource: String,
+    scopes: &[String],
+) -> Result<(), AuthError> {
+    if cx.spec.client_id.is_none() || cx.spec.client_secret.is_none() {
+        return Err(AuthError::Discovery(format!(
+            "the authorization server `{}` grants only client credentials: set `oauth.client_id` \
+             and `client_secret_env` for server `{}` (a client registered with it)",
+            server.issuer, cx.server
+        )));
+    }
+    let client = registration::client(cx.http, cx.spec, server, None, "").await?;
+    auth.entry(issuer).client = Some(client.clone());
+    let tokens =
+        token::client_credentials(cx.http, &server.token_endpoint, &client, scopes, &resource)
+            .await?;
+    auth.resource = Some(resource);
+    auth.issuer = Some(issuer.to_string());
+    auth.wanted_scopes.clear();
+    let entry = auth.entry(issuer);
     entry.token = Some(tokens);
     entry.token_endpoint = Some(server.token_endpoint.clone());
     entry.revocation_endpoint = server.revocation_endpoint.clone();

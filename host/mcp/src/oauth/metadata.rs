@@ -33,8 +33,13 @@ pub(crate) struct ResourceMetadata {
 #[derive(Debug, Clone, Deserialize, PartialEq, Default)]
 pub(crate) struct ServerMetadata {
     pub(crate) issuer: String,
+    /// Absent on a server that grants only `client_credentials` (no person to send anywhere).
+    #[serde(default)]
     pub(crate) authorization_endpoint: String,
     pub(crate) token_endpoint: String,
+    /// RFC 8414 `grant_types_supported` (absent means `authorization_code` and `implicit`).
+    #[serde(default)]
+    pub(crate) grant_types_supported: Option<Vec<String>>,
     #[serde(default)]
     pub(crate) registration_endpoint: Option<String>,
     #[serde(default)]
@@ -51,6 +56,18 @@ pub(crate) struct ServerMetadata {
     /// RFC 9207: the authorization response carries `iss`.
     #[serde(default)]
     pub(crate) authorization_response_iss_parameter_supported: bool,
+}
+
+impl ServerMetadata {
+    /// The server grants `client_credentials` and not `authorization_code`: a machine-to-machine
+    /// authorization server (the MCP OAuth client-credentials extension, SEP-1046), where no
+    /// person can authorize anything.
+    pub(crate) fn client_credentials_only(&self) -> bool {
+        self.grant_types_supported.as_ref().is_some_and(|g| {
+            g.iter().any(|x| x == "client_credentials")
+                && !g.iter().any(|x| x == "authorization_code")
+        })
+    }
 }
 
 /// Finds the protected resource metadata of the MCP endpoint `endpoint`.
@@ -197,10 +214,11 @@ pub(crate) async fn server_metadata(
 /// PKCE with S256 must be advertised (the MCP spec: a client MUST refuse to proceed without
 /// it), and the endpoints that receive secrets must be HTTPS or on this machine.
 fn check_server(m: &ServerMetadata) -> Result<(), AuthError> {
-    let s256 = m
-        .code_challenge_methods_supported
-        .as_ref()
-        .is_some_and(|methods| methods.iter().any(|x| x == "S256"));
+    // PKCE protects the authorization code; a server without that grant issues no code.
+    let s256 = m.client_credentials_only()
+        || m.code_challenge_methods_supported
+            .as_ref()
+            .is_some_and(|methods| methods.iter().any(|x| x == "S256"));
     if !s256 {
         return Err(AuthError::Discovery(format!(
             "the authorization server `{}` does not advertise PKCE with S256 \
@@ -209,7 +227,10 @@ fn check_server(m: &ServerMetadata) -> Result<(), AuthError> {
         )));
     }
     for (what, endpoint) in [
-        ("authorization_endpoint", Some(&m.authorization_endpoint)),
+        (
+            "authorization_endpoint",
+            Some(&m.authorization_endpoint).filter(|e| !e.is_empty()),
+        ),
         ("token_endpoint", Some(&m.token_endpoint)),
         ("registration_endpoint", m.registration_endpoint.as_ref()),
     ] {
@@ -261,5 +282,27 @@ mod tests {
         m.token_endpoint = "https://as.example/token".into();
         m.code_challenge_methods_supported = Some(vec!["plain".into()]);
         assert!(check_server(&m).unwrap_err().to_string().contains("S256"));
+    }
+
+    #[test]
+    fn a_server_granting_only_client_credentials_is_told_apart() {
+        let mut m = ServerMetadata::default();
+        assert!(
+            !m.client_credentials_only(),
+            "absent means authorization_code"
+        );
+        m.grant_types_supported = Some(vec!["client_credentials".into()]);
+        assert!(m.client_credentials_only());
+        // Such a server issues no code, so no PKCE is needed; its token endpoint is still checked.
+        m.issuer = "http://127.0.0.1:9/".into();
+        m.token_endpoint = "http://127.0.0.1:9/token".into();
+        assert!(check_server(&m).is_ok(), "{:?}", check_server(&m));
+        m.token_endpoint = "http://as.example/token".into();
+        assert!(check_server(&m).is_err(), "plain HTTP to another machine");
+        m.grant_types_supported = Some(vec![
+            "authorization_code".into(),
+            "client_credentials".into(),
+        ]);
+        assert!(!m.client_credentials_only());
     }
 }

@@ -62,6 +62,39 @@ pub(crate) async fn exchange(
     read_tokens(&reply, requested, None)
 }
 
+/// The client credentials grant (RFC 6749 §4.4; the MCP client-credentials extension,
+/// SEP-1046): the configured client authenticates itself and gets a token, no person involved.
+pub(crate) async fn client_credentials(
+    http: &reqwest::Client,
+    endpoint: &str,
+    client: &StoredClient,
+    scopes: &[String],
+    resource: &str,
+) -> Result<TokenSet, AuthError> {
+    let mut params = vec![
+        ("grant_type", "client_credentials".to_string()),
+        ("resource", resource.to_string()),
+    ];
+    if !scopes.is_empty() {
+        params.push(("scope", scopes.join(" ")));
+    }
+    let reply = post(
+        http,
+        endpoint,
+        client,
+        params,
+        "the client credentials grant",
+    )
+    .await?;
+    if !reply.ok() {
+        return Err(AuthError::Refused {
+            step: "the client credentials grant",
+            reason: reply.oauth_error(),
+        });
+    }
+    read_tokens(&reply, scopes, None)
+}
+
 /// A refresh token for new tokens. The old refresh token is kept when no new one comes back.
 pub(crate) async fn refresh(
     http: &reqwest::Client,

@@ -131,19 +131,42 @@ impl ResponsesTurn {
 
     /// A `function_call` item (`id` is the item's `fc_…`, `call_id` what results answer) whose
     /// arguments stream in these fragments.
-    pub fn function_call(
+    pub fn function_call(self, id: &str, call_id: &str, name: &str, fragments: &[&str]) -> Self {
+        self.call_item(id, call_id, None, name, fragments)
+    }
+
+    /// A `function_call` of a tool offered inside a `{"type": "namespace"}` tool (Codex CLI
+    /// offers each MCP server's tools as namespace `mcp__<server>`): the item names the tool and
+    /// carries its `namespace`.
+    pub fn namespaced_function_call(
+        self,
+        id: &str,
+        call_id: &str,
+        namespace: &str,
+        name: &str,
+        fragments: &[&str],
+    ) -> Self {
+        self.call_item(id, call_id, Some(namespace), name, fragments)
+    }
+
+    fn call_item(
         mut self,
         id: &str,
         call_id: &str,
+        namespace: Option<&str>,
         name: &str,
         fragments: &[&str],
     ) -> Self {
         let index = self.index();
         let arguments: String = fragments.concat();
+        let mut added = json!({"id": id, "type": "function_call", "status": "in_progress",
+            "arguments": "", "call_id": call_id, "name": name});
+        if let Some(namespace) = namespace {
+            added["namespace"] = json!(namespace);
+        }
         self.push(
             json!({"type": "response.output_item.added", "output_index": index,
-            "item": {"id": id, "type": "function_call", "status": "in_progress",
-                "arguments": "", "call_id": call_id, "name": name}}),
+            "item": added}),
         );
         for fragment in fragments {
             self.push(
@@ -155,8 +178,11 @@ impl ResponsesTurn {
             json!({"type": "response.function_call_arguments.done", "item_id": id,
             "output_index": index, "arguments": arguments}),
         );
-        let item = json!({"id": id, "type": "function_call", "status": "completed",
+        let mut item = json!({"id": id, "type": "function_call", "status": "completed",
             "arguments": arguments, "call_id": call_id, "name": name});
+        if let Some(namespace) = namespace {
+            item["namespace"] = json!(namespace);
+        }
         self.push(
             json!({"type": "response.output_item.done", "output_index": index,
             "item": item}),

@@ -185,6 +185,17 @@ impl Subscriber for Updates {
                 "toolCallId": call_id,
                 "_meta": {"tern/progress": m},
             })),
+            Event::ToolTask {
+                call_id,
+                task_id,
+                status,
+                message,
+            } => self.send(json!({
+                "sessionUpdate": "tool_call_update",
+                "toolCallId": call_id,
+                "_meta": {"tern/task": {"taskId": task_id, "status": status,
+                    "message": message}},
+            })),
             Event::ToolCallFinished {
                 call_id,
                 is_error,

@@ -299,6 +299,13 @@ impl Subscriber for TerminalPrinter {
                 (None, Some(t)) => format!("{progress}/{t}"),
                 (None, None) => format!("{progress}"),
             }),
+            // A long call the server runs as a task: its state on the spinner line.
+            Event::ToolTask {
+                status, message, ..
+            } => self.screen.progress(match message {
+                Some(m) => format!("task {}: {}", sanitize(status), sanitize(m)),
+                None => format!("task {}", sanitize(status)),
+            }),
             // The reason follows in the call's error result.
             Event::PermissionDecided {
                 decision: Decision::Deny,
