@@ -14,6 +14,7 @@ mod eval_harbor;
 mod eval_tb;
 mod examples;
 mod harbor_agent;
+mod honesty;
 mod hooks;
 mod http_faults;
 mod interop_clients;

@@ -16,7 +16,7 @@ use crate::{
     approver::Approver,
     audit::{AuditLog, AuditOpenError, sha256_hex},
     call::{CallContext, CallMeta, Outcome},
-    cap::{cap, needs_cap, spill_path, write_spill},
+    cap::{Spill, cap, needs_cap, spill_path, write_spill},
     dispatch::{Dispatch, dispatch},
     permission::{ToolFacts, Verdict, decide},
     redact::Redactor,
@@ -347,7 +347,12 @@ impl Gateway {
                 Ok(()) => (Some(path), None),
                 Err(e) => (None, Some(e.to_string())),
             };
-            let capped = cap(&text, limit, spilled.as_deref(), err.as_deref());
+            let written = spilled.as_deref().ok_or(err.as_deref().unwrap_or_default());
+            // The model's file tools read inside the roots; a spill elsewhere is the person's.
+            let readable = spilled
+                .as_deref()
+                .is_some_and(|p| self.settings.scope.in_roots(p));
+            let capped = cap(&text, limit, Spill::of(written, readable));
             result.content = capped.text;
             meta.truncated = true;
             meta.spill_path = spilled;
