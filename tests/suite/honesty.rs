@@ -177,3 +177,36 @@ async fn ctrl_c_in_the_demo_stops_it_without_claiming_the_results_differ() {
     assert!(!out.contains("differ from the recording"), "{out}");
     assert!(!out.contains("[run] success"), "{out}");
 }
+
+#[tokio::test]
+async fn a_write_outside_the_fs_roots_is_refused_before_asking_with_the_reason() {
+    let env = RunEnv::new().await;
+    let outside = tempfile::tempdir().unwrap();
+    let target = outside.path().join("outside.txt");
+    let args = json!({"path": target.display().to_string(), "content": "x\n"}).to_string();
+    env.server.enqueue(
+        AnthropicTurn::new()
+            .tool_use("toolu_out", "fs__write_file", &[&args])
+            .finish("tool_use"),
+    );
+    env.answer("Understood.");
+    // Default mode: without the confinement check this write would be asked about.
+    let out = env.run(&["run", "write outside"]).await;
+    assert_exit(&out, 0);
+    assert!(!target.exists());
+    let events = env.events();
+    let decided = events
+        .iter()
+        .find(|e| e["type"] == "permission_decided")
+        .expect("a permission decision");
+    assert_eq!(decided["decision"], "deny", "{decided}");
+    assert_eq!(decided["asked"], false, "{decided}");
+    assert_eq!(decided["rule"], "confinement:fs-roots", "{decided}");
+    let sent = env.server.model_requests();
+    let results = tool_results(&sent[1].json());
+    assert!(
+        results[0].contains("outside the fs server's roots")
+            && results[0].contains(&env.dir.path().canonicalize().unwrap().display().to_string()),
+        "{results:?}"
+    );
+}

@@ -466,7 +466,24 @@ impl Gateway {
                 plan_server: p.policy.builtin == Some(tern_config::Builtin::Plan),
                 mode: self.mode(),
             };
-            decide(&p.facts(self), &tool, &self.rules, &session)
+            let facts = p.facts(self);
+            match decide(&facts, &tool, &self.rules, &session) {
+                // Refused before asking when the server's confinement would refuse it anyway.
+                Verdict::Ask { rule, reasons } => match self
+                    .settings
+                    .servers
+                    .get(&p.entry.server)
+                    .and_then(|s| crate::confine::fs_roots(s, &self.settings.scope))
+                    .and_then(|roots| crate::confine::refusal(&facts, &roots))
+                {
+                    Some(reason) => Verdict::Deny {
+                        rule: "confinement:fs-roots".into(),
+                        reason,
+                    },
+                    None => Verdict::Ask { rule, reasons },
+                },
+                verdict => verdict,
+            }
         }
     }
 
