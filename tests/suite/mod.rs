@@ -30,6 +30,7 @@ mod plan_mode;
 mod pool;
 mod repl;
 mod repl_approval;
+mod repl_notify;
 mod repl_sessions;
 mod replay;
 mod resources;

@@ -8,6 +8,7 @@
 mod diff;
 mod highlight;
 mod markdown;
+mod notify;
 mod preview;
 mod screen;
 mod style;
@@ -17,6 +18,7 @@ use std::sync::Arc;
 use tern_protocol::{CompactionStage, Decision, Envelope, Event, LoopState, RunStatus};
 use unicode_width::UnicodeWidthStr;
 
+pub use notify::Notifier;
 pub use preview::{CallPreview, approval_preview};
 #[cfg(test)]
 use screen::Captured;
