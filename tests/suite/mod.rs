@@ -31,6 +31,7 @@ mod pool;
 mod repl;
 mod repl_approval;
 mod repl_notify;
+mod repl_output;
 mod repl_sessions;
 mod replay;
 mod resources;

@@ -12,6 +12,7 @@ mod notify;
 mod preview;
 mod screen;
 mod style;
+mod table;
 
 use std::sync::Arc;
 
@@ -95,6 +96,9 @@ impl TerminalPrinter {
         if !self.line.is_empty() || self.screen.mid_line() {
             self.finish_line();
         }
+        for line in self.markdown.finish(self.screen.columns()) {
+            self.screen.write(&format!("{line}\n"));
+        }
     }
 
     /// Streams model text: each piece at once; a finished line is redrawn as markdown.
@@ -115,15 +119,17 @@ impl TerminalPrinter {
     /// Ends the current streamed line, replacing its raw text with the rendered one.
     fn finish_line(&mut self) {
         let raw = std::mem::take(&mut self.line);
-        let rendered = self.markdown.line(&raw);
-        if self.palette.color && rendered != raw {
+        let shown = self.markdown.show(&raw, self.screen.columns());
+        if self.palette.color && shown != [raw.clone()] {
+            // Up over the streamed raw text, erased, then what replaces it (maybe nothing).
             let rows = raw.width().max(1).div_ceil(self.screen.columns());
             let up = if rows > 1 {
                 format!("\x1b[{}A", rows - 1)
             } else {
                 String::new()
             };
-            self.screen.write(&format!("{up}\r\x1b[J{rendered}\n"));
+            let lines: String = shown.iter().map(|l| format!("{l}\n")).collect();
+            self.screen.write(&format!("{up}\r\x1b[J{lines}"));
         } else {
             self.screen.write("\n");
         }
