@@ -53,6 +53,9 @@ pub struct TerminalPrinter {
     line: String,
     /// A model request went out: servers ready from now on are news.
     requested: bool,
+    /// The conversation's size after the last turn that got an answer: a cancelled or failed
+    /// turn reports 0 (no answer measured it), and the status line says this instead.
+    last_context: u64,
 }
 
 impl TerminalPrinter {
@@ -73,6 +76,7 @@ impl TerminalPrinter {
             markdown: Markdown::new(palette),
             line: String::new(),
             requested: false,
+            last_context: 0,
         }
     }
 
@@ -423,6 +427,7 @@ impl Subscriber for TerminalPrinter {
                 self.markdown.reset();
             }
             Event::TurnFinished {
+                status,
                 input_tokens,
                 output_tokens,
                 cache_read_tokens,
@@ -439,7 +444,24 @@ impl Subscriber for TerminalPrinter {
                     cache_read: *cache_read_tokens,
                     cache_creation: *cache_creation_tokens,
                 };
-                let line = status_line(&usage, *cost_usd, *context_tokens, *context_window);
+                let context = match *context_tokens {
+                    0 => self.last_context,
+                    n => n,
+                };
+                self.last_context = context;
+                let mut line = status_line(&usage, *cost_usd, context, *context_window);
+                if *status != RunStatus::Success {
+                    // Name how the turn ended; `0 in · 0 out` of a turn that never got an
+                    // answer says nothing.
+                    if usage.total_input() == 0 && usage.output == 0 {
+                        line = line
+                            .split(" · ")
+                            .filter(|p| p.starts_with("context"))
+                            .collect::<Vec<_>>()
+                            .join(" · ");
+                    }
+                    line = format!("{} · {line}", status.as_str().replace('_', " "));
+                }
                 let line = self.paint(DIM, &format!("  {line}"));
                 self.say(&line);
             }
