@@ -345,6 +345,49 @@ mod tests {
     }
 
     #[test]
+    fn the_approval_screen_for_a_new_file_with_its_menu() {
+        let screen = Arc::new(Screen::new(
+            Box::new(std::io::sink()),
+            Box::new(std::io::sink()),
+            false,
+            80,
+        ));
+        let approver = TerminalApprover::new(
+            screen,
+            Arc::default(),
+            false,
+            Keys::default(),
+            Targets {
+                cwd: "/nonexistent/proj".into(),
+                project: "/nonexistent/proj/.tern/config.toml".into(),
+                user: "/home/u/.tern/config.toml".into(),
+                sandbox: "workspace-write, network off".into(),
+            },
+        );
+        let request = ApprovalRequest {
+            call_id: "c1".into(),
+            server: "fs".into(),
+            tool: "write_file".into(),
+            name: "fs__write_file".into(),
+            arguments: "{\n  \"path\": \"n.txt\",\n  \"content\": \"one\\ntwo\\n\"\n}".into(),
+            paths: vec![tern_gateway::ResolvedPath {
+                arg: "path".into(),
+                path: "/nonexistent/proj/n.txt".into(),
+            }],
+            command: None,
+            reasons: vec!["no rule allows it".into()],
+            always_rules: vec!["fs__write_file(path: n.txt)".into()],
+        };
+        let choices = TerminalApprover::choices(&request);
+        let text = format!(
+            "{}{}",
+            approver.header(&request),
+            approver.menu(&choices, 1, false)
+        );
+        insta::assert_snapshot!(text);
+    }
+
+    #[test]
     fn long_lines_are_cut_to_the_width() {
         assert_eq!(cut("abcdef", 4), "abc…");
         assert_eq!(cut("abc", 4), "abc");
