@@ -275,17 +275,20 @@ async fn a_refusal_for_length_cuts_the_newest_result_and_the_retry_succeeds() {
         result.contains("cut to fit the model's context window"),
         "{result}"
     );
-    // The whole of it is where the model is told.
-    let spill = result
-        .split(" is in ")
-        .nth(1)
-        .and_then(|s| s.split(" …]").next())
-        .expect("a spill path");
-    assert!(
-        std::fs::read_to_string(spill.trim())
-            .unwrap()
-            .contains("line 2000 of a long log"),
-        "{spill}"
-    );
+    // The whole of it is saved in the run's spill directory, outside the workspace: the model's
+    // tools cannot read it, so its path is not offered (issue 26, item 7).
+    assert!(result.contains("your tools cannot read it"), "{result}");
+    assert!(!result.contains("/spill/"), "{result}");
+    let run = std::fs::read_dir(env.home.path().join("runs"))
+        .unwrap()
+        .flatten()
+        .find(|d| d.path().join("spill").is_dir())
+        .expect("a run with a spill directory");
+    let spilled: String = std::fs::read_dir(run.path().join("spill"))
+        .unwrap()
+        .flatten()
+        .map(|f| std::fs::read_to_string(f.path()).unwrap())
+        .collect();
+    assert!(spilled.contains("line 2000 of a long log"));
     assert_eq!(env.events().last().unwrap()["status"], "success");
 }

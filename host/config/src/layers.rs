@@ -27,6 +27,7 @@ pub(crate) struct Layer {
     pub(crate) telemetry: crate::telemetry::TelemetryLayer,
     pub(crate) checkpoints: crate::checkpoints::CheckpointsLayer,
     pub(crate) lsp: crate::lsp::LspLayer,
+    pub(crate) ui: crate::ui::UiLayer,
     pub(crate) servers: ServersLayer,
     pub(crate) agents: crate::agents::AgentsLayer,
     pub(crate) hooks: crate::hooks::HooksLayer,
@@ -64,6 +65,9 @@ impl Layer {
         if let Some(lsp) = raw.lsp {
             layer.lsp = crate::lsp::LspLayer::from_raw(lsp, source)?;
         }
+        if let Some(ui) = raw.ui {
+            layer.ui = crate::ui::UiLayer::from_raw(ui, source)?;
+        }
         Ok(layer)
     }
 
@@ -77,6 +81,7 @@ impl Layer {
         self.telemetry.merge(later.telemetry);
         self.checkpoints.merge(later.checkpoints);
         self.lsp.merge(later.lsp);
+        self.ui.merge(later.ui);
         self.agents.merge(later.agents);
         self.servers.merge(later.servers);
         self.hooks.merge(later.hooks);

@@ -49,6 +49,7 @@ mod sections;
 mod servers;
 mod telemetry;
 mod trust;
+mod ui;
 
 pub use agent::{AgentSection, DEFAULT_MAX_STEPS, DEFAULT_STARTUP_GRACE};
 pub use agents::AgentProfile;
@@ -86,3 +87,4 @@ pub use servers::{
 pub use telemetry::{OtlpProtocol, TelemetrySection};
 pub use tern_sandbox::{Mode as SandboxMode, Network as SandboxNetwork};
 pub use trust::{TrustStatus, TrustStore, config_hash};
+pub use ui::UiSection;

@@ -205,6 +205,8 @@ pub struct Config {
     pub telemetry: crate::telemetry::TelemetrySection,
     /// `[checkpoints]`: the workspace recorded before each turn, for rewind.
     pub checkpoints: crate::checkpoints::CheckpointsSection,
+    /// `[ui]`: notifications of the interactive terminal.
+    pub ui: crate::ui::UiSection,
     /// `[lsp]`: diagnostics after an edit.
     pub lsp: crate::lsp::LspSection,
     /// `[agents.NAME]`: the enabled agent profiles, by name.
@@ -433,6 +435,7 @@ fn resolve(
         context: merged.context.resolve(),
         telemetry: merged.telemetry.resolve(),
         checkpoints: merged.checkpoints.resolve(),
+        ui: merged.ui.resolve(),
         lsp: merged.lsp.resolve(),
         hooks: merged.hooks.resolve(),
         extension_dirs: Default::default(),

@@ -27,6 +27,7 @@ pub(crate) struct RawConfig {
     pub(crate) agents: Option<BTreeMap<Spanned<String>, crate::agents::RawProfile>>,
     pub(crate) checkpoints: Option<crate::checkpoints::RawCheckpoints>,
     pub(crate) lsp: Option<crate::lsp::RawLsp>,
+    pub(crate) ui: Option<crate::ui::RawUi>,
     pub(crate) hooks: Option<crate::hooks::RawHooks>,
 }
 

@@ -15,14 +15,35 @@ pub struct Capped {
     pub original_chars: usize,
 }
 
+/// Where the whole of a capped output went, as the marker tells the model.
+#[derive(Debug, Clone, Copy)]
+pub enum Spill<'a> {
+    /// Saved at a path the model's tools can read (inside the workspace's roots): offered.
+    Readable(&'a Path),
+    /// Saved where the model's tools cannot read (`$TERN_HOME/runs/…` outside the workspace):
+    /// the path is not offered, since a path the model cannot open only costs it a failed call
+    /// (issue 26, item 7); the person finds it in the run's events and `tern trace`.
+    ForThePerson,
+    /// Saving failed, for this reason.
+    Failed(&'a str),
+    /// Not saved.
+    None,
+}
+
+impl<'a> Spill<'a> {
+    /// The spill of a write to `path` (`Err` its reason): offered when `readable`.
+    pub fn of(written: Result<&'a Path, &'a str>, readable: bool) -> Self {
+        match written {
+            Ok(path) if readable => Spill::Readable(path),
+            Ok(_) => Spill::ForThePerson,
+            Err(e) => Spill::Failed(e),
+        }
+    }
+}
+
 /// `text` cut to at most about `max_chars` characters: the first and last halves kept, a marker
-/// between them naming what was left out and where the whole is (`spill`, when it was written).
-pub fn cap(
-    text: &str,
-    max_chars: usize,
-    spill: Option<&Path>,
-    spill_error: Option<&str>,
-) -> Capped {
+/// between them naming what was left out and where the whole is ([`Spill`]).
+pub fn cap(text: &str, max_chars: usize, spill: Spill<'_>) -> Capped {
     let total = text.chars().count();
     if total <= max_chars {
         return Capped {
@@ -42,14 +63,19 @@ pub fn cap(
         .nth(total - tail_chars)
         .map_or(text.len(), |(i, _)| i);
     let omitted = total - head_chars - tail_chars;
-    let where_ = match (spill, spill_error) {
-        (Some(p), _) => format!(
+    let where_ = match spill {
+        Spill::Readable(p) => format!(
             "the full output ({total} characters, {} bytes) is in {}",
             text.len(),
             p.display()
         ),
-        (None, Some(e)) => format!("the full output could not be saved: {e}"),
-        (None, None) => format!("the full output had {total} characters"),
+        Spill::ForThePerson => format!(
+            "the full output had {total} characters; it is saved for the user outside the \
+             workspace, where your tools cannot read it: narrow the call (a range, a filter) \
+             to see the omitted part"
+        ),
+        Spill::Failed(e) => format!("the full output could not be saved: {e}"),
+        Spill::None => format!("the full output had {total} characters"),
     };
     Capped {
         text: format!(
@@ -110,7 +136,7 @@ mod tests {
 
     #[test]
     fn short_output_is_untouched() {
-        let c = cap("hello", 10, None, None);
+        let c = cap("hello", 10, Spill::None);
         assert_eq!(c.text, "hello");
         assert!(!c.truncated);
         assert!(!needs_cap("hello", 10));
@@ -120,7 +146,11 @@ mod tests {
     fn long_output_keeps_head_and_tail_and_names_the_spill() {
         let text = format!("{}{}{}", "a".repeat(100), "m".repeat(1000), "z".repeat(100));
         assert!(needs_cap(&text, 200));
-        let c = cap(&text, 200, Some(Path::new("/h/runs/r/spill/c.txt")), None);
+        let c = cap(
+            &text,
+            200,
+            Spill::Readable(Path::new("/h/runs/r/spill/c.txt")),
+        );
         assert!(c.truncated);
         assert_eq!(c.original_chars, 1200);
         assert!(c.text.starts_with(&"a".repeat(100)));
@@ -132,9 +162,20 @@ mod tests {
     }
 
     #[test]
+    fn a_spill_the_model_cannot_read_is_not_offered() {
+        let text = "x".repeat(500);
+        let path = Path::new("/h/runs/r/spill/c.txt");
+        let c = cap(&text, 100, Spill::of(Ok(path), false));
+        assert!(!c.text.contains("/h/runs"), "{}", c.text);
+        assert!(c.text.contains("your tools cannot read it"));
+        let c = cap(&text, 100, Spill::of(Ok(path), true));
+        assert!(c.text.contains("/h/runs/r/spill/c.txt"));
+    }
+
+    #[test]
     fn multibyte_text_is_cut_on_character_boundaries() {
         let text = "é".repeat(50);
-        let c = cap(&text, 10, None, Some("disk full"));
+        let c = cap(&text, 10, Spill::Failed("disk full"));
         assert!(c.text.starts_with("ééééé\n"));
         assert!(c.text.contains("could not be saved: disk full"));
     }

@@ -16,7 +16,7 @@ use crate::{
     approver::Approver,
     audit::{AuditLog, AuditOpenError, sha256_hex},
     call::{CallContext, CallMeta, Outcome},
-    cap::{cap, needs_cap, spill_path, write_spill},
+    cap::{Spill, cap, needs_cap, spill_path, write_spill},
     dispatch::{Dispatch, dispatch},
     permission::{ToolFacts, Verdict, decide},
     redact::Redactor,
@@ -347,7 +347,12 @@ impl Gateway {
                 Ok(()) => (Some(path), None),
                 Err(e) => (None, Some(e.to_string())),
             };
-            let capped = cap(&text, limit, spilled.as_deref(), err.as_deref());
+            let written = spilled.as_deref().ok_or(err.as_deref().unwrap_or_default());
+            // The model's file tools read inside the roots; a spill elsewhere is the person's.
+            let readable = spilled
+                .as_deref()
+                .is_some_and(|p| self.settings.scope.in_roots(p));
+            let capped = cap(&text, limit, Spill::of(written, readable));
             result.content = capped.text;
             meta.truncated = true;
             meta.spill_path = spilled;
@@ -461,7 +466,24 @@ impl Gateway {
                 plan_server: p.policy.builtin == Some(tern_config::Builtin::Plan),
                 mode: self.mode(),
             };
-            decide(&p.facts(self), &tool, &self.rules, &session)
+            let facts = p.facts(self);
+            match decide(&facts, &tool, &self.rules, &session) {
+                // Refused before asking when the server's confinement would refuse it anyway.
+                Verdict::Ask { rule, reasons } => match self
+                    .settings
+                    .servers
+                    .get(&p.entry.server)
+                    .and_then(|s| crate::confine::fs_roots(s, &self.settings.scope))
+                    .and_then(|roots| crate::confine::refusal(&facts, &roots))
+                {
+                    Some(reason) => Verdict::Deny {
+                        rule: "confinement:fs-roots".into(),
+                        reason,
+                    },
+                    None => Verdict::Ask { rule, reasons },
+                },
+                verdict => verdict,
+            }
         }
     }
 

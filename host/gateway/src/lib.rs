@@ -55,6 +55,7 @@ mod ask;
 pub mod audit;
 mod call;
 pub mod cap;
+pub mod confine;
 pub mod dispatch;
 mod gateway;
 mod hook_stage;

@@ -300,6 +300,7 @@ impl Engine {
                 max_steps: ws.config.agent.max_steps,
                 max_tokens: resolved.max_tokens,
                 spill_dir: Some(ws.paths.run_dir(&run_id).join("spill")),
+                spill_readable: ws.paths.run_dir(&run_id).starts_with(&ws.cwd),
                 tool_calls: resolved.tool_calls,
             },
             before_compact: hooks

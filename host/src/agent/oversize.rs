@@ -7,6 +7,7 @@
 
 use std::path::PathBuf;
 
+use tern_gateway::cap::Spill;
 use tern_model::{Message, ModelError, ToolSpec, UserContent};
 use tern_protocol::{Event, Usage};
 use tokio_util::sync::CancellationToken;
@@ -140,12 +141,18 @@ impl Agent {
                 let written = tern_gateway::cap::write_spill(&path, &result.content);
                 (path, written)
             });
-            let (path, error) = match &spill {
-                Some((path, Ok(()))) => (Some(path.as_path()), None),
-                Some((_, Err(e))) => (None, Some(e.to_string())),
-                None => (None, None),
+            let error = match &spill {
+                Some((_, Err(e))) => Some(e.to_string()),
+                _ => None,
             };
-            let capped = tern_gateway::cap::cap(&result.content, keep, path, error.as_deref());
+            let where_ = match (&spill, &error) {
+                (Some((path, Ok(()))), _) => {
+                    Spill::of(Ok(path.as_path()), self.settings.spill_readable)
+                }
+                (_, Some(e)) => Spill::Failed(e),
+                _ => Spill::None,
+            };
+            let capped = tern_gateway::cap::cap(&result.content, keep, where_);
             result.content = format!(
                 "{}\n\n[tern: this result was cut to fit the model's context window]",
                 capped.text

@@ -29,6 +29,25 @@ what to do, finish by calling `plan__exit` with the plan as markdown (the steps,
 will change, how you will check the result). The user approves it, asks you to keep planning, \
 or cancels; you may act only after approval.";
 
+/// The note a cancelled turn leaves at the end of the transcript: the model is told the user
+/// stopped it, instead of the unanswered message merging silently into the next one.
+pub const INTERRUPTED: &str = "[interrupted by the user]";
+
+/// Appends [`INTERRUPTED`] to the transcript's last user message (a cancelled turn ends on one:
+/// the user's input or the calls' results), or as a user message after a cut-off answer.
+pub fn mark_interrupted(transcript: &mut Vec<Message>) {
+    let note = UserContent::Text {
+        text: INTERRUPTED.to_owned(),
+    };
+    match transcript.last_mut() {
+        Some(Message::User { content }) => content.push(note),
+        Some(Message::Assistant { .. }) => transcript.push(Message::User {
+            content: vec![note],
+        }),
+        None => {}
+    }
+}
+
 /// How many identical calls in a row are allowed before the guard answers instead.
 const REPEAT_LIMIT: usize = 3;
 
@@ -45,6 +64,9 @@ pub struct AgentSettings {
     /// Where a tool result cut to fit the window is kept whole (`runs/<id>/spill`); `None` keeps
     /// nothing (tests).
     pub spill_dir: Option<std::path::PathBuf>,
+    /// Whether the model's tools can read `spill_dir` (it lies in the workspace); only then is
+    /// a spill's path offered to the model.
+    pub spill_readable: bool,
     /// `[model] tool_calls`: native tool calls, or calls written as JSON text.
     pub tool_calls: ToolCallMode,
 }
@@ -102,8 +124,23 @@ struct ModelTurn {
 
 impl Agent {
     /// Runs one user input to completion, appending everything to the conversation and
-    /// compacting it whenever the next request would not fit its window.
+    /// compacting it whenever the next request would not fit its window. A cancelled turn is
+    /// marked [`INTERRUPTED`] in the transcript, so the next request does not read the
+    /// unanswered message as part of the next one (issue 26, item 7).
     pub async fn run_turn(
+        &self,
+        conv: &mut Conversation,
+        input: &str,
+        cancel: &CancellationToken,
+    ) -> TurnOutcome {
+        let out = self.run_turn_unmarked(conv, input, cancel).await;
+        if out.status == RunStatus::Cancelled {
+            mark_interrupted(&mut conv.transcript);
+        }
+        out
+    }
+
+    async fn run_turn_unmarked(
         &self,
         conv: &mut Conversation,
         input: &str,

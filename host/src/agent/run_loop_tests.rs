@@ -219,6 +219,7 @@ fn agent(model: Arc<ScriptedModel>, tools: Arc<FakeTools>) -> (Agent, Arc<Mutex<
             max_steps: 10,
             max_tokens: 100,
             spill_dir: None,
+            spill_readable: false,
             tool_calls: tern_model::ToolCallMode::Native,
         },
         before_compact: None,
@@ -397,6 +398,27 @@ async fn cancelling_mid_tool_ends_the_turn_cancelled_with_a_result_for_every_cal
         .filter(|e| matches!(e, Event::ToolCallFinished { .. }))
         .count();
     assert_eq!(finished, 2);
+    // The next request tells the model this turn was interrupted.
+    assert!(
+        matches!(content.last(), Some(UserContent::Text { text }) if text == super::INTERRUPTED)
+    );
+}
+
+#[test]
+fn an_interrupted_answer_or_input_is_marked_once_where_the_next_request_reads_it() {
+    let mut t = vec![Message::user_text("first")];
+    super::mark_interrupted(&mut t);
+    assert_eq!(t.len(), 1);
+    let Message::User { content } = &t[0] else {
+        panic!("not a user message")
+    };
+    assert!(matches!(&content[1], UserContent::Text { text } if text == super::INTERRUPTED));
+    t.push(Message::assistant_text("half an ans"));
+    super::mark_interrupted(&mut t);
+    assert_eq!(t.len(), 3);
+    let mut empty = Vec::new();
+    super::mark_interrupted(&mut empty);
+    assert!(empty.is_empty());
 }
 
 #[tokio::test]

@@ -140,6 +140,18 @@ pub async fn run(ws: &Workspace, speed: f64, out: &mut dyn Write) -> anyhow::Res
     ctrl_c.abort();
     let outcome = result?;
     writeln!(out)?;
+    if cancel.is_cancelled() {
+        // The replay stopped short, so its results cannot match the recording: saying they
+        // "differ" would blame tern for the person's Ctrl-C (issue 26, item 7).
+        writeln!(
+            out,
+            "Demo stopped (Ctrl-C). The project as far as it got is in {}
+`tern trace {}`              shows the run up to there; `tern demo` starts it again.",
+            project.display(),
+            outcome.run_id
+        )?;
+        return Ok(130);
+    }
     if !outcome.identical {
         writeln!(
             out,

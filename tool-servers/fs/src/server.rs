@@ -116,8 +116,12 @@ impl FsServer {
         meta: RequestMetaObject,
     ) -> CallToolResult {
         let ctx = &self.shared.ctx;
-        match ctx.deny(&meta, "read", &p.path) {
-            Ok(deny) => tools::read::read_file(ctx, &deny, p),
+        let deny = match ctx.deny(&meta, "read", &p.path) {
+            Ok(deny) => deny,
+            Err(result) => return result,
+        };
+        match tools::host_max_chars(&meta, "read", &p.path) {
+            Ok(cap) => tools::read::read_file(ctx, &deny, p, cap),
             Err(result) => result,
         }
     }

@@ -174,7 +174,10 @@ async fn long_output_is_capped_and_spilled_in_full() {
         "{}",
         r.result.content.len()
     );
-    assert!(r.result.content.contains(&spill.display().to_string()));
+    // `$TERN_HOME` is outside the workspace: the model's tools cannot read the spill, so its
+    // path is not offered (issue 26, item 7).
+    assert!(!r.result.content.contains(&spill.display().to_string()));
+    assert!(r.result.content.contains("your tools cannot read it"));
     assert!(r.result.content.contains("50000 characters"));
     // The default cap (30 000) applies to tools without their own.
     let r = rig

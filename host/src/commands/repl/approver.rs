@@ -18,7 +18,7 @@ use tern_gateway::{Approval, ApprovalRequest, Approver};
 use unicode_width::UnicodeWidthChar;
 
 use super::keys::{Key, Keys, LineInput, LineStep};
-use crate::render::{CallPreview, Screen, approval_preview, sanitize};
+use crate::render::{CallPreview, Notifier, Screen, approval_preview, sanitize};
 
 /// Where "don't ask again" answers are written, for the menu to name them.
 #[derive(Debug, Clone)]
@@ -42,6 +42,8 @@ pub(super) struct TerminalApprover {
     color: bool,
     keys: Keys,
     targets: Targets,
+    /// Notifies when a question waits (`[ui] notify`).
+    notifier: Notifier,
 }
 
 /// One entry of the menu.
@@ -70,6 +72,7 @@ impl TerminalApprover {
             color,
             keys,
             targets,
+            notifier: Notifier::off(),
         }
     }
 
@@ -82,6 +85,12 @@ impl TerminalApprover {
     }
 
     /// What the call is and what it will do.
+    /// Notifies (BEL or OSC 9/777) whenever a question waits.
+    pub(super) fn with_notifier(mut self, notifier: Notifier) -> Self {
+        self.notifier = notifier;
+        self
+    }
+
     fn header(&self, request: &ApprovalRequest) -> String {
         let mut text = format!(
             "\n{} wants to run `{}` ({})\n",
@@ -264,6 +273,9 @@ impl Approver for TerminalApprover {
         let mut at = 0;
         let mut menu = self.menu(&choices, at, false);
         self.screen.ask(&menu);
+        if let Some(bell) = self.notifier.approval(&request.name) {
+            self.screen.ask(&bell);
+        }
         let taken = loop {
             let Some(key) = rx.recv().await else {
                 return self.cancel().await;
@@ -330,6 +342,49 @@ mod tests {
         assert_eq!(step(Key::Char('n'), 0, 2), Step::Take(1));
         assert_eq!(step(Key::Char('o'), 0, 4), Step::Again);
         assert_eq!(step(Key::Esc, 0, 4), Step::Cancel);
+    }
+
+    #[test]
+    fn the_approval_screen_for_a_new_file_with_its_menu() {
+        let screen = Arc::new(Screen::new(
+            Box::new(std::io::sink()),
+            Box::new(std::io::sink()),
+            false,
+            80,
+        ));
+        let approver = TerminalApprover::new(
+            screen,
+            Arc::default(),
+            false,
+            Keys::default(),
+            Targets {
+                cwd: "/nonexistent/proj".into(),
+                project: "/nonexistent/proj/.tern/config.toml".into(),
+                user: "/home/u/.tern/config.toml".into(),
+                sandbox: "workspace-write, network off".into(),
+            },
+        );
+        let request = ApprovalRequest {
+            call_id: "c1".into(),
+            server: "fs".into(),
+            tool: "write_file".into(),
+            name: "fs__write_file".into(),
+            arguments: "{\n  \"path\": \"n.txt\",\n  \"content\": \"one\\ntwo\\n\"\n}".into(),
+            paths: vec![tern_gateway::ResolvedPath {
+                arg: "path".into(),
+                path: "/nonexistent/proj/n.txt".into(),
+            }],
+            command: None,
+            reasons: vec!["no rule allows it".into()],
+            always_rules: vec!["fs__write_file(path: n.txt)".into()],
+        };
+        let choices = TerminalApprover::choices(&request);
+        let text = format!(
+            "{}{}",
+            approver.header(&request),
+            approver.menu(&choices, 1, false)
+        );
+        insta::assert_snapshot!(text);
     }
 
     #[test]

@@ -36,7 +36,7 @@ use self::{
 };
 use crate::{
     agent::{Engine, EngineOptions, TurnOutcome},
-    render::{Mode, Screen, TerminalPrinter},
+    render::{Mode, Notifier, Screen, TerminalPrinter},
     workspace::Workspace,
 };
 
@@ -66,13 +66,11 @@ pub async fn run(ws: &Workspace, session: Option<String>) -> anyhow::Result<i32>
         user: ws.paths.user_config.clone(),
         sandbox: format!("{}, network {}", sandbox.mode, sandbox.network),
     };
-    let approver = Arc::new(TerminalApprover::new(
-        screen.clone(),
-        turn.clone(),
-        color,
-        keys.clone(),
-        targets,
-    ));
+    let notifier = Notifier::new(&ws.config.ui, &|k| ws.var(k));
+    let approver = Arc::new(
+        TerminalApprover::new(screen.clone(), turn.clone(), color, keys.clone(), targets)
+            .with_notifier(notifier),
+    );
     let options = EngineOptions {
         goal: "(interactive)".into(),
         session,
@@ -198,6 +196,7 @@ pub async fn run(ws: &Workspace, session: Option<String>) -> anyhow::Result<i32>
             },
         };
         let mut text = text;
+        let started = std::time::Instant::now();
         let outcome = loop {
             // A turn: Ctrl-C cancels this turn only.
             let cancel = CancellationToken::new();
@@ -234,6 +233,9 @@ pub async fn run(ws: &Workspace, session: Option<String>) -> anyhow::Result<i32>
         tokio::spawn(async move { helper.set(&refresh.await) });
         if outcome.status == RunStatus::Cancelled {
             writeln!(out, "\n(cancelled)")?;
+        } else if let Some(bell) = notifier.turn_ended(started.elapsed(), outcome.status.as_str()) {
+            // A turn the person cancelled needs no call back; one that ended on its own does.
+            write!(out, "{bell}")?;
         }
         writeln!(out)?;
         last = Some(outcome);

@@ -10,6 +10,7 @@ use pulldown_cmark::{Event, HeadingLevel, Options, Parser, Tag, TagEnd};
 use super::{
     highlight::CodeBlock,
     style::{BLUE, BOLD, CYAN, DIM, ITALIC, MAGENTA, Palette, UNDERLINE, YELLOW},
+    table,
 };
 
 /// The rendering state of one answer.
@@ -17,6 +18,8 @@ pub struct Markdown {
     palette: Palette,
     /// The open fence (its marker) and its highlighter.
     fence: Option<(String, CodeBlock)>,
+    /// The rows of a table being streamed, held until it ends ([`table`]).
+    table: Vec<String>,
 }
 
 impl Markdown {
@@ -24,12 +27,59 @@ impl Markdown {
         Self {
             palette,
             fence: None,
+            table: Vec::new(),
         }
     }
 
-    /// Forgets any open fence (a new answer starts).
+    /// Forgets any open fence and held table (a new answer starts).
     pub fn reset(&mut self) {
         self.fence = None;
+        self.table.clear();
+    }
+
+    /// What to show in place of one complete line, for a terminal `columns` wide: no line (a
+    /// fence around highlighted code, or a table row held until its table ends), this line, or
+    /// the held table followed by this line.
+    pub fn show(&mut self, line: &str, columns: usize) -> Vec<String> {
+        let p = self.palette;
+        if !p.color {
+            return vec![self.line(line)];
+        }
+        if self.fence.is_none() && table::is_row(line) {
+            self.table.push(line.to_string());
+            return Vec::new();
+        }
+        let mut out = self.finish(columns);
+        let fence_line = self.is_fence_line(line);
+        let rendered = self.line(line);
+        // The fence's marker says nothing the highlighting does not show.
+        if !(fence_line && self.highlights()) {
+            out.push(rendered);
+        }
+        out
+    }
+
+    /// The held table, drawn (the answer or the table ended).
+    pub fn finish(&mut self, columns: usize) -> Vec<String> {
+        if self.table.is_empty() {
+            return Vec::new();
+        }
+        let rows = std::mem::take(&mut self.table);
+        table::render(&rows, columns, self.palette)
+    }
+
+    /// Whether `line` opens or closes a fence.
+    fn is_fence_line(&self, line: &str) -> bool {
+        let trimmed = line.trim();
+        match &self.fence {
+            Some((marker, _)) => trimmed == marker.as_str(),
+            None => trimmed.starts_with("```") || trimmed.starts_with("~~~"),
+        }
+    }
+
+    /// Code is highlighted (colour on), so a fence's markers can go.
+    fn highlights(&self) -> bool {
+        self.palette.color
     }
 
     /// One complete line (without its newline), as it should be shown.
@@ -179,6 +229,28 @@ mod tests {
     }
 
     const ANSWER: &str = "# Fixed\n\nI changed **add** to use `checked_add`, see [the docs](https://doc.rust-lang.org).\n\n- first *point*\n- second\n  - nested\n1. one\n> quoted\n\n```rust\nfn add(a: u8) -> u8 { a }\n```\n---\nplain";
+
+    /// What the printer shows for `text`, line by line.
+    fn shown(text: &str, columns: usize) -> Vec<String> {
+        let mut md = Markdown::new(Palette { color: true });
+        let mut out: Vec<String> = text.lines().flat_map(|l| md.show(l, columns)).collect();
+        out.extend(md.finish(columns));
+        out
+    }
+
+    #[test]
+    fn fences_are_hidden_around_highlighted_code_and_tables_are_aligned() {
+        let out = shown(
+            "Here:\n```rust\nlet x = 1;\n```\n| a | bb |\n|---|---|\n| ccc | d |\nafter",
+            80,
+        );
+        assert!(out.iter().all(|l| !l.contains("```")), "{out:#?}");
+        assert!(out.iter().any(|l| l.contains("let")));
+        insta::assert_snapshot!(visible(&out.join("\n")));
+        // A table at the end of the answer is drawn by `finish`.
+        let out = shown("| a | b |\n|---|---|\n| 1 | 2 |", 80);
+        assert_eq!(out.len(), 3, "{out:#?}");
+    }
 
     #[test]
     fn an_answer_renders_styled() {

@@ -8,15 +8,18 @@
 mod diff;
 mod highlight;
 mod markdown;
+mod notify;
 mod preview;
 mod screen;
 mod style;
+mod table;
 
 use std::sync::Arc;
 
 use tern_protocol::{CompactionStage, Decision, Envelope, Event, LoopState, RunStatus};
 use unicode_width::UnicodeWidthStr;
 
+pub use notify::Notifier;
 pub use preview::{CallPreview, approval_preview};
 #[cfg(test)]
 use screen::Captured;
@@ -50,6 +53,9 @@ pub struct TerminalPrinter {
     line: String,
     /// A model request went out: servers ready from now on are news.
     requested: bool,
+    /// The conversation's size after the last turn that got an answer: a cancelled or failed
+    /// turn reports 0 (no answer measured it), and the status line says this instead.
+    last_context: u64,
 }
 
 impl TerminalPrinter {
@@ -70,6 +76,7 @@ impl TerminalPrinter {
             markdown: Markdown::new(palette),
             line: String::new(),
             requested: false,
+            last_context: 0,
         }
     }
 
@@ -93,6 +100,9 @@ impl TerminalPrinter {
         if !self.line.is_empty() || self.screen.mid_line() {
             self.finish_line();
         }
+        for line in self.markdown.finish(self.screen.columns()) {
+            self.screen.write(&format!("{line}\n"));
+        }
     }
 
     /// Streams model text: each piece at once; a finished line is redrawn as markdown.
@@ -113,15 +123,17 @@ impl TerminalPrinter {
     /// Ends the current streamed line, replacing its raw text with the rendered one.
     fn finish_line(&mut self) {
         let raw = std::mem::take(&mut self.line);
-        let rendered = self.markdown.line(&raw);
-        if self.palette.color && rendered != raw {
+        let shown = self.markdown.show(&raw, self.screen.columns());
+        if self.palette.color && shown != [raw.clone()] {
+            // Up over the streamed raw text, erased, then what replaces it (maybe nothing).
             let rows = raw.width().max(1).div_ceil(self.screen.columns());
             let up = if rows > 1 {
                 format!("\x1b[{}A", rows - 1)
             } else {
                 String::new()
             };
-            self.screen.write(&format!("{up}\r\x1b[J{rendered}\n"));
+            let lines: String = shown.iter().map(|l| format!("{l}\n")).collect();
+            self.screen.write(&format!("{up}\r\x1b[J{lines}"));
         } else {
             self.screen.write("\n");
         }
@@ -422,6 +434,7 @@ impl Subscriber for TerminalPrinter {
                 self.markdown.reset();
             }
             Event::TurnFinished {
+                status,
                 input_tokens,
                 output_tokens,
                 cache_read_tokens,
@@ -438,7 +451,24 @@ impl Subscriber for TerminalPrinter {
                     cache_read: *cache_read_tokens,
                     cache_creation: *cache_creation_tokens,
                 };
-                let line = status_line(&usage, *cost_usd, *context_tokens, *context_window);
+                let context = match *context_tokens {
+                    0 => self.last_context,
+                    n => n,
+                };
+                self.last_context = context;
+                let mut line = status_line(&usage, *cost_usd, context, *context_window);
+                if *status != RunStatus::Success {
+                    // Name how the turn ended; `0 in · 0 out` of a turn that never got an
+                    // answer says nothing.
+                    if usage.total_input() == 0 && usage.output == 0 {
+                        line = line
+                            .split(" · ")
+                            .filter(|p| p.starts_with("context"))
+                            .collect::<Vec<_>>()
+                            .join(" · ");
+                    }
+                    line = format!("{} · {line}", status.as_str().replace('_', " "));
+                }
                 let line = self.paint(DIM, &format!("  {line}"));
                 self.say(&line);
             }

@@ -203,3 +203,27 @@ fn a_todo_update_is_shown_as_a_checklist_with_its_progress() {
     assert!(text.contains("  ☐ Test\n"), "{text}");
     assert!(text.contains("  ✗ Docs (cancelled)\n"), "{text}");
 }
+
+#[test]
+fn after_a_cancel_the_status_line_says_so_and_keeps_the_conversations_size() {
+    let (out, err) = (Captured::default(), Captured::default());
+    let screen = Arc::new(Screen::new(Box::new(out.clone()), Box::new(err), false, 80));
+    let mut printer = TerminalPrinter::on(screen, false, Mode::Interactive);
+    let turn = |status, input, context| Event::TurnFinished {
+        status,
+        steps: 1,
+        input_tokens: input,
+        output_tokens: input / 10,
+        cache_read_tokens: 0,
+        cache_creation_tokens: 0,
+        cost_usd: None,
+        context_tokens: context,
+        context_window: Some(200_000),
+    };
+    printer.on_event(&envelope(1, turn(RunStatus::Success, 46_000, 46_000)));
+    printer.on_event(&envelope(2, turn(RunStatus::Cancelled, 0, 0)));
+    let text = out.text();
+    let last = text.lines().last().unwrap_or_default();
+    assert_eq!(last, "  cancelled · context 23% of 200.0k", "{text}");
+    insta::assert_snapshot!(text);
+}

@@ -59,6 +59,32 @@ impl Context {
     }
 }
 
+/// The host's cap on the characters of a result it shows the model (`_meta["tern/limits"]`), so
+/// a tool can page to it instead of being cut in the middle; a malformed value fails the call
+/// (`Err` is the result to send) rather than be guessed at.
+pub(crate) fn host_max_chars(
+    meta: &RequestMetaObject,
+    action: &str,
+    path: &str,
+) -> Result<Option<u64>, CallToolResult> {
+    use tern_tool_common::meta::{LIMITS, Limits};
+    match meta.get(LIMITS) {
+        None => Ok(None),
+        Some(value) => serde_json::from_value::<Limits>(value.clone())
+            .map(|l| l.max_output_chars)
+            .map_err(|e| {
+                failure(
+                    action,
+                    path,
+                    format!(
+                        "_meta[\"{LIMITS}\"] is malformed ({e}); expected \
+                         {{\"max_output_chars\": N}}"
+                    ),
+                )
+            }),
+    }
+}
+
 /// Limits from the command line, passed to every tool by value.
 #[derive(Debug, Clone, Copy)]
 pub struct Limits {

@@ -40,8 +40,45 @@ enum Stop {
     Bytes,
 }
 
-pub(crate) fn read_file(ctx: &Context, deny: &Deny, p: ReadFileParams) -> CallToolResult {
+/// Characters of a result kept free for the notes [`finish`] appends (the continuation note, a
+/// cut line's note), so a page that fills the host's cap still fits with them.
+const NOTE_RESERVE: usize = 512;
+
+/// The budgets one read works within: file content (`--max-read-bytes`) and the rendered text
+/// (numbered lines), which the host's cap on what it shows the model bounds.
+#[derive(Debug, Clone, Copy)]
+pub(crate) struct Budget {
+    /// Bytes of file content.
+    pub(crate) content: usize,
+    /// Bytes (so at most as many characters) of rendered lines, when the host sent a cap.
+    pub(crate) rendered: Option<usize>,
+}
+
+impl Budget {
+    /// The server's content limit and, from the host's `max_output_chars`, room for the rendered
+    /// page: the host cuts a longer result in the middle, which would hide lines the
+    /// continuation note claims were shown (issue 26, item 7).
+    pub(crate) fn new(max_read_bytes: usize, host_max_chars: Option<u64>) -> Self {
+        Self {
+            content: max_read_bytes,
+            rendered: host_max_chars.map(|cap| {
+                usize::try_from(cap)
+                    .unwrap_or(usize::MAX)
+                    .saturating_sub(NOTE_RESERVE)
+                    .max(64)
+            }),
+        }
+    }
+}
+
+pub(crate) fn read_file(
+    ctx: &Context,
+    deny: &Deny,
+    p: ReadFileParams,
+    host_max_chars: Option<u64>,
+) -> CallToolResult {
     const ACTION: &str = "read";
+    let budget = Budget::new(ctx.limits.max_read_bytes, host_max_chars);
     let resolved = match resolve(&ctx.roots, ACTION, &p.path, Intent::Open) {
         Ok(r) => r,
         Err(result) => return result,
@@ -84,22 +121,16 @@ pub(crate) fn read_file(ctx: &Context, deny: &Deny, p: ReadFileParams) -> CallTo
             &mut std::io::Cursor::new(head),
             offset,
             p.limit,
-            ctx.limits.max_read_bytes,
+            budget,
             total_bytes,
         )
     } else {
         let mut reader =
             BufReader::with_capacity(64 * 1024, std::io::Cursor::new(head).chain(file));
-        render(
-            &mut reader,
-            offset,
-            p.limit,
-            ctx.limits.max_read_bytes,
-            total_bytes,
-        )
+        render(&mut reader, offset, p.limit, budget, total_bytes)
     };
     match rendered {
-        Ok(r) => finish(total_bytes, offset, ctx.limits.max_read_bytes, r),
+        Ok(r) => finish(total_bytes, offset, budget, r),
         Err(e) => failure(ACTION, &p.path, e),
     }
 }
@@ -114,17 +145,22 @@ struct Rendered {
     next_offset: Option<u64>,
     /// The single line shown was cut at the byte limit.
     cut_line: bool,
+    /// The rendered-text budget (the host's cap), not the content budget, ended the page.
+    host_cap_hit: bool,
 }
 
 fn render(
     reader: &mut impl BufRead,
     offset: u64,
     limit: Option<u64>,
-    budget: usize,
+    budget: Budget,
     size_hint: u64,
 ) -> std::io::Result<Rendered> {
     // Content plus ~8 bytes of line number per ~40-byte line: one allocation, no regrowth.
-    let capacity = usize::try_from(size_hint).unwrap_or(usize::MAX).min(budget);
+    let capacity = usize::try_from(size_hint)
+        .unwrap_or(usize::MAX)
+        .min(budget.content)
+        .min(budget.rendered.unwrap_or(usize::MAX));
     let mut out = Rendered {
         text: String::with_capacity(capacity + capacity / 4 + 64),
         shown: 0,
@@ -132,6 +168,7 @@ fn render(
         stop: Stop::Eof,
         next_offset: None,
         cut_line: false,
+        host_cap_hit: false,
     };
     let mut line_no = 1;
     let mut scratch = Vec::new();
@@ -143,7 +180,7 @@ fn render(
         line_no += 1;
     }
     out.lines_before_offset = line_no - 1;
-    let mut left = budget;
+    let mut left = budget.content;
     let mut line = Vec::new();
     loop {
         if limit.is_some_and(|l| out.shown >= l) {
@@ -154,12 +191,19 @@ fn render(
             break;
         }
         line.clear();
-        let len = read_line_capped(reader, left, &mut line)?;
+        // Room for this line's content in the rendered page: what is left after its number,
+        // its tab and its newline.
+        let rendered_left = budget
+            .rendered
+            .map(|max| max.saturating_sub(out.text.len() + number_width(line_no) + 2));
+        let room = rendered_left.map_or(left, |r| r.min(left));
+        let len = read_line_capped(reader, room, &mut line)?;
         if len == 0 {
             break;
         }
-        if len > left {
+        if len > room {
             out.stop = Stop::Bytes;
+            out.host_cap_hit = room < left;
             if out.shown == 0 {
                 // One line longer than the whole budget: show its start rather than nothing.
                 push_line(&mut out.text, line_no, &line);
@@ -182,8 +226,18 @@ fn render(
     Ok(out)
 }
 
-fn finish(total_bytes: u64, offset: u64, max: usize, r: Rendered) -> CallToolResult {
+/// Characters of the number `push_line_number` writes (at least 6, like `cat -n`).
+fn number_width(line_no: u64) -> usize {
+    (line_no.checked_ilog10().unwrap_or(0) as usize + 1).max(6)
+}
+
+fn finish(total_bytes: u64, offset: u64, budget: Budget, r: Rendered) -> CallToolResult {
     let mut text = r.text;
+    // The limit that ended the page, as the notes name it.
+    let limit = match (r.host_cap_hit, budget.rendered) {
+        (true, Some(chars)) => format!("{chars}-character limit per call, set by the host"),
+        _ => format!("{}-byte limit per call", budget.content),
+    };
     let last = offset + r.shown.saturating_sub(1);
     let truncated = matches!(r.stop, Stop::Bytes);
     if r.shown == 0 && offset > 1 {
@@ -196,13 +250,13 @@ fn finish(total_bytes: u64, offset: u64, max: usize, r: Rendered) -> CallToolRes
     }
     if r.cut_line {
         text.push_str(&format!(
-            "\n[line {offset} is longer than the {max}-byte limit per call and was cut]\n"
+            "\n[line {offset} is longer than the {limit} and was cut]\n"
         ));
     }
     match (&r.stop, r.next_offset) {
         (Stop::Bytes, Some(next)) => text.push_str(&format!(
             "\n[truncated: showed lines {offset}-{last} of a {total_bytes}-byte file \
-             ({max}-byte limit per call); continue with offset={next}]\n"
+             ({limit}); continue with offset={next}]\n"
         )),
         (Stop::Limit, Some(next)) => text.push_str(&format!(
             "\n[showed lines {offset}-{last}; more follow, continue with offset={next}]\n"
@@ -313,7 +367,10 @@ mod tests {
             &mut std::io::Cursor::new(data.as_bytes()),
             offset,
             limit,
-            budget,
+            Budget {
+                content: budget,
+                rendered: None,
+            },
             data.len() as u64,
         )
         .unwrap()
@@ -361,6 +418,55 @@ mod tests {
             push_line_number(&mut s, n);
             assert_eq!(s, want);
         }
+    }
+
+    #[test]
+    fn a_host_cap_pages_the_rendered_text_and_the_note_names_the_next_unseen_line() {
+        let data: String = (1..=5000).map(|i| format!("line number {i}\n")).collect();
+        let budget = Budget::new(512 * 1024, Some(3000));
+        let r = render(
+            &mut std::io::Cursor::new(data.as_bytes()),
+            1,
+            None,
+            budget,
+            data.len() as u64,
+        )
+        .unwrap();
+        assert!(r.host_cap_hit);
+        let shown = r.shown;
+        let next = r.next_offset.unwrap();
+        assert_eq!(next, shown + 1);
+        let result = finish(data.len() as u64, 1, budget, r);
+        let text = result.content[0].as_text().unwrap().text.clone();
+        // The whole page and its note fit the host's cap: nothing is cut in the middle.
+        assert!(text.chars().count() <= 3000, "{}", text.chars().count());
+        assert!(text.contains(&format!("line number {shown}\n")));
+        assert!(!text.contains(&format!("line number {next}\n")));
+        assert!(
+            text.contains(&format!("continue with offset={next}]")),
+            "{text}"
+        );
+        assert!(
+            text.contains("2488-character limit per call, set by the host"),
+            "{text}"
+        );
+    }
+
+    #[test]
+    fn a_host_cap_cuts_a_single_long_line_to_fit() {
+        let data = format!("{}\nnext\n", "x".repeat(10_000));
+        let budget = Budget::new(512 * 1024, Some(1000));
+        let r = render(
+            &mut std::io::Cursor::new(data.as_bytes()),
+            1,
+            None,
+            budget,
+            data.len() as u64,
+        )
+        .unwrap();
+        assert!(r.cut_line);
+        assert!(r.text.len() <= 1000 - NOTE_RESERVE);
+        assert_eq!(r.next_offset, Some(2));
     }
 
     #[test]
