@@ -3,33 +3,33 @@
 //!
 //! Every run ends with [`Engine::finish`], which writes `run_finished` on success, error,
 //! `max_steps` and Ctrl-C alike.
+//!
+//! This file holds the assembly ([`Engine::start`], four phases); `engine/phases.rs` the phases'
+//! helpers, `engine/run.rs` the run API (turns, compaction, what the run has, its end),
+//! `engine/history.rs` the session's history (saving, rewind, diff) and `hook_points.rs` the
+//! engine's hooks.
 
 use std::{sync::Arc, time::Instant};
 
 use tern_gateway::{Approver, Gateway, GatewaySettings, Redactor};
-use tern_mcp::{PromptInfo, ServerPool, ServerState, ServerStatus, ToolTable};
+use tern_mcp::ServerPool;
 use tern_model::{ModelAdapter, tokens::Tokenizer};
-use tern_protocol::{Event, Price, RunStatus, Usage, now_rfc3339};
-use tokio_util::sync::CancellationToken;
+use tern_protocol::{Event, Price, Usage, now_rfc3339};
 
 use super::{
-    bus::{EventBus, Subscriber},
-    checkpoints::{self, Checkpointer, Rewind, RewindError, Rewound, TurnInfo},
+    checkpoints::{self, Checkpointer},
     context::defer::with_tool_search,
     context::{
         self,
-        budget::{Breakdown, Budget, Limits},
+        budget::{Budget, Limits},
     },
-    conversation::{Ask, Conversation, Reason},
-    delegated::{Delegated, DelegatedUsage},
+    conversation::Conversation,
+    delegated::DelegatedUsage,
     gateway_tools::{Deferral, GatewayTools, tool_allow},
     model,
     resources::{Outputs, RunResources},
     run_loop::{Agent, AgentSettings, TurnOutcome},
-    servers::{
-        PoolHooks, link_agent_servers, link_todo_servers, skills_listing, specs, start_pool,
-        todo_state_path,
-    },
+    servers::skills_listing,
     session,
 };
 use crate::{error::UsageError, workspace::Workspace};
@@ -74,41 +74,9 @@ impl std::fmt::Debug for EngineOptions {
     }
 }
 
-/// The settings of a model the caller gave: its name and provider, the `[model]` output budget,
-/// and no endpoint or key (the engine never sends anything itself). The context window is the
-/// model's to report ([`ModelAdapter::context_window`]): a replay reports the recorded one, so
-/// the conversation is compacted where the recorded run compacted it.
-fn given_model_settings(
-    ws: &Workspace,
-    given: &dyn ModelAdapter,
-) -> tern_model::ResolvedModelConfig {
-    tern_model::ResolvedModelConfig {
-        provider: given.provider(),
-        model: given.name().to_string(),
-        base_url: String::new(),
-        api_key: None,
-        max_tokens: ws
-            .config
-            .model
-            .max_tokens
-            .unwrap_or(tern_model::config::DEFAULT_MAX_TOKENS),
-        context_window: None,
-        retry: tern_model::RetryPolicy::default(),
-        idle_timeout: tern_model::config::DEFAULT_IDLE_TIMEOUT,
-        wire_api: tern_model::WireApi::Chat,
-        server: None,
-        sampling: tern_model::Sampling::default(),
-        tool_calls: ws
-            .config
-            .model
-            .tool_calls
-            .unwrap_or(tern_model::ToolCallMode::Native),
-    }
-}
-
 /// One run's engine, ready for turns.
 pub struct Engine {
-    bus: EventBus,
+    bus: super::bus::EventBus,
     agent: Agent,
     gateway: Arc<Gateway>,
     pool: Arc<ServerPool>,
@@ -149,8 +117,13 @@ pub struct Engine {
     skills_servers: Vec<String>,
 }
 
+mod history;
 #[path = "hook_points.rs"]
 pub mod hook_points;
+mod phases;
+mod run;
+
+use phases::{given_model_settings, open_checkpointer, start_servers};
 
 impl Engine {
     /// Assembles a run in four phases, each using only what the ones before it built:
@@ -354,495 +327,4 @@ impl Engine {
         engine.session_start(source).await;
         Ok(engine)
     }
-
-    /// The run's gateway, for a driver that must reach it while a turn holds the engine: `tern
-    /// acp` switches the permission mode from the editor and reads the tool table to show each
-    /// call.
-    pub fn gateway(&self) -> Arc<Gateway> {
-        self.gateway.clone()
-    }
-
-    /// Adds a subscriber to the run's events.
-    pub fn subscribe(&self, subscriber: Box<dyn Subscriber>) {
-        self.bus.subscribe(subscriber);
-    }
-
-    /// This run's id (`runs/<run_id>/`).
-    pub fn run_id(&self) -> &str {
-        self.bus.run_id()
-    }
-
-    /// Where events from outside the engine go (a replay's comparisons with its recording).
-    pub fn sink(&self) -> tern_protocol::EventSink {
-        self.bus.sink()
-    }
-
-    /// Reports an error the run itself did not produce (e.g. a required server that failed).
-    pub fn report_error(&self, message: String) {
-        self.bus.emit(Event::Error { message });
-    }
-
-    /// A required server that failed, described with its stderr tail: the run must not start.
-    pub fn required_failure(&self) -> Option<String> {
-        self.pool.required_failure().map(|s| {
-            let reason = match &s.state {
-                ServerState::Failed { reason } => reason.clone(),
-                _ => "failed".into(),
-            };
-            let mut msg = format!("required server `{}` failed: {reason}", s.name);
-            for l in &s.stderr_tail {
-                msg.push_str(&format!("\n  {l}"));
-            }
-            msg
-        })
-    }
-
-    /// Runs one user input to its end (an answer, `max_steps`, an error or `cancel`) and saves
-    /// the new messages to the session.
-    pub async fn submit(&mut self, input: &str, cancel: &CancellationToken) -> TurnOutcome {
-        // The workspace is recorded while the first request goes out; the first tool call waits
-        // for it ([`checkpoints::Gate`]). The message is redacted, like the transcript.
-        self.gate
-            .start(
-                self.checkpointer.clone(),
-                self.session_id.clone(),
-                self.redactor.redact(input),
-            )
-            .await;
-        let before = self.conv.transcript.len();
-        let delegated_before = self.delegated.total();
-        let outcome = self.hooked_turn(input, cancel).await;
-        self.gate.wait().await;
-        self.usage.add(&outcome.usage);
-        self.steps += outcome.steps;
-        // Sub-agents' tokens count in the turn that delegated to them.
-        let delegated = self.delegated.total().since(&delegated_before);
-        let usage = delegated.add_usage(&outcome.usage);
-        self.bus.emit(Event::TurnFinished {
-            status: outcome.status,
-            steps: outcome.steps,
-            input_tokens: usage.input,
-            output_tokens: usage.output,
-            cache_read_tokens: usage.cache_read,
-            cache_creation_tokens: usage.cache_creation,
-            cost_usd: delegated.add_cost(self.cost(&outcome.usage)),
-            context_tokens: outcome.context_tokens,
-            context_window: self.conv.budget.limits().window,
-        });
-        self.save(before);
-        outcome
-    }
-
-    /// This session's turns, with the files each changed (`/rewind`).
-    pub async fn turns(&self) -> Result<Vec<TurnInfo>, RewindError> {
-        let (home, sessions, session, section) = self.rewind_args();
-        blocking(move || checkpoints::list_turns(&home, &sessions, &session, &section)).await
-    }
-
-    /// Rewinds this session to before `turn` (`/rewind`): the files, the conversation or both.
-    /// A rewound conversation is the one the next request sends.
-    pub async fn rewind(&mut self, turn: u64, what: Rewind) -> Result<Rewound, RewindError> {
-        let (home, sessions, session, section) = self.rewind_args();
-        let done =
-            blocking(move || checkpoints::rewind(&home, &sessions, &session, turn, what, &section))
-                .await?;
-        self.adopt(&done);
-        Ok(done)
-    }
-
-    /// Undoes the last rewind (`/rewind undo`).
-    pub async fn undo_rewind(&mut self) -> Result<Rewound, RewindError> {
-        let (home, sessions, session, section) = self.rewind_args();
-        let done =
-            blocking(move || checkpoints::undo(&home, &sessions, &session, &section)).await?;
-        self.adopt(&done);
-        Ok(done)
-    }
-
-    /// The diff of the workspace since the checkpoint before `turn` (the latest) — `/diff`.
-    pub async fn diff_since(&self, turn: Option<u64>) -> Result<(u64, String), RewindError> {
-        let (home, sessions, session, section) = self.rewind_args();
-        blocking(move || checkpoints::diff_since(&home, &sessions, &session, turn, &section)).await
-    }
-
-    fn rewind_args(
-        &self,
-    ) -> (
-        std::path::PathBuf,
-        std::path::PathBuf,
-        String,
-        tern_config::CheckpointsSection,
-    ) {
-        (
-            self.tern_home.clone(),
-            self.sessions_dir.clone(),
-            self.session_id.clone(),
-            self.checkpoints.clone(),
-        )
-    }
-
-    /// Takes a rewound conversation as the transcript (already saved to the session).
-    fn adopt(&mut self, done: &Rewound) {
-        if let Some(messages) = &done.conversation {
-            self.conv.transcript = messages.clone();
-            self.conv.budget.forget_from(0);
-            self.conv.compacted = false;
-        }
-    }
-
-    /// Appends what joined the transcript since `before` to the session — or, after a
-    /// compaction rewrote it, the whole compacted transcript.
-    fn save(&mut self, before: usize) {
-        let redactor = self.redactor.clone();
-        let redact = |line: &str| redactor.redact(line);
-        let saved = if self.conv.compacted {
-            self.conv.compacted = false;
-            session::append_snapshot(
-                &self.sessions_dir,
-                &self.session_id,
-                &self.conv.transcript,
-                &redact,
-            )
-        } else {
-            let from = before.min(self.conv.transcript.len());
-            session::append(
-                &self.sessions_dir,
-                &self.session_id,
-                &self.conv.transcript[from..],
-                &redact,
-            )
-        };
-        let saved = saved.and_then(|()| {
-            session::note_workspace(&self.sessions_dir, &self.session_id, &self.workspace)
-        });
-        if let Err(e) = saved {
-            self.bus.emit(Event::Error {
-                message: format!("session not saved: {e}"),
-            });
-        }
-    }
-
-    /// Compacts the conversation now (`/compact [focus]`): older tool output elided and older
-    /// turns summarized, with `focus` given to the summary.
-    pub async fn compact(&mut self, focus: Option<&str>) -> Breakdown {
-        let tools = self.agent.tools.tools();
-        let mut usage = Usage::default();
-        let cancel = CancellationToken::new();
-        self.pre_compact(focus).await;
-        self.agent
-            .compact(
-                &mut self.conv,
-                &tools,
-                Ask {
-                    focus,
-                    ..Ask::new(Reason::Manual)
-                },
-                &mut usage,
-                &cancel,
-            )
-            .await;
-        self.usage.add(&usage);
-        self.save(self.conv.transcript.len());
-        self.context()
-    }
-
-    /// Where the next request's tokens would go.
-    pub fn context(&mut self) -> Breakdown {
-        let tools = self.agent.tools.tools();
-        self.conv
-            .budget
-            .breakdown(&self.agent.settings.system, &tools, &self.conv.transcript)
-    }
-
-    /// The model's context window and the answer's reserve, when known.
-    pub fn window(&self) -> (Option<u64>, u64) {
-        let limits = self.conv.budget.limits();
-        (limits.window, limits.reserve)
-    }
-
-    /// The tool table as the model sees it now.
-    pub fn tools(&self) -> Arc<ToolTable> {
-        self.gateway.refresh_table()
-    }
-
-    /// Every server and its state.
-    pub fn servers(&self) -> Vec<ServerStatus> {
-        self.pool.statuses()
-    }
-
-    /// The prompts the servers offer (`/SERVER:PROMPT` in the REPL).
-    pub async fn prompts(&self) -> Vec<PromptInfo> {
-        self.pool.prompts().await
-    }
-
-    /// Expands one server prompt into text to send as user input.
-    pub async fn expand_prompt(
-        &self,
-        server: &str,
-        prompt: &str,
-        arguments: serde_json::Map<String, serde_json::Value>,
-    ) -> Result<String, tern_mcp::CallError> {
-        self.pool.get_prompt(server, prompt, arguments).await
-    }
-
-    /// The resources the servers offer (`@SERVER:URI` in the REPL, `/mcp`).
-    pub async fn resources(&self) -> Vec<tern_mcp::ResourceInfo> {
-        self.pool.resources().await
-    }
-
-    /// [`Self::resources`] as a task of its own (it holds the pool, not the engine), so the REPL
-    /// can refresh its completions while it waits for input.
-    pub fn resources_later(
-        &self,
-    ) -> impl std::future::Future<Output = Vec<tern_mcp::ResourceInfo>> + Send + 'static {
-        let pool = self.pool.clone();
-        async move { pool.resources().await }
-    }
-
-    /// Reads a server's resource for the user's next message; the read is an event, and the
-    /// text passes the redactor before it is attached.
-    pub async fn read_resource(
-        &self,
-        server: &str,
-        uri: &str,
-    ) -> Result<tern_mcp::ResourceText, tern_mcp::CallError> {
-        let mut read = self.pool.read_resource(server, uri).await?;
-        read.text = self.gateway.redactor().redact(&read.text);
-        self.bus.emit(Event::ResourceAttached {
-            server: server.to_string(),
-            uri: uri.to_string(),
-            mime_type: read.mime_type.clone(),
-            chars: read.text.chars().count(),
-        });
-        Ok(read)
-    }
-
-    /// Allows calls matching `rule` for the rest of this run.
-    pub fn allow(&self, rule: &str) -> Result<(), String> {
-        self.gateway
-            .allow_for_session(rule)
-            .map_err(|e| e.to_string())
-    }
-
-    /// Starts a fresh conversation (a new session); returns its id. The hooks see the old
-    /// session end (`SessionEnd`, reason `clear`) and the new one start (`SessionStart`,
-    /// source `clear`), as in Claude Code.
-    pub async fn clear(&mut self) -> &str {
-        self.session_end(hook_points::EndReason::Clear).await;
-        self.conv.transcript.clear();
-        self.conv.budget.forget_from(0);
-        self.session_id = session::new_session_id();
-        if let Ok(mut id) = self.hook_session.lock() {
-            id.clone_from(&self.session_id);
-        }
-        self.session_start(hook_points::StartSource::Clear).await;
-        &self.session_id
-    }
-
-    /// Says why the session ends, for the `SessionEnd` hooks (default `other`): the REPL's
-    /// end of input is `prompt_input_exit`.
-    pub fn ending_because(&mut self, reason: hook_points::EndReason) {
-        self.end_reason = reason;
-    }
-
-    /// The session's todo list as the tools last reported it (`/todo`); `None` before any.
-    pub fn todo(&self) -> Option<tern_protocol::todo::TodoList> {
-        self.agent.tools.todo()
-    }
-
-    /// The session this run appends to.
-    pub fn session_id(&self) -> &str {
-        &self.session_id
-    }
-
-    /// The custom slash commands (`.tern/commands/NAME.md`, …), read now: a file added
-    /// during the session is there the next time.
-    pub fn custom_commands(&self) -> Vec<crate::custom_commands::CustomCommand> {
-        crate::custom_commands::discover(&self.extension_dirs).0
-    }
-
-    /// `/skills`: the skills servers' own report (each skill with its source, and what was
-    /// skipped and why), through the gateway like any call: `list` is a read-only tool.
-    pub async fn list_skills(&self) -> String {
-        let table = self.gateway.refresh_table();
-        let names: Vec<String> = table
-            .entries()
-            .iter()
-            .filter(|e| e.tool == "list" && self.skills_servers.contains(&e.server))
-            .map(|e| e.name.clone())
-            .collect();
-        if names.is_empty() {
-            return "no Agent Skills found (searched ~/.agents/skills, $TERN_HOME/skills,                     ~/.claude/skills and, in a trusted project, .agents/skills, .tern/skills,                     .claude/skills)"
-                .to_string();
-        }
-        let mut out = Vec::new();
-        for name in names {
-            let call = tern_protocol::ToolCall {
-                id: format!("user-skills-{}", session::random_hex(4)),
-                name,
-                arguments: serde_json::json!({}),
-            };
-            let ctx = tern_gateway::CallContext {
-                run_id: self.run_id().to_string(),
-                session_id: self.session_id.clone(),
-                ..Default::default()
-            };
-            out.push(self.gateway.call(call, ctx).await.result.content);
-        }
-        out.join("\n")
-    }
-
-    /// Tokens used by every model call of this run so far.
-    pub fn usage(&self) -> Usage {
-        self.usage
-    }
-
-    /// What sub-agents spent for this run (tool results reporting `tern/usage`); not part of
-    /// [`Engine::usage`], which is this run's own model calls.
-    pub fn delegated(&self) -> Delegated {
-        self.delegated.total()
-    }
-
-    /// What `usage` costs with this model, in US dollars, when its price is known.
-    pub fn cost(&self, usage: &Usage) -> Option<f64> {
-        self.price.map(|p| p.cost(usage))
-    }
-
-    /// Writes `run_finished` with `status` (and the answer or error of the last turn), closes
-    /// the event stream and stops the servers. Its tokens and cost include the sub-agents'.
-    pub async fn finish(self, status: RunStatus, last: Option<&TurnOutcome>) {
-        self.session_end(self.end_reason).await;
-        let delegated = self.delegated.total();
-        let usage = delegated.add_usage(&self.usage);
-        self.bus.emit(Event::RunFinished {
-            status,
-            steps: self.steps,
-            duration_ms: self.started.elapsed().as_millis() as u64,
-            input_tokens: usage.input,
-            output_tokens: usage.output,
-            cache_read_tokens: usage.cache_read,
-            cache_creation_tokens: usage.cache_creation,
-            cost_usd: delegated.add_cost(self.cost(&self.usage)),
-            answer: last.and_then(|l| l.answer.clone()),
-            error: last.and_then(|l| l.error.clone()),
-        });
-        self.bus.close();
-        self.pool.shutdown().await;
-    }
-}
-
-/// Runs a blocking checkpoint call on a blocking thread.
-async fn blocking<T: Send + 'static>(
-    f: impl FnOnce() -> Result<T, RewindError> + Send + 'static,
-) -> Result<T, RewindError> {
-    tokio::task::spawn_blocking(f)
-        .await
-        .map_err(|e| RewindError::Task(e.to_string()))?
-}
-
-/// The checkpointer of a run: a store for the workspace when `[checkpoints]` is on (pruned by
-/// age and size in the background once it is open), none for a sub-agent's run (its parent's
-/// turn checkpoint covers what it does) or when the store cannot be opened (a notice says why).
-async fn open_checkpointer(
-    ws: &Workspace,
-    opts: &EngineOptions,
-    bus: &super::bus::EventBus,
-) -> Checkpointer {
-    let section = ws.config.checkpoints.clone();
-    // Recording a whole home directory (or `/`) before every turn would take minutes and copy
-    // gigabytes: there, checkpoints are off and a notice says so.
-    let home = ws.var("HOME").and_then(|h| std::fs::canonicalize(h).ok());
-    let too_wide = ws.cwd.parent().is_none() || home.is_some_and(|h| h == ws.cwd);
-    if section.enabled && too_wide && opts.parent_run_id.is_none() {
-        bus.emit(Event::Notice {
-            message: format!(
-                "checkpoints are off in {} (too large to record before every turn); run tern \
-                 in a project directory to be able to rewind",
-                ws.cwd.display()
-            ),
-        });
-    }
-    let store = if section.enabled && !too_wide && opts.parent_run_id.is_none() {
-        let (home, cwd) = (ws.paths.tern_home.clone(), ws.cwd.clone());
-        let section2 = section.clone();
-        let opened =
-            tokio::task::spawn_blocking(move || checkpoints::open_store(&home, &cwd, &section2))
-                .await;
-        match opened {
-            Ok(Ok(store)) => {
-                let pruner = store.clone();
-                tokio::task::spawn_blocking(move || {
-                    if let Err(e) = pruner.prune(section.max_age, section.max_bytes) {
-                        tracing::warn!("checkpoints not pruned: {e}");
-                    }
-                });
-                Some(store)
-            }
-            Ok(Err(e)) => {
-                bus.emit(Event::Notice {
-                    message: format!("checkpoints are off for this run: {e}"),
-                });
-                None
-            }
-            Err(e) => {
-                tracing::warn!("checkpoint store not opened: {e}");
-                None
-            }
-        }
-    } else {
-        None
-    };
-    Checkpointer {
-        store,
-        sessions_dir: ws.paths.sessions_dir(),
-        workspace: ws.cwd.clone(),
-    }
-}
-
-/// Phase 2 of [`Engine::start`]: the servers of `config` starting, with `run_started` and the
-/// config's notices emitted first (the servers' own events follow them on the bus).
-fn start_servers(
-    ws: &Workspace,
-    config: &tern_config::Config,
-    res: &RunResources,
-    opts: &EngineOptions,
-    model: &dyn ModelAdapter,
-    run_id: &str,
-) -> anyhow::Result<Arc<ServerPool>> {
-    let mut server_specs =
-        specs(config, &ws.tern_exe, &ws.env, None).map_err(|e| UsageError(e.to_string()))?;
-    let policy = super::inherit::ParentPolicy::of(
-        &ws.cli,
-        config.permissions.mode,
-        &config.sandbox,
-        &ws.cwd,
-    );
-    link_agent_servers(&mut server_specs, config, run_id, &policy);
-    let todo_state = todo_state_path(&ws.paths.sessions_dir(), res.bus.session_id());
-    link_todo_servers(&mut server_specs, config, &todo_state);
-    res.bus.emit(Event::RunStarted {
-        goal: opts.goal.clone(),
-        model: model.name().to_string(),
-        provider: model.provider().as_str().to_string(),
-        servers: server_specs.iter().map(|s| s.name.clone()).collect(),
-        cwd: ws.cwd.display().to_string(),
-        parent_run_id: opts.parent_run_id.clone(),
-    });
-    for notice in ws.notices() {
-        res.bus.emit(Event::Notice { message: notice });
-    }
-    let hooks = PoolHooks {
-        events: Some(res.bus.sink()),
-        secrets: Some(res.secret_sink()),
-        elicitor: opts.elicitor.clone(),
-    };
-    Ok(start_pool(
-        server_specs,
-        &ws.config,
-        &ws.paths,
-        &ws.cwd,
-        ws.env.clone(),
-        hooks,
-    )?
-    .pool)
 }

@@ -15,7 +15,8 @@ use tern_gateway::hooks::{Effect, HookInput, Hooks};
 use tern_protocol::{Event, RunStatus};
 use tokio_util::sync::CancellationToken;
 
-use super::{Engine, EventBus, TurnOutcome};
+use super::{Engine, TurnOutcome};
+use crate::agent::EventBus;
 use crate::agent::run_loop::BeforeCompact;
 
 /// Why a session started, as `SessionStart` hooks are told (`source`).
