@@ -14,6 +14,7 @@ pub enum SlashCommand {
     Compact,
     Clear,
     Todo,
+    Thinking,
     Rewind,
     Diff,
     Allow,
@@ -107,6 +108,13 @@ pub const SLASH_COMMANDS: &[SlashSpec] = &[
         aliases: &[],
         args: "",
         help: "the session's todo list as the model last wrote it",
+    },
+    SlashSpec {
+        command: SlashCommand::Thinking,
+        name: "thinking",
+        aliases: &[],
+        args: "",
+        help: "show the model's thinking in full, or fold it to one line again (the default)",
     },
     SlashSpec {
         command: SlashCommand::Rewind,
@@ -206,13 +214,13 @@ mod tests {
     fn all() -> Vec<SlashCommand> {
         use SlashCommand::*;
         let every = [
-            Help, Tools, Mcp, Cost, Expand, Context, Compact, Clear, Todo, Rewind, Diff, Allow,
-            Skills, Mode, Exit,
+            Help, Tools, Mcp, Cost, Expand, Context, Compact, Clear, Todo, Thinking, Rewind, Diff,
+            Allow, Skills, Mode, Exit,
         ];
         for c in every {
             match c {
-                Help | Tools | Mcp | Cost | Expand | Context | Compact | Clear | Todo | Rewind
-                | Diff | Allow | Skills | Mode | Exit => {}
+                Help | Tools | Mcp | Cost | Expand | Context | Compact | Clear | Todo
+                | Thinking | Rewind | Diff | Allow | Skills | Mode | Exit => {}
             }
         }
         every.to_vec()

@@ -1,4 +1,5 @@
 mod acp;
+mod acp_extras;
 mod admission;
 mod checkpoints;
 mod cli_mcp;
@@ -46,6 +47,7 @@ mod subagents;
 mod tasks;
 mod telemetry;
 mod terminal_cli;
+mod thinking;
 mod todo_skills;
 mod wire;
 mod workspace_dir;

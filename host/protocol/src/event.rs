@@ -139,6 +139,10 @@ pub enum Event {
     },
     /// A piece of streamed assistant text.
     TextDelta { text: String },
+    /// A piece of the model's thinking as it streams (Anthropic thinking blocks, a Responses
+    /// reasoning summary, `reasoning_content` from compatible servers). For display only: it is
+    /// not part of the answer, the transcript or `model_response.text`.
+    ThinkingDelta { text: String },
     /// The model finished a turn.
     ModelResponse {
         step: u32,

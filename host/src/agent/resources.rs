@@ -139,26 +139,46 @@ impl Redacting {
 
     fn flush(&mut self) {
         if let Some((mut e, text)) = self.held.take() {
-            e.event = Event::TextDelta { text };
+            set_streamed_text(&mut e.event, text);
             self.print(&e);
         }
     }
 }
 
+/// The text of a streamed piece (answer or thinking): the events the redactor holds back.
+fn streamed_text(event: &Event) -> Option<&str> {
+    match event {
+        Event::TextDelta { text } | Event::ThinkingDelta { text } => Some(text),
+        _ => None,
+    }
+}
+
+fn set_streamed_text(event: &mut Event, new: String) {
+    if let Event::TextDelta { text } | Event::ThinkingDelta { text } = event {
+        *text = new;
+    }
+}
+
 impl Subscriber for Redacting {
     fn on_event(&mut self, e: &Envelope) {
-        let Event::TextDelta { text } = &e.event else {
+        let Some(text) = streamed_text(&e.event) else {
             self.flush();
             self.print(e);
             return;
         };
+        // A piece of the other kind ends the held text: answer and thinking never join.
+        if self.held.as_ref().is_some_and(|(h, _)| {
+            std::mem::discriminant(&h.event) != std::mem::discriminant(&e.event)
+        }) {
+            self.flush();
+        }
         let mut full = self.held.take().map(|(_, t)| t).unwrap_or_default();
         full.push_str(text);
         let keep = full.len() - self.redactor.pending_prefix(&full);
         let tail = full.split_off(keep);
         if !full.is_empty() {
             let mut now = e.clone();
-            now.event = Event::TextDelta { text: full };
+            set_streamed_text(&mut now.event, full);
             self.print(&now);
         }
         if !tail.is_empty() {

@@ -6,5 +6,5 @@ mod terminal;
 pub use jsonl::JsonlPrinter;
 pub use terminal::{
     CallPreview, Mode, Screen, TerminalPrinter, approval_preview, format_cost, format_tokens,
-    sanitize, status_line, todo_lines,
+    sanitize, status_line, thought_lines, todo_lines,
 };

@@ -172,6 +172,21 @@ impl Slash<'_> {
                     "no todo list in this session yet (the model keeps one with todo__write)"
                 )?,
             },
+            SlashCommand::Thinking => {
+                let on = !self.screen.shows_thinking();
+                self.screen.show_thinking(on);
+                if on {
+                    writeln!(self.out, "thinking is shown in full from now on")?;
+                    if let Some(thought) = self.screen.thought() {
+                        writeln!(self.out, "the last thinking:")?;
+                        for line in crate::render::thought_lines(&thought, false) {
+                            writeln!(self.out, "{line}")?;
+                        }
+                    }
+                } else {
+                    writeln!(self.out, "thinking is folded to one line again")?;
+                }
+            }
             SlashCommand::Rewind => self.rewind(name, arg).await?,
             SlashCommand::Diff => {
                 let turn = match arg {

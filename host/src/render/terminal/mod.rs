@@ -11,6 +11,7 @@ mod markdown;
 mod preview;
 mod screen;
 mod style;
+mod thinking;
 
 use std::sync::Arc;
 
@@ -23,6 +24,7 @@ use screen::Captured;
 pub use screen::Screen;
 pub use style::sanitize;
 use style::{BOLD, CYAN, DIM, GREEN, Palette, RED, YELLOW};
+pub use thinking::thought_lines;
 
 use self::markdown::Markdown;
 use crate::agent::Subscriber;
@@ -50,6 +52,8 @@ pub struct TerminalPrinter {
     line: String,
     /// A model request went out: servers ready from now on are news.
     requested: bool,
+    /// The model's thinking being streamed (folded or in full).
+    thinking: thinking::Thinking,
 }
 
 impl TerminalPrinter {
@@ -70,6 +74,7 @@ impl TerminalPrinter {
             markdown: Markdown::new(palette),
             line: String::new(),
             requested: false,
+            thinking: thinking::Thinking::default(),
         }
     }
 
@@ -257,6 +262,17 @@ pub fn status_line(
 
 impl Subscriber for TerminalPrinter {
     fn on_event(&mut self, e: &Envelope) {
+        if let Event::ThinkingDelta { text } = &e.event {
+            if !self.thinking.open() {
+                self.end_line();
+            }
+            self.thinking.piece(&self.screen, self.palette, text);
+            return;
+        }
+        if self.thinking.open() {
+            let interactive = self.mode == Mode::Interactive;
+            self.thinking.close(&self.screen, self.palette, interactive);
+        }
         match &e.event {
             Event::State {
                 state: LoopState::CallModel,
