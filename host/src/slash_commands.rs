@@ -120,8 +120,8 @@ pub const SLASH_COMMANDS: &[SlashSpec] = &[
         command: SlashCommand::Rewind,
         name: "rewind",
         aliases: &["undo"],
-        args: "[TURN [code|conversation|both] | undo]",
-        help: "list the turns, or put files and/or conversation back to before TURN",
+        args: "[TURN[.CALL] [code|conversation|both] | undo]",
+        help: "list the turns and shell calls, or put files and/or conversation back to before one",
     },
     SlashSpec {
         command: SlashCommand::Diff,

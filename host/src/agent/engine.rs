@@ -14,7 +14,7 @@ use tokio_util::sync::CancellationToken;
 
 use super::{
     bus::{EventBus, Subscriber},
-    checkpoints::{self, Checkpointer, Rewind, RewindError, Rewound, TurnInfo},
+    checkpoints::{self, Checkpointer, Point, Rewind, RewindError, Rewound, TurnInfo},
     context::defer::with_tool_search,
     context::{
         self,
@@ -260,7 +260,16 @@ impl Engine {
         let conv = Conversation::new(transcript, budget, ws.config.context.summarize);
         let delegated = Arc::new(DelegatedUsage::default());
         let RunResources { bus, redactor, .. } = res;
-        let gate = Arc::new(checkpoints::Gate::new(bus.clone()));
+        let shell_points = if ws.config.sandbox.mode == tern_sandbox::Mode::ReadOnly {
+            checkpoints::ShellPoints::Off
+        } else {
+            checkpoints::ShellPoints::On
+        };
+        let gate = Arc::new(checkpoints::Gate::new(
+            bus.clone(),
+            shell_points,
+            redactor.clone(),
+        ));
         let agent = Agent {
             model,
             tools: Arc::new(GatewayTools {
@@ -411,13 +420,15 @@ impl Engine {
         blocking(move || checkpoints::list_turns(&home, &sessions, &session, &section)).await
     }
 
-    /// Rewinds this session to before `turn` (`/rewind`): the files, the conversation or both.
-    /// A rewound conversation is the one the next request sends.
-    pub async fn rewind(&mut self, turn: u64, what: Rewind) -> Result<Rewound, RewindError> {
+    /// Rewinds this session to `point` (`/rewind`): before a turn the files, the conversation
+    /// or both; before a shell call the files. A rewound conversation is the one the next
+    /// request sends.
+    pub async fn rewind(&mut self, point: Point, what: Rewind) -> Result<Rewound, RewindError> {
         let (home, sessions, session, section) = self.rewind_args();
-        let done =
-            blocking(move || checkpoints::rewind(&home, &sessions, &session, turn, what, &section))
-                .await?;
+        let done = blocking(move || {
+            checkpoints::rewind(&home, &sessions, &session, point, what, &section)
+        })
+        .await?;
         self.adopt(&done);
         Ok(done)
     }

@@ -269,8 +269,9 @@ impl Slash<'_> {
                         }
                         writeln!(
                             self.out,
-                            "rewind with /rewind TURN [code|conversation|both] (default both); \
-                             /rewind undo reverses it"
+                            "rewind with /rewind TURN [code|conversation|both] (default both) or \
+                             /rewind TURN.CALL code (before that shell call); /rewind undo \
+                             reverses it"
                         )?;
                     }
                     Err(e) => writeln!(self.out, "{e}")?,
@@ -284,12 +285,12 @@ impl Slash<'_> {
                     Some("conversation") => Some(Rewind::Conversation),
                     Some(_) => None,
                 };
-                match (n.parse::<u64>(), what) {
-                    (Ok(turn), Some(what)) => self.engine.rewind(turn, what).await,
+                match (n.parse::<crate::agent::checkpoints::Point>(), what) {
+                    (Ok(point), Some(what)) => self.engine.rewind(point, what).await,
                     _ => {
                         writeln!(
                             self.out,
-                            "usage: /rewind [TURN [code|conversation|both] | undo]"
+                            "usage: /rewind [TURN[.CALL] [code|conversation|both] | undo]"
                         )?;
                         return Ok(());
                     }
