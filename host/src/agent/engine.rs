@@ -27,8 +27,8 @@ use super::{
     resources::{Outputs, RunResources},
     run_loop::{Agent, AgentSettings, TurnOutcome},
     servers::{
-        PoolHooks, link_agent_servers, link_todo_servers, skills_listing, specs, start_pool,
-        todo_state_path,
+        PoolHooks, link_agent_servers, link_todo_servers, point_todo_at, skills_listing, specs,
+        start_pool, todo_pointer_path, todo_state_path,
     },
     session,
 };
@@ -115,6 +115,8 @@ pub struct Engine {
     conv: Conversation,
     session_id: String,
     sessions_dir: std::path::PathBuf,
+    /// The pointer the run's todo servers follow to the session's list (`/clear` moves it).
+    todo_pointer: std::path::PathBuf,
     /// The directory the sessions of this run belong to (`--continue` looks for them there).
     workspace: std::path::PathBuf,
     started: Instant,
@@ -312,6 +314,7 @@ impl Engine {
             conv,
             session_id,
             sessions_dir,
+            todo_pointer: todo_pointer_path(&ws.paths.run_dir(&run_id)),
             workspace: ws.cwd.clone(),
             started: Instant::now(),
             redactor,
@@ -612,6 +615,15 @@ impl Engine {
         self.conv.transcript.clear();
         self.conv.budget.forget_from(0);
         self.session_id = session::new_session_id();
+        // The todo list follows the session: the running todo server reads the new file (none
+        // yet: an empty list) from its next call, and the old session keeps its own.
+        let state = todo_state_path(&self.sessions_dir, &self.session_id);
+        if let Err(e) = point_todo_at(&self.todo_pointer, &state) {
+            self.bus.emit(Event::Notice {
+                message: format!("the todo list still shows the old session's: {e}"),
+            });
+        }
+        self.agent.tools.forget_todo();
         &self.session_id
     }
 
@@ -789,7 +801,10 @@ fn start_servers(
     );
     link_agent_servers(&mut server_specs, config, run_id, &policy);
     let todo_state = todo_state_path(&ws.paths.sessions_dir(), res.bus.session_id());
-    link_todo_servers(&mut server_specs, config, &todo_state);
+    let pointer = todo_pointer_path(&ws.paths.run_dir(run_id));
+    point_todo_at(&pointer, &todo_state)
+        .map_err(|e| anyhow::anyhow!("cannot write the todo pointer {}: {e}", pointer.display()))?;
+    link_todo_servers(&mut server_specs, config, &pointer);
     res.bus.emit(Event::RunStarted {
         goal: opts.goal.clone(),
         model: model.name().to_string(),

@@ -176,6 +176,12 @@ impl ToolExecutor for GatewayTools {
         self.todo.lock().ok().and_then(|t| t.clone())
     }
 
+    fn forget_todo(&self) {
+        if let Ok(mut todo) = self.todo.lock() {
+            *todo = None;
+        }
+    }
+
     fn plan_mode(&self) -> bool {
         self.gateway.mode() == tern_config::PermissionMode::Plan
     }
