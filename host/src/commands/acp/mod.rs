@@ -160,7 +160,7 @@ impl Agent {
                 Err(e) => Err(e),
             },
             "session/load" => self.load_session(&params).await,
-            "session/list" => Ok(self.list_sessions(&params)),
+            "session/list" => self.list_sessions(&params),
             "session/prompt" => self.prompt(&params).await,
             "session/set_mode" => self.set_mode(&params),
             _ => Err(
@@ -229,7 +229,7 @@ impl Agent {
         Ok(json!({"modes": session::mode_state(session.mode())}))
     }
 
-    fn list_sessions(&self, params: &Value) -> Value {
+    fn list_sessions(&self, params: &Value) -> Result<Value, RpcError> {
         // Runs record their canonical directory: compare like with like.
         let cwd = params["cwd"]
             .as_str()
@@ -239,7 +239,12 @@ impl Agent {
             Some(p) => history::list(&p.runs_dir(), &p.sessions_dir(), cwd.as_deref()),
             None => Vec::new(),
         };
-        json!({"sessions": sessions})
+        let cursor = match &params["cursor"] {
+            Value::Null => None,
+            Value::String(c) => Some(c.as_str()),
+            _ => return Err(RpcError::invalid_params("`cursor` must be a string")),
+        };
+        history::page(sessions, cursor, history::PAGE)
     }
 
     async fn prompt(&self, params: &Value) -> Result<Value, RpcError> {
