@@ -160,6 +160,20 @@ pub const SLASH_COMMANDS: &[SlashSpec] = &[
     },
 ];
 
+impl SlashCommand {
+    /// Whether the command means something without a terminal, so `tern acp` offers it to the
+    /// editor (`/expand`, `/thinking` and `/exit` are about the terminal; `/mode` is ACP's own
+    /// `session/set_mode`).
+    pub fn over_acp(self) -> bool {
+        use SlashCommand::*;
+        match self {
+            Help | Tools | Mcp | Cost | Context | Compact | Clear | Todo | Rewind | Diff
+            | Allow | Skills => true,
+            Expand | Thinking | Mode | Exit => false,
+        }
+    }
+}
+
 /// The row of `name` (a name or an alias).
 pub fn lookup(name: &str) -> Option<&'static SlashSpec> {
     SLASH_COMMANDS

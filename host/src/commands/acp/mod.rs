@@ -253,6 +253,27 @@ impl Agent {
             RpcError::invalid_params("`prompt` must be an array of content blocks")
         })?;
         let text = prompt::to_text(blocks)?;
+        // tern's own slash commands run here, their output sent as the answer.
+        if let Some(command) = text.trim_start().strip_prefix('/') {
+            let (name, arg) = command
+                .split_once(char::is_whitespace)
+                .unwrap_or((command, ""));
+            if let Some(outcome) = session.slash(name, arg).await {
+                let text = match outcome? {
+                    session::SlashOutcome::Said(said) => {
+                        updates::send(
+                            &self.out,
+                            &session.id,
+                            updates::chunk("agent_message_chunk", &said),
+                        );
+                        return Ok(json!({"stopReason": "end_turn"}));
+                    }
+                    session::SlashOutcome::Send(text) => text,
+                };
+                let stop = session.prompt(&text).await?;
+                return Ok(json!({"stopReason": stop}));
+            }
+        }
         let text = session.expand_command(&text).await?;
         let stop = session.prompt(&text).await?;
         Ok(json!({"stopReason": stop}))

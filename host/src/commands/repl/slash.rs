@@ -58,7 +58,7 @@ pub(super) fn context_view(b: &Breakdown, window: Option<u64>, reserve: u64) -> 
 const MAX_LISTED: usize = 20;
 
 /// What a slash command asks the loop to do next.
-pub(super) enum Next {
+pub(crate) enum Next {
     /// Show the prompt again.
     Prompt,
     /// Send this text to the model (an expanded MCP prompt).
@@ -68,7 +68,7 @@ pub(super) enum Next {
 }
 
 /// Records each model call's usage for `/cost`.
-pub(super) struct CostMeter(pub Arc<Mutex<Vec<(u32, Usage)>>>);
+pub(crate) struct CostMeter(pub Arc<Mutex<Vec<(u32, Usage)>>>);
 
 impl Subscriber for CostMeter {
     fn on_event(&mut self, e: &Envelope) {
@@ -96,11 +96,12 @@ impl Subscriber for CostMeter {
 }
 
 /// Everything a slash command may use.
-pub(super) struct Slash<'a> {
+/// The REPL writes to the terminal; `tern acp` to a buffer it sends as message chunks.
+pub(crate) struct Slash<'a> {
     pub engine: &'a mut Engine,
     pub screen: &'a Screen,
     pub costs: &'a Mutex<Vec<(u32, Usage)>>,
-    pub out: &'a mut dyn Write,
+    pub out: &'a mut (dyn Write + Send),
 }
 
 impl Slash<'_> {
