@@ -263,6 +263,62 @@ mod tests {
         }
     }
 
+    /// What a printer behind [`Redacting`] was given.
+    struct Seen(Arc<std::sync::Mutex<Vec<Event>>>);
+    impl Subscriber for Seen {
+        fn on_event(&mut self, e: &Envelope) {
+            self.0.lock().unwrap().push(e.event.clone());
+        }
+    }
+
+    #[test]
+    fn a_secret_split_across_thinking_pieces_is_redacted_and_kinds_never_join() {
+        let secret = "sk-ant-secret-split-0123456789";
+        let redactor = Arc::new(Redactor::new([Secret::new(secret)]));
+        let seen = Arc::new(std::sync::Mutex::new(Vec::new()));
+        let mut printer = Redacting::new(Box::new(Seen(seen.clone())), redactor);
+        let env = |event| Envelope {
+            run_id: "r".into(),
+            session_id: "s".into(),
+            seq: 0,
+            ts: String::new(),
+            event,
+        };
+        let (a, b) = secret.split_at(12);
+        printer.on_event(&env(Event::ThinkingDelta {
+            text: format!("the key is {a}"),
+        }));
+        printer.on_event(&env(Event::ThinkingDelta {
+            text: format!("{b} ok"),
+        }));
+        printer.on_event(&env(Event::TextDelta {
+            text: "answer".into(),
+        }));
+        printer.close();
+        let seen = seen.lock().unwrap();
+        let thought: String = seen
+            .iter()
+            .filter_map(|e| match e {
+                Event::ThinkingDelta { text } => Some(text.as_str()),
+                _ => None,
+            })
+            .collect();
+        assert!(thought.contains(tern_gateway::REDACTED), "{thought}");
+        assert!(!thought.contains(secret), "{thought}");
+        assert!(
+            thought.starts_with("the key is ") && thought.ends_with(" ok"),
+            "{thought}"
+        );
+        let text: Vec<&str> = seen
+            .iter()
+            .filter_map(|e| match e {
+                Event::TextDelta { text } => Some(text.as_str()),
+                _ => None,
+            })
+            .collect();
+        assert_eq!(text, ["answer"], "thinking never leaks into text: {seen:?}");
+    }
+
     #[test]
     fn one_redactor_sees_what_the_pool_learns_and_what_the_environment_had() {
         let dir = tempfile::tempdir().unwrap();
