@@ -290,9 +290,10 @@ pub enum Command {
     Rewind {
         /// The session id (default: the most recent session).
         session_id: Option<String>,
-        /// The turn to go back to: the state before it (numbers from the listing).
-        #[arg(long, value_name = "TURN", conflicts_with = "undo")]
-        to: Option<u64>,
+        /// The point to go back to: TURN (the state before that turn) or TURN.CALL (before that
+        /// shell call of the turn; files only), numbers from the listing.
+        #[arg(long, value_name = "TURN[.CALL]", conflicts_with = "undo")]
+        to: Option<crate::agent::checkpoints::Point>,
         /// Rewind the files only.
         #[arg(long, conflicts_with = "conversation")]
         code: bool,

@@ -14,6 +14,7 @@ pub enum SlashCommand {
     Compact,
     Clear,
     Todo,
+    Thinking,
     Rewind,
     Diff,
     Allow,
@@ -109,11 +110,18 @@ pub const SLASH_COMMANDS: &[SlashSpec] = &[
         help: "the session's todo list as the model last wrote it",
     },
     SlashSpec {
+        command: SlashCommand::Thinking,
+        name: "thinking",
+        aliases: &[],
+        args: "",
+        help: "show the model's thinking in full, or fold it to one line again (the default)",
+    },
+    SlashSpec {
         command: SlashCommand::Rewind,
         name: "rewind",
         aliases: &["undo"],
-        args: "[TURN [code|conversation|both] | undo]",
-        help: "list the turns, or put files and/or conversation back to before TURN",
+        args: "[TURN[.CALL] [code|conversation|both] | undo]",
+        help: "list the turns and shell calls, or put files and/or conversation back to before one",
     },
     SlashSpec {
         command: SlashCommand::Diff,
@@ -151,6 +159,20 @@ pub const SLASH_COMMANDS: &[SlashSpec] = &[
         help: "leave (also Ctrl-D, or Ctrl-C twice at an empty prompt)",
     },
 ];
+
+impl SlashCommand {
+    /// Whether the command means something without a terminal, so `tern acp` offers it to the
+    /// editor (`/expand`, `/thinking` and `/exit` are about the terminal; `/mode` is ACP's own
+    /// `session/set_mode`).
+    pub fn over_acp(self) -> bool {
+        use SlashCommand::*;
+        match self {
+            Help | Tools | Mcp | Cost | Context | Compact | Clear | Todo | Rewind | Diff
+            | Allow | Skills => true,
+            Expand | Thinking | Mode | Exit => false,
+        }
+    }
+}
 
 /// The row of `name` (a name or an alias).
 pub fn lookup(name: &str) -> Option<&'static SlashSpec> {
@@ -206,13 +228,13 @@ mod tests {
     fn all() -> Vec<SlashCommand> {
         use SlashCommand::*;
         let every = [
-            Help, Tools, Mcp, Cost, Expand, Context, Compact, Clear, Todo, Rewind, Diff, Allow,
-            Skills, Mode, Exit,
+            Help, Tools, Mcp, Cost, Expand, Context, Compact, Clear, Todo, Thinking, Rewind, Diff,
+            Allow, Skills, Mode, Exit,
         ];
         for c in every {
             match c {
-                Help | Tools | Mcp | Cost | Expand | Context | Compact | Clear | Todo | Rewind
-                | Diff | Allow | Skills | Mode | Exit => {}
+                Help | Tools | Mcp | Cost | Expand | Context | Compact | Clear | Todo
+                | Thinking | Rewind | Diff | Allow | Skills | Mode | Exit => {}
             }
         }
         every.to_vec()

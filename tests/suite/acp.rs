@@ -16,7 +16,7 @@ use tern_model::mock::script::AnthropicTurn;
 use tokio::io::{AsyncBufReadExt, AsyncWriteExt, BufReader};
 
 /// Runs the SDK client with `plan`; its report.
-async fn editor(env: &RunEnv, plan: Value) -> Value {
+pub(crate) async fn editor(env: &RunEnv, plan: Value) -> Value {
     dep("acp/node_modules/@agentclientprotocol/sdk/package.json");
     let mut plan = plan;
     plan["tern"] = json!(bin("tern"));
@@ -51,7 +51,7 @@ async fn editor(env: &RunEnv, plan: Value) -> Value {
     report
 }
 
-fn updates<'a>(report: &'a Value, kind: &str) -> Vec<&'a Value> {
+pub(crate) fn updates<'a>(report: &'a Value, kind: &str) -> Vec<&'a Value> {
     report["updates"]
         .as_array()
         .unwrap()
@@ -73,7 +73,7 @@ fn call<'a>(report: &'a Value, id: &str) -> (&'a Value, &'a Value) {
     (started, last)
 }
 
-fn text_of(report: &Value, kind: &str) -> String {
+pub(crate) fn text_of(report: &Value, kind: &str) -> String {
     updates(report, kind)
         .iter()
         .filter_map(|u| u["content"]["text"].as_str())

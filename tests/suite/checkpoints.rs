@@ -314,3 +314,108 @@ async fn in_the_home_directory_checkpoints_are_off_with_a_notice() {
         "{notices:?}"
     );
 }
+
+#[tokio::test]
+async fn each_shell_call_is_a_point_and_a_rewind_to_between_two_is_byte_exact() {
+    let env = RunEnv::new().await;
+    let dir = env.dir.path();
+    std::fs::write(dir.join("b.txt"), "bee\n").unwrap();
+    std::fs::write(dir.join("keep.bin"), [0u8, 159, 146, 150, 255]).unwrap();
+    let original = tree(dir, false);
+    // One turn, two shell calls: the second undoes part of the first and adds more.
+    env.server.enqueue(
+        AnthropicTurn::new()
+            .tool_use(
+                "toolu_s1",
+                "shell__run",
+                &[r#"{"command":"echo one > x.txt && sed -i s/bee/BEE/ b.txt"}"#],
+            )
+            .finish("tool_use"),
+    );
+    env.server.enqueue(
+        AnthropicTurn::new()
+            .tool_use(
+                "toolu_s2",
+                "shell__run",
+                &[r#"{"command":"rm b.txt && echo two >> x.txt && mkdir d && printf '\\000\\377' > d/e.bin"}"#],
+            )
+            .finish("tool_use"),
+    );
+    env.answer("Two commands ran.");
+    let out = env
+        .run(&[
+            "run",
+            "run two commands",
+            "--mode",
+            "yolo",
+            "--output-format",
+            "jsonl",
+        ])
+        .await;
+    assert_exit(&out, 0);
+    let after = tree(dir, false);
+    assert_eq!(after["x.txt"], b"one\ntwo\n");
+    assert_eq!(after["d/e.bin"], [0u8, 255]);
+    assert!(!after.contains_key("b.txt"));
+    // The state between the two calls, as the first one left it.
+    let mut between = original.clone();
+    between.insert("x.txt".into(), b"one\n".to_vec());
+    between.insert("b.txt".into(), b"BEE\n".to_vec());
+
+    // One checkpoint before the turn and one before each shell call.
+    let events = env.events();
+    let recorded = of_type(&events, "checkpoint_recorded");
+    let points: Vec<(u64, Option<u64>)> = recorded
+        .iter()
+        .map(|r| (r["turn"].as_u64().unwrap(), r["call"].as_u64()))
+        .collect();
+    assert_eq!(
+        points,
+        [(1, None), (1, Some(1)), (1, Some(2))],
+        "{recorded:?}"
+    );
+
+    // The listing shows the calls under their turn, with what changed from each point.
+    let listing = rewind(&env, &[]).await;
+    assert!(
+        listing.contains("1.1  ") && listing.contains("$ echo one > x.txt"),
+        "{listing}"
+    );
+    assert!(
+        listing.contains(
+            "$ echo one > x.txt && sed -i s/bee/BEE/ b.txt  (2 file(s) changed: b.txt, x.txt)"
+        ),
+        "{listing}"
+    );
+    assert!(listing.contains("1.2  "), "{listing}");
+    assert!(listing.contains("--to TURN[.CALL]"), "{listing}");
+
+    // Back to just before the second call: every byte as the first one left it.
+    let said = rewind(&env, &["--to", "1.2", "--code"]).await;
+    assert!(said.contains("written back"), "{said}");
+    assert_eq!(tree(dir, false), between);
+    assert!(!dir.join("d").exists(), "the directory of call 2 is gone");
+    // Undo: the state after both calls again.
+    rewind(&env, &["--undo"]).await;
+    assert_eq!(tree(dir, false), after);
+    // Before the first call: the original tree.
+    rewind(&env, &["--to", "1.1", "--code"]).await;
+    assert_eq!(tree(dir, false), original);
+
+    // A call point has no conversation of its own: asking for it says how to proceed.
+    let out = env.run(&["rewind", "--to", "1.2"]).await;
+    assert_exit(&out, 1);
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        err.contains("files only") && err.contains("--code"),
+        "{err}"
+    );
+    // A call the turn does not have, and a malformed point: usage errors.
+    let out = env.run(&["rewind", "--to", "1.3", "--code"]).await;
+    assert_exit(&out, 2);
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(err.contains("has no shell call 1.3"), "{err}");
+    let out = env.run(&["rewind", "--to", "1.x"]).await;
+    assert_exit(&out, 2);
+    assert!(String::from_utf8_lossy(&out.stderr).contains("TURN.CALL"));
+}

@@ -1,4 +1,5 @@
 mod acp;
+mod acp_extras;
 mod admission;
 mod checkpoints;
 mod cli_mcp;
@@ -52,6 +53,7 @@ mod tasks;
 mod tasks_ext;
 mod telemetry;
 mod terminal_cli;
+mod thinking;
 mod todo_skills;
 mod wire;
 mod workspace_dir;

@@ -175,3 +175,68 @@ async fn the_repl_shows_the_list_and_a_compaction_summary_carries_it() {
     assert!(first.contains("[>] Read the code (in progress)"), "{first}");
     assert!(first.contains("[ ] Fix the bug"), "{first}");
 }
+
+#[tokio::test]
+async fn after_clear_the_running_todo_server_keeps_the_new_sessions_list() {
+    let env = RunEnv::new().await;
+    write_todos(&env, "toolu_w", LIST);
+    env.answer("Planned.");
+    // After /clear: the model reads the list (the new session has none), then writes its own.
+    env.server.enqueue(
+        AnthropicTurn::new()
+            .tool_use("toolu_r", "todo__read", &["{}"])
+            .finish("tool_use"),
+    );
+    let fresh = r#"{"todos":[{"id":"a","text":"Something else","status":"pending"}]}"#;
+    write_todos(&env, "toolu_w2", fresh);
+    env.answer("New plan.");
+    let script = serde_json::json!([
+        {"expect": "tern> "},
+        {"send": "plan the fix\r"},
+        {"expect": "Planned."},
+        {"expect": "tern> "},
+        {"send": "/clear\r"},
+        {"expect": "conversation cleared"},
+        {"expect": "tern> "},
+        {"send": "/todo\r"},
+        {"expect": "no todo list in this session yet"},
+        {"expect": "tern> "},
+        {"send": "start over\r"},
+        {"expect": "New plan."},
+        {"expect": "tern> "},
+        {"send": "/exit\r"},
+    ]);
+    let report = super::repl::drive_with(&env, &script, &[]).await;
+    assert_eq!(report["status"], 0, "{}", report["output"]);
+    // The new session's todo__read found nothing: the old list stayed with the old session.
+    let requests = env.server.model_requests();
+    let read = requests
+        .iter()
+        .find(|r| r.json()["messages"].to_string().contains("toolu_r\""))
+        .expect("the request after todo__read");
+    let results = super::run::tool_results(read);
+    let (_, text, _) = results.iter().find(|(id, _, _)| id == "toolu_r").unwrap();
+    assert!(text.contains("The todo list is empty."), "{results:?}");
+    // One file per session, each with its own list.
+    let sessions = env.home.path().join("sessions");
+    let mut lists: Vec<String> = std::fs::read_dir(&sessions)
+        .unwrap()
+        .map(|e| e.unwrap().path())
+        .filter(|p| p.to_string_lossy().ends_with(".todo.json"))
+        .map(|p| std::fs::read_to_string(p).unwrap())
+        .collect();
+    lists.sort();
+    assert_eq!(lists.len(), 2, "{lists:?}");
+    assert!(
+        lists
+            .iter()
+            .any(|l| l.contains("Read the code") && !l.contains("Something else")),
+        "{lists:?}"
+    );
+    assert!(
+        lists
+            .iter()
+            .any(|l| l.contains("Something else") && !l.contains("Read the code")),
+        "{lists:?}"
+    );
+}

@@ -410,6 +410,15 @@ impl Gateway {
 
     /// Whether `name` is a tool of the built-in plan server (its successful result carries a
     /// proposed plan in `structuredContent.plan`).
+    /// The command line of `call` when its tool declares a command argument
+    /// (`tern/command_arg`, e.g. `shell__run`'s `command`): what the host checkpoints before.
+    pub fn command_of(&self, call: &ToolCall) -> Option<String> {
+        let table = self.table();
+        let entry = table.get(&call.name)?;
+        let arg = self.settings.policy(entry).command_arg?;
+        call.arguments.get(&arg)?.as_str().map(str::to_owned)
+    }
+
     pub fn is_plan_tool(&self, name: &str) -> bool {
         self.table()
             .get(name)

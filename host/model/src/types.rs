@@ -167,6 +167,11 @@ pub enum StopReason {
 pub enum ModelEvent {
     /// Text to append to the assistant turn, delivered as soon as its SSE event is parsed.
     TextDelta(String),
+    /// A piece of the model's visible thinking (Anthropic `thinking_delta`, a Responses reasoning
+    /// summary delta, a Chat Completions `reasoning_content` delta). Shown to the user, never
+    /// part of the assistant turn: the providers either do not take it back or take it only in
+    /// their own signed form ([`ModelEvent::Reasoning`]).
+    ThinkingDelta(String),
     /// The model began a tool call; arguments follow in `ToolCallComplete`.
     ToolCallStarted {
         /// Call id.

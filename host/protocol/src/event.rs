@@ -139,6 +139,10 @@ pub enum Event {
     },
     /// A piece of streamed assistant text.
     TextDelta { text: String },
+    /// A piece of the model's thinking as it streams (Anthropic thinking blocks, a Responses
+    /// reasoning summary, `reasoning_content` from compatible servers). For display only: it is
+    /// not part of the answer, the transcript or `model_response.text`.
+    ThinkingDelta { text: String },
     /// The model finished a turn.
     ModelResponse {
         step: u32,
@@ -277,10 +281,14 @@ pub enum Event {
         /// The plan, as the model wrote it (markdown).
         plan: String,
     },
-    /// The workspace was recorded before a turn (what `/rewind` and `tern rewind` go back to).
+    /// The workspace was recorded before a turn, or before one of its shell calls (what
+    /// `/rewind` and `tern rewind` go back to).
     CheckpointRecorded {
-        /// The session's turn it was taken before (1-based).
+        /// The session's turn it was taken before (1-based), or the turn of the shell call.
         turn: u64,
+        /// The shell call of `turn` it was taken before (1-based; `/rewind TURN.CALL`).
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        call: Option<u64>,
         /// The checkpoint's id in the workspace's store.
         checkpoint: String,
         /// Files recorded.

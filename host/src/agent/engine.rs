@@ -83,6 +83,8 @@ pub struct Engine {
     conv: Conversation,
     session_id: String,
     sessions_dir: std::path::PathBuf,
+    /// The pointer the run's todo servers follow to the session's list (`/clear` moves it).
+    todo_pointer: std::path::PathBuf,
     /// The directory the sessions of this run belong to (`--continue` looks for them there).
     workspace: std::path::PathBuf,
     started: Instant,
@@ -241,7 +243,16 @@ impl Engine {
         let delegated = Arc::new(DelegatedUsage::default());
         let RunResources { bus, redactor, .. } = res;
         let hook_session = Arc::new(std::sync::Mutex::new(session_id.clone()));
-        let gate = Arc::new(checkpoints::Gate::new(bus.clone()));
+        let shell_points = if ws.config.sandbox.mode == tern_sandbox::Mode::ReadOnly {
+            checkpoints::ShellPoints::Off
+        } else {
+            checkpoints::ShellPoints::On
+        };
+        let gate = Arc::new(checkpoints::Gate::new(
+            bus.clone(),
+            shell_points,
+            redactor.clone(),
+        ));
         let agent = Agent {
             model,
             tools: Arc::new(GatewayTools {
@@ -296,6 +307,7 @@ impl Engine {
             conv,
             session_id,
             sessions_dir,
+            todo_pointer: super::servers::todo_pointer_path(&ws.paths.run_dir(&run_id)),
             workspace: ws.cwd.clone(),
             started: Instant::now(),
             redactor,

@@ -27,6 +27,8 @@ pub trait ToolExecutor: Send + Sync {
     fn todo(&self) -> Option<tern_protocol::todo::TodoList> {
         None
     }
+    /// A new session began (`/clear`): the todo list reported so far is not its list.
+    fn forget_todo(&self) {}
     /// The session is in plan mode now: the system prompt says so and how to finish.
     fn plan_mode(&self) -> bool {
         false

@@ -176,6 +176,12 @@ impl ToolExecutor for GatewayTools {
         self.todo.lock().ok().and_then(|t| t.clone())
     }
 
+    fn forget_todo(&self) {
+        if let Ok(mut todo) = self.todo.lock() {
+            *todo = None;
+        }
+    }
+
     fn plan_mode(&self) -> bool {
         self.gateway.mode() == tern_config::PermissionMode::Plan
     }
@@ -185,7 +191,11 @@ impl ToolExecutor for GatewayTools {
     }
 
     async fn call(&self, call: &ToolCall, cancel: CancellationToken) -> ToolResult {
-        self.gate.wait().await;
+        match self.gateway.command_of(call) {
+            // A command can change any file: the state just before it is a point of its own.
+            Some(command) => self.gate.before_shell(&call.id, &call.name, &command).await,
+            None => self.gate.wait().await,
+        }
         let (tx, mut rx) = tokio::sync::mpsc::unbounded_channel::<tern_mcp::Progress>();
         let bus = self.bus.clone();
         let call_id = call.id.clone();

@@ -139,26 +139,46 @@ impl Redacting {
 
     fn flush(&mut self) {
         if let Some((mut e, text)) = self.held.take() {
-            e.event = Event::TextDelta { text };
+            set_streamed_text(&mut e.event, text);
             self.print(&e);
         }
     }
 }
 
+/// The text of a streamed piece (answer or thinking): the events the redactor holds back.
+fn streamed_text(event: &Event) -> Option<&str> {
+    match event {
+        Event::TextDelta { text } | Event::ThinkingDelta { text } => Some(text),
+        _ => None,
+    }
+}
+
+fn set_streamed_text(event: &mut Event, new: String) {
+    if let Event::TextDelta { text } | Event::ThinkingDelta { text } = event {
+        *text = new;
+    }
+}
+
 impl Subscriber for Redacting {
     fn on_event(&mut self, e: &Envelope) {
-        let Event::TextDelta { text } = &e.event else {
+        let Some(text) = streamed_text(&e.event) else {
             self.flush();
             self.print(e);
             return;
         };
+        // A piece of the other kind ends the held text: answer and thinking never join.
+        if self.held.as_ref().is_some_and(|(h, _)| {
+            std::mem::discriminant(&h.event) != std::mem::discriminant(&e.event)
+        }) {
+            self.flush();
+        }
         let mut full = self.held.take().map(|(_, t)| t).unwrap_or_default();
         full.push_str(text);
         let keep = full.len() - self.redactor.pending_prefix(&full);
         let tail = full.split_off(keep);
         if !full.is_empty() {
             let mut now = e.clone();
-            now.event = Event::TextDelta { text: full };
+            set_streamed_text(&mut now.event, full);
             self.print(&now);
         }
         if !tail.is_empty() {
@@ -241,6 +261,62 @@ mod tests {
             printer: Box::new(Nothing),
             exporter: None,
         }
+    }
+
+    /// What a printer behind [`Redacting`] was given.
+    struct Seen(Arc<std::sync::Mutex<Vec<Event>>>);
+    impl Subscriber for Seen {
+        fn on_event(&mut self, e: &Envelope) {
+            self.0.lock().unwrap().push(e.event.clone());
+        }
+    }
+
+    #[test]
+    fn a_secret_split_across_thinking_pieces_is_redacted_and_kinds_never_join() {
+        let secret = "sk-ant-secret-split-0123456789";
+        let redactor = Arc::new(Redactor::new([Secret::new(secret)]));
+        let seen = Arc::new(std::sync::Mutex::new(Vec::new()));
+        let mut printer = Redacting::new(Box::new(Seen(seen.clone())), redactor);
+        let env = |event| Envelope {
+            run_id: "r".into(),
+            session_id: "s".into(),
+            seq: 0,
+            ts: String::new(),
+            event,
+        };
+        let (a, b) = secret.split_at(12);
+        printer.on_event(&env(Event::ThinkingDelta {
+            text: format!("the key is {a}"),
+        }));
+        printer.on_event(&env(Event::ThinkingDelta {
+            text: format!("{b} ok"),
+        }));
+        printer.on_event(&env(Event::TextDelta {
+            text: "answer".into(),
+        }));
+        printer.close();
+        let seen = seen.lock().unwrap();
+        let thought: String = seen
+            .iter()
+            .filter_map(|e| match e {
+                Event::ThinkingDelta { text } => Some(text.as_str()),
+                _ => None,
+            })
+            .collect();
+        assert!(thought.contains(tern_gateway::REDACTED), "{thought}");
+        assert!(!thought.contains(secret), "{thought}");
+        assert!(
+            thought.starts_with("the key is ") && thought.ends_with(" ok"),
+            "{thought}"
+        );
+        let text: Vec<&str> = seen
+            .iter()
+            .filter_map(|e| match e {
+                Event::TextDelta { text } => Some(text.as_str()),
+                _ => None,
+            })
+            .collect();
+        assert_eq!(text, ["answer"], "thinking never leaks into text: {seen:?}");
     }
 
     #[test]

@@ -461,6 +461,7 @@ impl Agent {
                     turn.text.push_str(&text);
                     self.bus.emit(Event::TextDelta { text });
                 }
+                ModelEvent::ThinkingDelta(text) => self.bus.emit(Event::ThinkingDelta { text }),
                 ModelEvent::ToolCallStarted { .. } => {}
                 ModelEvent::ToolCallComplete {
                     id,

@@ -203,17 +203,40 @@ pub fn todo_state_path(sessions_dir: &Path, session_id: &str) -> std::path::Path
     sessions_dir.join(format!("{session_id}.todo.json"))
 }
 
-/// Tells every built-in todo server which file holds this session's list (`TERN_TODO_STATE`).
-/// In the environment, not on the command line, for the reason [`link_agent_servers`] gives.
-pub fn link_todo_servers(specs: &mut [ServerSpec], config: &Config, state: &Path) {
+/// The variable naming the pointer file a todo server follows (`tern serve todo --state-from`).
+pub const TODO_STATE_FROM_ENV: &str = "TERN_TODO_STATE_FROM";
+
+/// The run's pointer to its session's todo file: the todo server reads the path in it before
+/// every call, so `/clear` (a new session) moves the list by rewriting it
+/// ([`point_todo_at`]) while the server keeps running.
+pub fn todo_pointer_path(run_dir: &Path) -> std::path::PathBuf {
+    run_dir.join("todo-state.path")
+}
+
+/// Makes the run's todo servers keep the list in `state` from their next call on (written
+/// atomically: a server never reads half a path).
+pub fn point_todo_at(pointer: &Path, state: &Path) -> std::io::Result<()> {
+    if let Some(dir) = pointer.parent() {
+        tern_protocol::files::private_dir(dir)?;
+    }
+    tern_protocol::files::write_atomic(pointer, state.as_os_str().as_encoded_bytes())
+}
+
+/// Tells every built-in todo server where this session's list is: the pointer file
+/// (`TERN_TODO_STATE_FROM`) naming `$TERN_HOME/sessions/<session>.todo.json`. In the
+/// environment, not on the command line, for the reason [`link_agent_servers`] gives. A server
+/// whose config names its own `TERN_TODO_STATE` (or pointer) keeps it.
+pub fn link_todo_servers(specs: &mut [ServerSpec], config: &Config, pointer: &Path) {
     for spec in specs {
         let is_todo = config
             .mcp_servers
             .get(&spec.name)
             .is_some_and(|s| s.builtin() == Some(Builtin::Todo));
-        if let (true, TransportSpec::Stdio { env, .. }) = (is_todo, &mut spec.transport) {
-            env.entry(TODO_STATE_ENV.into())
-                .or_insert_with(|| state.to_string_lossy().into_owned());
+        if let (true, TransportSpec::Stdio { env, .. }) = (is_todo, &mut spec.transport)
+            && !env.contains_key(TODO_STATE_ENV)
+        {
+            env.entry(TODO_STATE_FROM_ENV.into())
+                .or_insert_with(|| pointer.to_string_lossy().into_owned());
         }
     }
 }

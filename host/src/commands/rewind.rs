@@ -26,7 +26,7 @@ pub fn what(code: bool, conversation: bool) -> Rewind {
 pub async fn run(
     ws: &Workspace,
     session_id: Option<String>,
-    to: Option<u64>,
+    to: Option<checkpoints::Point>,
     what: Rewind,
     undo: bool,
     out: &mut dyn Write,
@@ -42,8 +42,8 @@ pub async fn run(
     let id = session.clone();
     let done = tokio::task::spawn_blocking(move || match (to, undo) {
         (_, true) => checkpoints::undo(&home, &sessions, &id, &section).map(Done::Rewound),
-        (Some(turn), false) => {
-            checkpoints::rewind(&home, &sessions, &id, turn, what, &section).map(Done::Rewound)
+        (Some(point), false) => {
+            checkpoints::rewind(&home, &sessions, &id, point, what, &section).map(Done::Rewound)
         }
         (None, false) => checkpoints::list_turns(&home, &sessions, &id, &section).map(Done::Listed),
     })
@@ -51,7 +51,10 @@ pub async fn run(
     .context("the rewind task failed")?;
     let done = match done {
         // A turn that is not there is a usage error (exit 2), like an unknown session.
-        Err(e @ checkpoints::RewindError::NoSuchTurn { .. }) => {
+        Err(
+            e @ (checkpoints::RewindError::NoSuchTurn { .. }
+            | checkpoints::RewindError::NoSuchCall { .. }),
+        ) => {
             return Err(crate::error::UsageError(e.to_string()).into());
         }
         other => other.with_context(|| format!("session {session}"))?,
@@ -67,7 +70,7 @@ pub async fn run(
             } else {
                 writeln!(
                     out,
-                    "rewind with: tern rewind {session} --to TURN [--code|--conversation]"
+                    "rewind with: tern rewind {session} --to TURN[.CALL] [--code|--conversation]"
                 )?;
             }
         }
@@ -88,45 +91,66 @@ enum Done {
     Rewound(Rewound),
 }
 
-/// One line per turn: number, time (UTC), the user's message, the files it changed.
+/// One line per turn: number, time (UTC), the user's message, the files it changed; under it
+/// one line per shell call of the turn (`TURN.CALL`, `$ command`, the files changed from there).
 pub fn turn_lines(turns: &[TurnInfo]) -> Vec<String> {
-    turns
-        .iter()
-        .map(|t| {
-            let secs = (t.time_ms / 1000) as i64;
-            let (_, _, _, h, mi, s) = tern_protocol::civil(secs);
-            let message: String = t
-                .message
-                .lines()
-                .next()
-                .unwrap_or("")
-                .chars()
-                .take(60)
+    let mut lines = Vec::new();
+    for t in turns {
+        lines.push(point_line(
+            &t.turn.to_string(),
+            t.time_ms,
+            &t.message,
+            t.changed.as_deref(),
+        ));
+        for c in &t.calls {
+            let command = format!("$ {}", c.command);
+            lines.push(point_line(
+                &format!("  {}", c.point),
+                c.time_ms,
+                &command,
+                c.changed.as_deref(),
+            ));
+        }
+    }
+    lines
+}
+
+fn point_line(
+    label: &str,
+    time_ms: u64,
+    message: &str,
+    changed: Option<&[tern_checkpoint::Change]>,
+) -> String {
+    let secs = (time_ms / 1000) as i64;
+    let (_, _, _, h, mi, s) = tern_protocol::civil(secs);
+    let message: String = message
+        .lines()
+        .next()
+        .unwrap_or("")
+        .chars()
+        .take(60)
+        .collect();
+    let changed = match changed {
+        None => "no checkpoint".to_string(),
+        Some([]) => "no files changed".to_string(),
+        Some(c) => {
+            let names: Vec<String> = c
+                .iter()
+                .take(3)
+                .map(|c| c.path.display().to_string())
                 .collect();
-            let changed = match &t.changed {
-                None => "no checkpoint".to_string(),
-                Some(c) if c.is_empty() => "no files changed".to_string(),
-                Some(c) => {
-                    let names: Vec<String> = c
-                        .iter()
-                        .take(3)
-                        .map(|c| c.path.display().to_string())
-                        .collect();
-                    let more = if c.len() > 3 {
-                        format!(", +{}", c.len() - 3)
-                    } else {
-                        String::new()
-                    };
-                    format!("{} file(s) changed: {}{more}", c.len(), names.join(", "))
-                }
+            let more = if c.len() > 3 {
+                format!(", +{}", c.len() - 3)
+            } else {
+                String::new()
             };
-            format!(
-                "  {:>3}  {h:02}:{mi:02}:{s:02}  {}  ({changed})",
-                t.turn,
-                crate::render::sanitize(&message)
-            )
-        })
-        .collect()
+            format!("{} file(s) changed: {}{more}", c.len(), names.join(", "))
+        }
+    };
+    format!(
+        "  {label:>3}  {h:02}:{mi:02}:{s:02}  {}  ({changed})",
+        crate::render::sanitize(&message)
+    )
 }
 
 /// What a rewind or an undo did, for a person.

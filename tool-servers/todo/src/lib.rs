@@ -52,6 +52,16 @@ pub struct Args {
     /// command line it identifies the server by.
     #[arg(long, value_name = "FILE", env = "TERN_TODO_STATE")]
     pub state: Option<PathBuf>,
+    /// Keep the list in the file whose path this pointer file holds, read again before every
+    /// call: a host moves the list to another session's file by rewriting the pointer (tern's
+    /// `/clear`). Not with `--state`.
+    #[arg(
+        long,
+        value_name = "POINTER",
+        env = "TERN_TODO_STATE_FROM",
+        conflicts_with = "state"
+    )]
+    pub state_from: Option<PathBuf>,
 }
 
 /// The runtime tern-todo runs on (the standalone binary and `tern serve todo` alike).
@@ -64,8 +74,13 @@ pub const RUNTIME: tern_tool_common::Runtime = tern_tool_common::Runtime::Curren
 /// Fails before serving when the state file exists but cannot be used (unreadable, not a list
 /// this server wrote, a newer version), so it is reported at startup and never overwritten.
 pub async fn run(args: Args) -> Result<(), tern_tool_common::ServeError> {
-    let store = match args.state {
-        Some(path) => Store::open(path).map_err(|e| {
+    let opened = match (args.state, args.state_from) {
+        (Some(path), _) => Some(Store::open(path)),
+        (None, Some(pointer)) => Some(Store::follow(pointer)),
+        (None, None) => None,
+    };
+    let store = match opened {
+        Some(store) => store.map_err(|e| {
             tern_tool_common::ServeError::Config(format!(
                 "{e}\nhint: fix the file, or move it away to start with an empty list"
             ))

@@ -7,6 +7,10 @@
 //! write goes to a temporary file in the same directory, created `0600`, synced, then renamed
 //! over the old one: a crash leaves the old list or the new one, never half of either.
 //!
+//! A host whose session can change under a running server (tern's `/clear` starts a new one)
+//! names the file indirectly: [`Store::follow`] reads the state file's path from a small
+//! *pointer* file before every call, so rewriting the pointer moves the list to another file.
+//!
 //! The format is stable, for the host and for people:
 //!
 //! ```json
@@ -103,6 +107,8 @@ impl Stamp {
 pub struct Store {
     list: TodoList,
     file: Option<StateFilePath>,
+    /// The pointer file naming the state file ([`Store::follow`]).
+    pointer: Option<PathBuf>,
 }
 
 #[derive(Debug)]
@@ -118,6 +124,7 @@ impl Store {
         Self {
             list: TodoList::default(),
             file: None,
+            pointer: None,
         }
     }
 
@@ -128,8 +135,20 @@ impl Store {
         let mut store = Self {
             list: TodoList::default(),
             file: Some(StateFilePath { path, seen: None }),
+            pointer: None,
         };
         store.refresh()?;
+        Ok(store)
+    }
+
+    /// A list kept in the file whose path `pointer` holds (one line of UTF-8), read again before
+    /// every call: when the pointer names another file, the list is that file's from then on
+    /// (a missing file is an empty list). The pointer must exist now; a relative path in it is
+    /// taken from the pointer's directory.
+    pub fn follow(pointer: PathBuf) -> Result<Self, StoreError> {
+        let path = read_pointer(&pointer)?;
+        let mut store = Self::open(path)?;
+        store.pointer = Some(pointer);
         Ok(store)
     }
 
@@ -168,6 +187,13 @@ impl Store {
     }
 
     fn refresh(&mut self) -> Result<(), StoreError> {
+        if let Some(pointer) = &self.pointer {
+            let path = read_pointer(pointer)?;
+            if self.file.as_ref().is_some_and(|f| f.path != path) {
+                self.file = Some(StateFilePath { path, seen: None });
+                self.list = TodoList::default();
+            }
+        }
         let Some(file) = &mut self.file else {
             return Ok(());
         };
@@ -226,6 +252,29 @@ impl Store {
         file.seen = Some(stamp);
         Ok(())
     }
+}
+
+/// The state file's path a pointer file names.
+fn read_pointer(pointer: &Path) -> Result<PathBuf, StoreError> {
+    let read_err = |source| StoreError::Read {
+        path: pointer.to_path_buf(),
+        source,
+    };
+    let mut text = String::new();
+    File::open(pointer)
+        .and_then(|f| f.take(64 * 1024).read_to_string(&mut text))
+        .map_err(read_err)?;
+    let line = text.lines().next().unwrap_or_default().trim();
+    if line.is_empty() {
+        return Err(read_err(std::io::Error::other(
+            "the pointer file is empty (it must hold the state file's path)",
+        )));
+    }
+    let named = PathBuf::from(line);
+    Ok(match pointer.parent() {
+        Some(dir) if named.is_relative() => dir.join(named),
+        _ => named,
+    })
 }
 
 /// Writes `bytes` to `path` through a `0600` temporary file in the same directory and a
@@ -330,6 +379,38 @@ mod tests {
         assert!(err.contains("version 7"), "{err}");
         std::fs::remove_file(&path).unwrap();
         assert!(store.current().unwrap().is_empty());
+    }
+
+    #[test]
+    fn a_followed_pointer_moves_the_list_to_the_file_it_names_now() {
+        let dir = tempfile::tempdir().unwrap();
+        let pointer = dir.path().join("todo.path");
+        std::fs::write(&pointer, "first.todo.json\n").unwrap();
+        let mut store = Store::follow(pointer.clone()).unwrap();
+        store.replace(one("from the first session")).unwrap();
+        assert!(dir.path().join("first.todo.json").is_file());
+        // The host starts another session: the list is that file's (none yet: empty).
+        std::fs::write(
+            &pointer,
+            dir.path().join("second.todo.json").to_str().unwrap(),
+        )
+        .unwrap();
+        assert!(store.current().unwrap().items().is_empty());
+        store.replace(one("from the second")).unwrap();
+        let second = std::fs::read_to_string(dir.path().join("second.todo.json")).unwrap();
+        assert!(second.contains("from the second"), "{second}");
+        let first = std::fs::read_to_string(dir.path().join("first.todo.json")).unwrap();
+        assert!(first.contains("from the first session"), "kept: {first}");
+        // Back to the first: its list again.
+        std::fs::write(&pointer, "first.todo.json").unwrap();
+        assert_eq!(
+            store.current().unwrap().items()[0].text,
+            "from the first session"
+        );
+        // A pointer that is gone is an error the call reports, not an empty list.
+        std::fs::remove_file(&pointer).unwrap();
+        assert!(matches!(store.current(), Err(StoreError::Read { .. })));
+        assert!(Store::follow(pointer).is_err());
     }
 
     #[test]

@@ -20,7 +20,10 @@ enum Block {
         name: String,
         json: String,
     },
-    /// Thinking, server tools, and whatever comes next: not ours to interpret.
+    /// Extended thinking: its `thinking_delta`s are shown, its signature is not kept (tern does
+    /// not enable thinking in its requests, so there is no turn to send it back in).
+    Thinking,
+    /// Server tools and whatever comes next: not ours to interpret.
     Other,
 }
 
@@ -146,6 +149,12 @@ impl Decoder for AnthropicDecoder {
                             json: String::new(),
                         }
                     }
+                    Some("thinking") => {
+                        if let Some(text) = str_field(block, "thinking").filter(|t| !t.is_empty()) {
+                            out.push(ModelEvent::ThinkingDelta(text.to_owned()));
+                        }
+                        Block::Thinking
+                    }
                     _ => Block::Other,
                 };
                 self.open.insert(index, block);
@@ -162,7 +171,14 @@ impl Decoder for AnthropicDecoder {
                     (Some("input_json_delta"), Some(Block::Tool { json, .. })) => {
                         json.push_str(str_field(delta, "partial_json").unwrap_or_default());
                     }
-                    // thinking_delta, signature_delta, citations, future delta types.
+                    // `{"type": "thinking_delta", "thinking": "…"}` (streaming docs, "Streaming
+                    // request with extended thinking").
+                    (Some("thinking_delta"), _) => {
+                        if let Some(text) = str_field(delta, "thinking").filter(|t| !t.is_empty()) {
+                            out.push(ModelEvent::ThinkingDelta(text.to_owned()));
+                        }
+                    }
+                    // signature_delta, citations, future delta types.
                     _ => {}
                 }
             }

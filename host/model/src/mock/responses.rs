@@ -237,6 +237,49 @@ impl ResponsesTurn {
         self
     }
 
+    /// A `reasoning` item whose summary streams in these pieces: `reasoning_summary_part.added`,
+    /// `reasoning_summary_text.delta`s, `.done`, `reasoning_summary_part.done` (the event shapes of
+    /// OpenAI's API reference, "Streaming events"), then the item with its `encrypted_content`.
+    pub fn reasoning_summary(mut self, id: &str, encrypted_content: &str, pieces: &[&str]) -> Self {
+        let index = self.index();
+        let text = pieces.concat();
+        let empty = json!({"id": id, "type": "reasoning", "content": [],
+            "encrypted_content": encrypted_content, "summary": []});
+        self.push(
+            json!({"type": "response.output_item.added", "output_index": index,
+            "item": empty}),
+        );
+        self.push(
+            json!({"type": "response.reasoning_summary_part.added", "item_id": id,
+            "output_index": index, "summary_index": 0,
+            "part": {"type": "summary_text", "text": ""}}),
+        );
+        for piece in pieces {
+            self.push(
+                json!({"type": "response.reasoning_summary_text.delta", "item_id": id,
+                "output_index": index, "summary_index": 0, "delta": piece}),
+            );
+        }
+        self.push(
+            json!({"type": "response.reasoning_summary_text.done", "item_id": id,
+            "output_index": index, "summary_index": 0, "text": text}),
+        );
+        self.push(
+            json!({"type": "response.reasoning_summary_part.done", "item_id": id,
+            "output_index": index, "summary_index": 0,
+            "part": {"type": "summary_text", "text": text}}),
+        );
+        let item = json!({"id": id, "type": "reasoning", "content": [],
+            "encrypted_content": encrypted_content,
+            "summary": [{"type": "summary_text", "text": text}]});
+        self.push(
+            json!({"type": "response.output_item.done", "output_index": index,
+            "item": item}),
+        );
+        self.output.push(item);
+        self
+    }
+
     /// Ends with `response.completed`, carrying the whole output and the usage.
     pub fn completed(self) -> MockResponse {
         MockResponse::sse_chunks(self.completed_events())

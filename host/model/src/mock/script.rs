@@ -66,6 +66,31 @@ impl AnthropicTurn {
         self
     }
 
+    /// An extended-thinking block streamed in these pieces, closed by a `signature_delta` (the
+    /// shape of the streaming docs' "Streaming request with extended thinking").
+    pub fn thinking(mut self, pieces: &[&str]) -> Self {
+        let index = self.index;
+        self.events.push(anthropic_event(
+            &json!({"type": "content_block_start", "index": index,
+            "content_block": {"type": "thinking", "thinking": ""}}),
+        ));
+        for piece in pieces {
+            self.events.push(anthropic_event(
+                &json!({"type": "content_block_delta", "index": index,
+                "delta": {"type": "thinking_delta", "thinking": piece}}),
+            ));
+        }
+        self.events.push(anthropic_event(
+            &json!({"type": "content_block_delta", "index": index,
+            "delta": {"type": "signature_delta", "signature": "EqQBCgIYAhIMmock"}}),
+        ));
+        self.events.push(anthropic_event(
+            &json!({"type": "content_block_stop", "index": index}),
+        ));
+        self.index += 1;
+        self
+    }
+
     /// A tool_use block whose input JSON arrives in these fragments.
     pub fn tool_use(self, id: &str, name: &str, fragments: &[&str]) -> Self {
         self.tool_use_inner(id, name, fragments, true)
@@ -165,6 +190,17 @@ impl OpenAiTurn {
         for piece in pieces {
             self = self.data(&chunk(
                 json!([{"index": 0, "delta": {"content": piece}, "finish_reason": null}]),
+            ));
+        }
+        self
+    }
+
+    /// Thinking streamed as `delta.reasoning_content` in these pieces, the field DeepSeek's API
+    /// and llama.cpp's server send (`{"delta": {"reasoning_content": "…"}}`).
+    pub fn reasoning_content(mut self, pieces: &[&str]) -> Self {
+        for piece in pieces {
+            self = self.data(&chunk(
+                json!([{"index": 0, "delta": {"reasoning_content": piece}, "finish_reason": null}]),
             ));
         }
         self

@@ -6,6 +6,7 @@
 //! * whole arguments in one fragment, arguments sent as a JSON object instead of a string;
 //! * `finish_reason: "stop"` although tool calls came: "tools were called" is decided from the
 //!   accumulated calls, not from `finish_reason`;
+//! * thinking as `delta.reasoning_content` or `delta.reasoning` (see [`reasoning_delta`]);
 //! * the final `choices: []` usage chunk, `data: [DONE]` (or a server that closes without it,
 //!   once a `finish_reason` was seen), and `data: {"error": …}` mid-stream.
 
@@ -157,6 +158,17 @@ impl OpenAiDecoder {
     }
 }
 
+/// The thinking a compatible server streams beside `content`: `delta.reasoning_content`
+/// (DeepSeek's API, llama.cpp's server with `--reasoning-format deepseek`, vLLM before 0.11) or
+/// `delta.reasoning` (vLLM ≥ 0.11, docs.vllm.ai "Reasoning Outputs": "reasoning used to be called
+/// reasoning_content"). The official field wins when a server sends both.
+fn reasoning_delta(delta: &Value) -> Option<&str> {
+    ["reasoning_content", "reasoning"]
+        .iter()
+        .find_map(|key| delta.get(*key).and_then(Value::as_str))
+        .filter(|t| !t.is_empty())
+}
+
 impl Decoder for OpenAiDecoder {
     fn on_event(&mut self, event: SseEvent, out: &mut Vec<ModelEvent>) -> Result<bool, ModelError> {
         let data = event.data.trim();
@@ -180,6 +192,9 @@ impl Decoder for OpenAiDecoder {
         });
         if let Some(choice) = choice {
             let delta = choice.get("delta").unwrap_or(&Value::Null);
+            if let Some(thinking) = reasoning_delta(delta) {
+                out.push(ModelEvent::ThinkingDelta(thinking.to_owned()));
+            }
             if let Some(text) = delta
                 .get("content")
                 .and_then(Value::as_str)

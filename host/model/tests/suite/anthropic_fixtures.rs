@@ -157,10 +157,32 @@ async fn max_tokens_inside_a_tool_call_yields_no_executable_call() {
 }
 
 #[tokio::test]
-async fn thinking_blocks_are_ignored() {
+async fn thinking_deltas_are_thinking_events_and_not_text() {
     let body = fixture("anthropic_docs_stream_extended_thinking.sse");
     let ev = replay("thinking", MockResponse::sse_by_event(&body)).await;
     assert_eq!(text(&ev), "27 * 453 = 12,231");
+    let thinking: Vec<&str> = ev
+        .iter()
+        .filter_map(|e| match e {
+            ModelEvent::ThinkingDelta(t) => Some(t.as_str()),
+            _ => None,
+        })
+        .collect();
+    assert_eq!(
+        thinking.len(),
+        6,
+        "one event per thinking_delta: {thinking:?}"
+    );
+    assert!(thinking[0].starts_with("Let me solve this step by step"));
+    assert_eq!(thinking[5], "\n6. 10,800 + 1,350 + 81 = 12,231");
+    // Thinking comes before the answer, as on the wire; the signature is not text.
+    let first_text = ev
+        .iter()
+        .position(|e| matches!(e, ModelEvent::TextDelta(_)));
+    let last_thinking = ev
+        .iter()
+        .rposition(|e| matches!(e, ModelEvent::ThinkingDelta(_)));
+    assert!(last_thinking < first_text, "{ev:?}");
     assert!(matches!(
         ev.last(),
         Some(ModelEvent::Completed {

@@ -93,6 +93,36 @@ async fn recorded_text_stream_and_length_stop() {
 }
 
 #[tokio::test]
+async fn reasoning_content_and_vllms_reasoning_field_are_thinking_not_text() {
+    // DeepSeek / llama.cpp: `delta.reasoning_content`; vLLM ≥ 0.11: `delta.reasoning`.
+    let ev = turn(
+        OpenAiTurn::new()
+            .reasoning_content(&["9.11 vs 9.8:", " compare tenths"])
+            .data(&chunk(json!({"reasoning": " (vLLM)"}), Value::Null))
+            .data(&chunk(
+                json!({"reasoning_content": "official", "reasoning": "alias"}),
+                Value::Null,
+            ))
+            .text(&["9.8 is greater."])
+            .finish("stop"),
+    )
+    .await;
+    let thinking: Vec<&str> = ev
+        .iter()
+        .filter_map(|e| match e {
+            ModelEvent::ThinkingDelta(t) => Some(t.as_str()),
+            _ => None,
+        })
+        .collect();
+    assert_eq!(
+        thinking,
+        ["9.11 vs 9.8:", " compare tenths", " (vLLM)", "official"]
+    );
+    assert_eq!(text(&ev), "9.8 is greater.");
+    assert_eq!(stop(&ev), StopReason::EndTurn);
+}
+
+#[tokio::test]
 async fn quirk_no_index_at_all() {
     // Old ollama: no `index` anywhere; a new id starts a new call, fragments continue the latest.
     let t = OpenAiTurn::new()

@@ -115,6 +115,35 @@ async fn text_streams_as_deltas_and_cached_tokens_are_split_out() {
 }
 
 #[tokio::test]
+async fn a_reasoning_summary_streams_as_thinking_and_is_kept_in_the_item() {
+    let (items, _) = turn(
+        ResponsesTurn::new()
+            .reasoning_summary("rs_1", "gAAAA-opaque", &["**Plan**", " read the file"])
+            .message("msg_1", &["Done."])
+            .completed(),
+    )
+    .await;
+    let ev = events(&items);
+    let thinking: Vec<&str> = ev
+        .iter()
+        .filter_map(|e| match e {
+            ModelEvent::ThinkingDelta(t) => Some(t.as_str()),
+            _ => None,
+        })
+        .collect();
+    assert_eq!(thinking, ["**Plan**", " read the file"]);
+    // The summary is not text, and the finished item still carries it for the next request.
+    assert_eq!(text(&ev), "Done.");
+    let kept = ev.iter().find_map(|e| match e {
+        ModelEvent::Reasoning(r) => Some(r.clone()),
+        _ => None,
+    });
+    let kept = kept.expect("the reasoning item");
+    assert_eq!(kept.summary, ["**Plan** read the file"]);
+    assert_eq!(kept.encrypted_content.as_deref(), Some("gAAAA-opaque"));
+}
+
+#[tokio::test]
 async fn a_message_sent_only_as_a_done_item_still_reaches_the_text() {
     // Codex's own test servers send `output_item.done` items and `response.completed` only.
     let (items, _) = turn(

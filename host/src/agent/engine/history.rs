@@ -5,7 +5,7 @@ use tern_protocol::Event;
 
 use super::Engine;
 use crate::agent::{
-    checkpoints::{self, Rewind, RewindError, Rewound, TurnInfo},
+    checkpoints::{self, Point, Rewind, RewindError, Rewound, TurnInfo},
     session,
 };
 
@@ -16,13 +16,15 @@ impl Engine {
         blocking(move || checkpoints::list_turns(&home, &sessions, &session, &section)).await
     }
 
-    /// Rewinds this session to before `turn` (`/rewind`): the files, the conversation or both.
-    /// A rewound conversation is the one the next request sends.
-    pub async fn rewind(&mut self, turn: u64, what: Rewind) -> Result<Rewound, RewindError> {
+    /// Rewinds this session to `point` (`/rewind`): before a turn the files, the conversation
+    /// or both; before a shell call the files. A rewound conversation is the one the next
+    /// request sends.
+    pub async fn rewind(&mut self, point: Point, what: Rewind) -> Result<Rewound, RewindError> {
         let (home, sessions, session, section) = self.rewind_args();
-        let done =
-            blocking(move || checkpoints::rewind(&home, &sessions, &session, turn, what, &section))
-                .await?;
+        let done = blocking(move || {
+            checkpoints::rewind(&home, &sessions, &session, point, what, &section)
+        })
+        .await?;
         self.adopt(&done);
         Ok(done)
     }

@@ -15,7 +15,8 @@ use crate::{
         inherit::ParentPolicy,
         resources::RunResources,
         servers::{
-            PoolHooks, link_agent_servers, link_todo_servers, specs, start_pool, todo_state_path,
+            PoolHooks, link_agent_servers, link_todo_servers, point_todo_at, specs, start_pool,
+            todo_pointer_path, todo_state_path,
         },
     },
     error::UsageError,
@@ -129,7 +130,10 @@ pub(super) fn start_servers(
     let policy = ParentPolicy::of(&ws.cli, config.permissions.mode, &config.sandbox, &ws.cwd);
     link_agent_servers(&mut server_specs, config, run_id, &policy);
     let todo_state = todo_state_path(&ws.paths.sessions_dir(), res.bus.session_id());
-    link_todo_servers(&mut server_specs, config, &todo_state);
+    let pointer = todo_pointer_path(&ws.paths.run_dir(run_id));
+    point_todo_at(&pointer, &todo_state)
+        .map_err(|e| anyhow::anyhow!("cannot write the todo pointer {}: {e}", pointer.display()))?;
+    link_todo_servers(&mut server_specs, config, &pointer);
     res.bus.emit(Event::RunStarted {
         goal: opts.goal.clone(),
         model: model.name().to_string(),

@@ -16,6 +16,7 @@ use crate::agent::{
     conversation::{Ask, Reason},
     delegated::Delegated,
     run_loop::TurnOutcome,
+    servers::{point_todo_at, todo_state_path},
     session,
 };
 
@@ -208,6 +209,15 @@ impl Engine {
         self.conv.transcript.clear();
         self.conv.budget.forget_from(0);
         self.session_id = session::new_session_id();
+        // The todo list follows the session: the running todo server reads the new file (none
+        // yet: an empty list) from its next call, and the old session keeps its own.
+        let state = todo_state_path(&self.sessions_dir, &self.session_id);
+        if let Err(e) = point_todo_at(&self.todo_pointer, &state) {
+            self.bus.emit(Event::Notice {
+                message: format!("the todo list still shows the old session's: {e}"),
+            });
+        }
+        self.agent.tools.forget_todo();
         if let Ok(mut id) = self.hook_session.lock() {
             id.clone_from(&self.session_id);
         }

@@ -50,8 +50,14 @@ impl AcpApprover {
         if let Some(rule) = request.always_rules.first() {
             options.push(json!({
                 "optionId": ALLOW_ALWAYS,
-                "name": format!("Always allow `{rule}`"),
+                // User scope: a rule written into the project's `.tern/config.toml` would change
+                // the file `tern trust` pinned by its sha256, and the whole project config
+                // would stop applying at the next run.
+                "name": format!("Always allow `{rule}` (all projects, user config)"),
                 "kind": "allow_always",
+                "_meta": {"tern/scope": "user", "tern/note": "saved to $TERN_HOME/config.toml; \
+                    project scope is not offered over ACP because writing .tern/config.toml would \
+                    break its `tern trust` hash"},
             }));
         }
         options.push(json!({"optionId": REJECT_ONCE, "name": "Reject", "kind": "reject_once"}));

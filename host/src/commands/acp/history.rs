@@ -12,7 +12,7 @@ use serde_json::{Value, json};
 use tern_model::{AssistantContent, Message, UserContent};
 use tern_protocol::{Envelope, Event};
 
-use super::updates::chunk;
+use super::{rpc::RpcError, updates::chunk};
 
 /// The updates that show `messages` again, in order.
 pub fn replay(cwd: &Path, messages: &[Message]) -> Vec<Value> {
@@ -189,5 +189,68 @@ mod tests {
         assert_eq!(updates[2]["locations"][0]["path"], "/w/a.txt");
         assert_eq!(updates[2]["content"][0]["content"]["text"], "1\thello");
         assert_eq!(first_user_text(&messages).as_deref(), Some("read a.txt"));
+    }
+}
+
+/// Sessions per `session/list` page.
+pub const PAGE: usize = 50;
+
+/// One page of `sessions` (newest first, as listed) from `cursor` — an opaque
+/// `tern-offset:N` this function handed out as `nextCursor` — with the next page's cursor
+/// while more remain.
+pub fn page(sessions: Vec<Value>, cursor: Option<&str>, size: usize) -> Result<Value, RpcError> {
+    let start = match cursor {
+        None => 0,
+        Some(c) => c
+            .strip_prefix("tern-offset:")
+            .and_then(|n| n.parse::<usize>().ok())
+            .filter(|n| *n <= sessions.len())
+            .ok_or_else(|| {
+                RpcError::invalid_params(format!("`cursor` {c:?} is not one tern gave out"))
+                    .hint("pass the `nextCursor` of the previous session/list answer, or none")
+            })?,
+    };
+    let end = (start + size.max(1)).min(sessions.len());
+    let mut answer = json!({"sessions": sessions[start..end]});
+    if end < sessions.len() {
+        answer["nextCursor"] = json!(format!("tern-offset:{end}"));
+    }
+    Ok(answer)
+}
+
+#[cfg(test)]
+mod page_tests {
+    use super::*;
+
+    #[test]
+    fn session_list_pages_follow_the_cursor_and_refuse_a_foreign_one() {
+        let all: Vec<Value> = (0..5)
+            .map(|i| json!({"sessionId": format!("s{i}")}))
+            .collect();
+        let ids = |v: &Value| -> Vec<String> {
+            v["sessions"]
+                .as_array()
+                .unwrap()
+                .iter()
+                .map(|s| s["sessionId"].as_str().unwrap().to_string())
+                .collect()
+        };
+        let first = page(all.clone(), None, 2).unwrap();
+        assert_eq!(ids(&first), ["s0", "s1"]);
+        let next = first["nextCursor"].as_str().unwrap();
+        let second = page(all.clone(), Some(next), 2).unwrap();
+        assert_eq!(ids(&second), ["s2", "s3"]);
+        let last = page(all.clone(), second["nextCursor"].as_str(), 2).unwrap();
+        assert_eq!(ids(&last), ["s4"]);
+        assert!(last.get("nextCursor").is_none(), "{last}");
+        assert!(
+            page(all.clone(), None, 50)
+                .unwrap()
+                .get("nextCursor")
+                .is_none()
+        );
+        for bad in ["x", "tern-offset:9", "tern-offset:-1"] {
+            assert!(page(all.clone(), Some(bad), 2).is_err(), "{bad}");
+        }
     }
 }

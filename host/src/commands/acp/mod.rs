@@ -160,7 +160,7 @@ impl Agent {
                 Err(e) => Err(e),
             },
             "session/load" => self.load_session(&params).await,
-            "session/list" => Ok(self.list_sessions(&params)),
+            "session/list" => self.list_sessions(&params),
             "session/prompt" => self.prompt(&params).await,
             "session/set_mode" => self.set_mode(&params),
             _ => Err(
@@ -229,7 +229,7 @@ impl Agent {
         Ok(json!({"modes": session::mode_state(session.mode())}))
     }
 
-    fn list_sessions(&self, params: &Value) -> Value {
+    fn list_sessions(&self, params: &Value) -> Result<Value, RpcError> {
         // Runs record their canonical directory: compare like with like.
         let cwd = params["cwd"]
             .as_str()
@@ -239,7 +239,12 @@ impl Agent {
             Some(p) => history::list(&p.runs_dir(), &p.sessions_dir(), cwd.as_deref()),
             None => Vec::new(),
         };
-        json!({"sessions": sessions})
+        let cursor = match &params["cursor"] {
+            Value::Null => None,
+            Value::String(c) => Some(c.as_str()),
+            _ => return Err(RpcError::invalid_params("`cursor` must be a string")),
+        };
+        history::page(sessions, cursor, history::PAGE)
     }
 
     async fn prompt(&self, params: &Value) -> Result<Value, RpcError> {
@@ -248,6 +253,27 @@ impl Agent {
             RpcError::invalid_params("`prompt` must be an array of content blocks")
         })?;
         let text = prompt::to_text(blocks)?;
+        // tern's own slash commands run here, their output sent as the answer.
+        if let Some(command) = text.trim_start().strip_prefix('/') {
+            let (name, arg) = command
+                .split_once(char::is_whitespace)
+                .unwrap_or((command, ""));
+            if let Some(outcome) = session.slash(name, arg).await {
+                let text = match outcome? {
+                    session::SlashOutcome::Said(said) => {
+                        updates::send(
+                            &self.out,
+                            &session.id,
+                            updates::chunk("agent_message_chunk", &said),
+                        );
+                        return Ok(json!({"stopReason": "end_turn"}));
+                    }
+                    session::SlashOutcome::Send(text) => text,
+                };
+                let stop = session.prompt(&text).await?;
+                return Ok(json!({"stopReason": stop}));
+            }
+        }
         let text = session.expand_command(&text).await?;
         let stop = session.prompt(&text).await?;
         Ok(json!({"stopReason": stop}))

@@ -105,6 +105,16 @@ pub struct Session {
     turn: Mutex<Option<CancellationToken>>,
     /// The loosest mode this session may have (`--mode` of a parent run's ceiling).
     ceiling: Option<PermissionMode>,
+    /// Each model call's usage, for `/cost`.
+    costs: Arc<std::sync::Mutex<Vec<(u32, tern_protocol::Usage)>>>,
+}
+
+/// What a tern slash command sent as a prompt came to.
+pub enum SlashOutcome {
+    /// Its output, for the editor as message chunks; the prompt ends there.
+    Said(String),
+    /// Text to send to the model instead (a custom command or an MCP prompt it expanded to).
+    Send(String),
 }
 
 /// Fails unless `cwd` is an absolute directory (ACP requires absolute paths).
@@ -213,6 +223,10 @@ impl Session {
             engine.finish(RunStatus::Error, None).await;
             return Err(RpcError::internal(msg));
         }
+        let costs = Arc::new(std::sync::Mutex::new(Vec::new()));
+        engine.subscribe(Box::new(crate::commands::repl::slash::CostMeter(
+            costs.clone(),
+        )));
         let gateway = engine.gateway();
         let _ = link.set(gateway.clone());
         let _ = session_id.set(engine.session_id().to_string());
@@ -231,6 +245,7 @@ impl Session {
                 (Some(a), Some(b)) => Some(a.at_most(b)),
                 (a, b) => a.or(b),
             },
+            costs,
         }))
     }
 
@@ -313,14 +328,63 @@ impl Session {
         }
     }
 
-    /// `available_commands_update`'s list: the servers' prompts, as `server:prompt` (the
-    /// REPL's `/SERVER:PROMPT`), expanded by tern when a prompt starts with `/` and one.
+    /// Runs tern's own slash command `/name arg` (one [`SlashCommand::over_acp`] offers) the
+    /// way the REPL does, its output captured for the editor instead of a terminal. `None` when
+    /// `name` is not one of them (a server's prompt or text for the model).
+    ///
+    /// [`SlashCommand::over_acp`]: crate::slash_commands::SlashCommand::over_acp
+    pub async fn slash(&self, name: &str, arg: &str) -> Option<Result<SlashOutcome, RpcError>> {
+        let spec = crate::slash_commands::lookup(name).filter(|s| s.command.over_acp())?;
+        let mut engine = self.engine.lock().await;
+        let Some(engine) = engine.as_mut() else {
+            return Some(Err(RpcError::internal("the session has finished")));
+        };
+        // No terminal: a screen over nothing (only `/expand` reads it, and it is not offered).
+        let screen = crate::render::Screen::new(
+            Box::new(std::io::sink()),
+            Box::new(std::io::sink()),
+            false,
+            100,
+        );
+        let mut out: Vec<u8> = Vec::new();
+        let next = crate::commands::repl::slash::Slash {
+            engine,
+            screen: &screen,
+            costs: &self.costs,
+            out: &mut out,
+        }
+        .run(spec.name, arg)
+        .await;
+        use crate::commands::repl::slash::Next;
+        Some(match next {
+            Ok(Next::Send(text)) => Ok(SlashOutcome::Send(text)),
+            Ok(Next::Prompt | Next::Exit) => Ok(SlashOutcome::Said(
+                String::from_utf8_lossy(&out).into_owned(),
+            )),
+            Err(e) => Err(RpcError::internal(format!("/{name} failed: {e}"))),
+        })
+    }
+
+    /// `available_commands_update`'s list: tern's own slash commands that work without a
+    /// terminal, then the servers' prompts as `server:prompt` (the REPL's `/SERVER:PROMPT`),
+    /// expanded by tern when a prompt starts with `/` and one.
     pub async fn commands(&self) -> Vec<Value> {
+        let mut own: Vec<Value> = crate::slash_commands::SLASH_COMMANDS
+            .iter()
+            .filter(|s| s.command.over_acp())
+            .map(|s| {
+                let mut c = json!({"name": s.name, "description": s.help});
+                if !s.args.is_empty() {
+                    c["input"] = json!({"hint": s.args});
+                }
+                c
+            })
+            .collect();
         let engine = self.engine.lock().await;
         let Some(engine) = engine.as_ref() else {
-            return Vec::new();
+            return own;
         };
-        engine
+        let prompts: Vec<Value> = engine
             .prompts()
             .await
             .into_iter()
@@ -335,7 +399,9 @@ impl Session {
                 }
                 c
             })
-            .collect()
+            .collect();
+        own.extend(prompts);
+        own
     }
 
     /// `text` with a leading `/server:prompt args` expanded into the prompt's messages; other

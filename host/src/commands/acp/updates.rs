@@ -145,6 +145,7 @@ impl Subscriber for Updates {
     fn on_event(&mut self, envelope: &Envelope) {
         match &envelope.event {
             Event::TextDelta { text } => self.send(chunk("agent_message_chunk", text)),
+            Event::ThinkingDelta { text } => self.send(chunk("agent_thought_chunk", text)),
             Event::ToolCallStarted {
                 call_id,
                 tool,

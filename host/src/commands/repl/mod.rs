@@ -8,7 +8,7 @@ mod elicit;
 mod keys;
 mod mentions;
 mod plan;
-mod slash;
+pub(crate) mod slash;
 
 use std::{
     io::{IsTerminal, Write},

@@ -58,7 +58,7 @@ pub(super) fn context_view(b: &Breakdown, window: Option<u64>, reserve: u64) -> 
 const MAX_LISTED: usize = 20;
 
 /// What a slash command asks the loop to do next.
-pub(super) enum Next {
+pub(crate) enum Next {
     /// Show the prompt again.
     Prompt,
     /// Send this text to the model (an expanded MCP prompt).
@@ -68,7 +68,7 @@ pub(super) enum Next {
 }
 
 /// Records each model call's usage for `/cost`.
-pub(super) struct CostMeter(pub Arc<Mutex<Vec<(u32, Usage)>>>);
+pub(crate) struct CostMeter(pub Arc<Mutex<Vec<(u32, Usage)>>>);
 
 impl Subscriber for CostMeter {
     fn on_event(&mut self, e: &Envelope) {
@@ -96,11 +96,12 @@ impl Subscriber for CostMeter {
 }
 
 /// Everything a slash command may use.
-pub(super) struct Slash<'a> {
+/// The REPL writes to the terminal; `tern acp` to a buffer it sends as message chunks.
+pub(crate) struct Slash<'a> {
     pub engine: &'a mut Engine,
     pub screen: &'a Screen,
     pub costs: &'a Mutex<Vec<(u32, Usage)>>,
-    pub out: &'a mut dyn Write,
+    pub out: &'a mut (dyn Write + Send),
 }
 
 impl Slash<'_> {
@@ -172,6 +173,21 @@ impl Slash<'_> {
                     "no todo list in this session yet (the model keeps one with todo__write)"
                 )?,
             },
+            SlashCommand::Thinking => {
+                let on = !self.screen.shows_thinking();
+                self.screen.show_thinking(on);
+                if on {
+                    writeln!(self.out, "thinking is shown in full from now on")?;
+                    if let Some(thought) = self.screen.thought() {
+                        writeln!(self.out, "the last thinking:")?;
+                        for line in crate::render::thought_lines(&thought, false) {
+                            writeln!(self.out, "{line}")?;
+                        }
+                    }
+                } else {
+                    writeln!(self.out, "thinking is folded to one line again")?;
+                }
+            }
             SlashCommand::Rewind => self.rewind(name, arg).await?,
             SlashCommand::Diff => {
                 let turn = match arg {
@@ -254,8 +270,9 @@ impl Slash<'_> {
                         }
                         writeln!(
                             self.out,
-                            "rewind with /rewind TURN [code|conversation|both] (default both); \
-                             /rewind undo reverses it"
+                            "rewind with /rewind TURN [code|conversation|both] (default both) or \
+                             /rewind TURN.CALL code (before that shell call); /rewind undo \
+                             reverses it"
                         )?;
                     }
                     Err(e) => writeln!(self.out, "{e}")?,
@@ -269,12 +286,12 @@ impl Slash<'_> {
                     Some("conversation") => Some(Rewind::Conversation),
                     Some(_) => None,
                 };
-                match (n.parse::<u64>(), what) {
-                    (Ok(turn), Some(what)) => self.engine.rewind(turn, what).await,
+                match (n.parse::<crate::agent::checkpoints::Point>(), what) {
+                    (Ok(point), Some(what)) => self.engine.rewind(point, what).await,
                     _ => {
                         writeln!(
                             self.out,
-                            "usage: /rewind [TURN [code|conversation|both] | undo]"
+                            "usage: /rewind [TURN[.CALL] [code|conversation|both] | undo]"
                         )?;
                         return Ok(());
                     }

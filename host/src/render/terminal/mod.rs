@@ -13,6 +13,7 @@ mod preview;
 mod screen;
 mod style;
 mod table;
+mod thinking;
 
 use std::sync::Arc;
 
@@ -26,6 +27,7 @@ use screen::Captured;
 pub use screen::Screen;
 pub use style::sanitize;
 use style::{BOLD, CYAN, DIM, GREEN, Palette, RED, YELLOW};
+pub use thinking::thought_lines;
 
 use self::markdown::Markdown;
 use crate::agent::Subscriber;
@@ -56,6 +58,8 @@ pub struct TerminalPrinter {
     /// The conversation's size after the last turn that got an answer: a cancelled or failed
     /// turn reports 0 (no answer measured it), and the status line says this instead.
     last_context: u64,
+    /// The model's thinking being streamed (folded or in full).
+    thinking: thinking::Thinking,
 }
 
 impl TerminalPrinter {
@@ -77,6 +81,7 @@ impl TerminalPrinter {
             line: String::new(),
             requested: false,
             last_context: 0,
+            thinking: thinking::Thinking::default(),
         }
     }
 
@@ -269,6 +274,17 @@ pub fn status_line(
 
 impl Subscriber for TerminalPrinter {
     fn on_event(&mut self, e: &Envelope) {
+        if let Event::ThinkingDelta { text } = &e.event {
+            if !self.thinking.open() {
+                self.end_line();
+            }
+            self.thinking.piece(&self.screen, self.palette, text);
+            return;
+        }
+        if self.thinking.open() {
+            let interactive = self.mode == Mode::Interactive;
+            self.thinking.close(&self.screen, self.palette, interactive);
+        }
         match &e.event {
             Event::State {
                 state: LoopState::CallModel,

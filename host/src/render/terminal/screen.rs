@@ -34,6 +34,8 @@ struct State {
     mid_line: bool,
     /// The last long tool output shown folded, for Ctrl-O in the REPL.
     folded: Option<String>,
+    /// The model's last thinking, for `/thinking` when it was shown folded.
+    thought: Option<String>,
     /// Output written while a question is on screen, shown once it is answered: a notice
     /// printed under a menu would break the menu's redraw and push it off screen.
     held: String,
@@ -44,6 +46,8 @@ pub struct Screen {
     state: Mutex<State>,
     columns: usize,
     alive: AtomicBool,
+    /// Thinking streams in full (`/thinking`) instead of one folded line.
+    thinking_shown: AtomicBool,
 }
 
 impl Screen {
@@ -91,10 +95,12 @@ impl Screen {
                 frame: 0,
                 mid_line: false,
                 folded: None,
+                thought: None,
                 held: String::new(),
             }),
             columns: columns.max(1),
             alive: AtomicBool::new(true),
+            thinking_shown: AtomicBool::new(false),
         }
     }
 
@@ -169,6 +175,28 @@ impl Screen {
     /// The last folded output.
     pub fn folded(&self) -> Option<String> {
         self.state.lock().ok().and_then(|s| s.folded.clone())
+    }
+
+    /// Whether the model's thinking is shown in full (`/thinking` toggles it; folded by default).
+    pub fn shows_thinking(&self) -> bool {
+        self.thinking_shown.load(Ordering::SeqCst)
+    }
+
+    /// Shows thinking in full from now on (`true`) or folds it to one line.
+    pub fn show_thinking(&self, on: bool) {
+        self.thinking_shown.store(on, Ordering::SeqCst);
+    }
+
+    /// Keeps the model's last thinking for `/thinking`.
+    pub fn keep_thought(&self, text: String) {
+        if let Ok(mut s) = self.state.lock() {
+            s.thought = Some(text);
+        }
+    }
+
+    /// The model's last thinking.
+    pub fn thought(&self) -> Option<String> {
+        self.state.lock().ok().and_then(|s| s.thought.clone())
     }
 
     /// One spinner frame.

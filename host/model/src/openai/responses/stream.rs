@@ -5,6 +5,8 @@
 //! What tern reads (everything else — `response.created`, `content_part.*`, refusal, audio,
 //! built-in tools — is ignored, as new event types must be):
 //! * `response.output_text.delta` `{item_id, output_index, content_index, delta}` → text;
+//! * `response.reasoning_summary_text.delta` `{item_id, output_index, summary_index, delta}` →
+//!   thinking shown as it streams (the whole summary still arrives in the reasoning item);
 //! * `response.output_item.added` with a `function_call` item `{id: "fc_…", call_id: "call_…",
 //!   name, arguments: ""}` → the call starts; `response.function_call_arguments.delta`
 //!   `{item_id, delta}` appends, `.done` `{item_id, arguments}` replaces with the whole text;
@@ -308,6 +310,15 @@ impl Decoder for ResponsesDecoder {
                     .filter(|d| !d.is_empty())
                 {
                     out.push(ModelEvent::TextDelta(delta.to_owned()));
+                }
+            }
+            "response.reasoning_summary_text.delta" => {
+                if let Some(delta) = data
+                    .get("delta")
+                    .and_then(Value::as_str)
+                    .filter(|d| !d.is_empty())
+                {
+                    out.push(ModelEvent::ThinkingDelta(delta.to_owned()));
                 }
             }
             "response.output_item.added" => {

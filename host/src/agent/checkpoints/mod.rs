@@ -24,6 +24,12 @@ use tern_model::Message;
 
 use super::session;
 
+mod gate;
+mod point;
+
+pub use gate::{Gate, ShellPoints};
+pub use point::Point;
+
 /// One line of the turn log.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(tag = "kind", rename_all = "snake_case")]
@@ -44,9 +50,28 @@ pub enum Entry {
         /// The transcript file's length before the turn.
         session_bytes: u64,
     },
+    /// A shell call of the current turn is about to run: the state before it.
+    Call {
+        /// The turn it belongs to.
+        turn: u64,
+        /// 1-based among the turn's shell calls (`/rewind TURN.CALL`).
+        call: u64,
+        time_ms: u64,
+        /// The model's call id.
+        call_id: String,
+        tool: String,
+        /// The command line, redacted.
+        command: String,
+        workspace: PathBuf,
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        checkpoint: Option<Id>,
+    },
     /// A rewind ran: what it changed, and what undoing it restores.
     Rewind {
         to_turn: u64,
+        /// The shell call of `to_turn` it went back to before, when it was one.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        to_call: Option<u64>,
         time_ms: u64,
         /// The workspace whose files were rewound.
         workspace: PathBuf,
@@ -95,6 +120,18 @@ pub enum RewindError {
          hint: checkpoints were off or failed then; `--conversation` rewinds the conversation alone"
     )]
     NoCheckpoint { turn: u64 },
+    #[error("session {session} has no shell call {point}\nhint: {listing}")]
+    NoSuchCall {
+        session: String,
+        point: Point,
+        listing: String,
+    },
+    #[error(
+        "the state before shell call {point} has files only: a turn's conversation is saved when \
+         the turn ends\nhint: rewind its files with `--code` (`/rewind {point} code`), or the \
+         conversation to before turn {turn}"
+    )]
+    CallPointIsCodeOnly { point: Point, turn: u64 },
     #[error(
         "nothing to undo: the last change to session {0} was not a rewind\n\
          hint: a rewind can be undone until the next turn or undo"
@@ -160,6 +197,19 @@ pub struct TurnInfo {
     /// Files the turn changed (from its checkpoint to the next turn's, or to now for the last
     /// one); `None` without checkpoints.
     pub changed: Option<Vec<Change>>,
+    /// The turn's shell calls, each a point of its own.
+    pub calls: Vec<CallInfo>,
+}
+
+/// A shell call's point, as `/rewind` lists it under its turn.
+#[derive(Debug, Clone, PartialEq)]
+pub struct CallInfo {
+    pub point: Point,
+    pub time_ms: u64,
+    pub command: String,
+    pub checkpoint: Option<Id>,
+    /// Files changed from this point to the next one (or to now).
+    pub changed: Option<Vec<Change>>,
 }
 
 /// Opens the store of `workspace` under `home` with `[checkpoints]`'s limits (blocking).
@@ -185,6 +235,8 @@ pub struct Checkpointer {
 /// What recording one turn's checkpoint did (the `checkpoint_recorded` event's content).
 pub struct Recorded {
     pub turn: u64,
+    /// The shell call of the turn it was taken before, when it was one.
+    pub call: Option<u64>,
     pub checkpoint: Option<Id>,
     pub files: usize,
     pub reused: bool,
@@ -211,6 +263,7 @@ impl Checkpointer {
             + 1;
         let mut recorded = Recorded {
             turn,
+            call: None,
             checkpoint: None,
             files: 0,
             reused: false,
@@ -241,6 +294,109 @@ impl Checkpointer {
         recorded.duration_ms = started.elapsed().as_millis() as u64;
         recorded
     }
+
+    /// Records the workspace before a shell call of the session's current turn and logs it
+    /// (blocking). `command` is already redacted.
+    pub fn before_call(&self, session: &str, call_id: &str, tool: &str, command: &str) -> Recorded {
+        let started = Instant::now();
+        let entries = read_log(&self.sessions_dir, session).unwrap_or_default();
+        let turn = turns(&entries).last().map_or(0, |t| t.turn);
+        let call = entries
+            .iter()
+            .filter(|e| matches!(e, Entry::Call { turn: t, .. } if *t == turn))
+            .count() as u64
+            + 1;
+        let mut recorded = Recorded {
+            turn,
+            call: Some(call),
+            checkpoint: None,
+            files: 0,
+            reused: false,
+            duration_ms: 0,
+            error: None,
+        };
+        if let Some(store) = &self.store {
+            let meta = Meta {
+                kind: tern_checkpoint::Kind::Shell,
+                session: Some(session.to_string()),
+                turn: Some(turn),
+                message: Some(command.to_string()),
+            };
+            match store.checkpoint(&meta) {
+                Ok(cp) => {
+                    recorded.checkpoint = Some(cp.id);
+                    recorded.files = cp.files;
+                    recorded.reused = cp.reused;
+                }
+                Err(e) => recorded.error = Some(e.to_string()),
+            }
+        }
+        let entry = Entry::Call {
+            turn,
+            call,
+            time_ms: now_ms(),
+            call_id: call_id.to_string(),
+            tool: tool.to_string(),
+            command: command.to_string(),
+            workspace: self.workspace.clone(),
+            checkpoint: recorded.checkpoint.clone(),
+        };
+        if let Err(e) = append_log(&self.sessions_dir, session, &entry) {
+            recorded.error.get_or_insert(e.to_string());
+        }
+        recorded.duration_ms = started.elapsed().as_millis() as u64;
+        recorded
+    }
+}
+
+/// A point of the log with a checkpoint: a turn's or a shell call's, in the order taken.
+struct PointRef<'a> {
+    point: Point,
+    time_ms: u64,
+    label: &'a str,
+    workspace: &'a Path,
+    checkpoint: Option<&'a Id>,
+}
+
+fn points(entries: &[Entry]) -> Vec<PointRef<'_>> {
+    entries
+        .iter()
+        .filter_map(|e| match e {
+            Entry::Turn {
+                turn,
+                time_ms,
+                message,
+                workspace,
+                checkpoint,
+                ..
+            } => Some(PointRef {
+                point: Point::turn(*turn),
+                time_ms: *time_ms,
+                label: message,
+                workspace,
+                checkpoint: checkpoint.as_ref(),
+            }),
+            Entry::Call {
+                turn,
+                call,
+                time_ms,
+                command,
+                workspace,
+                checkpoint,
+                ..
+            } => Some(PointRef {
+                point: Point {
+                    turn: *turn,
+                    call: Some(*call),
+                },
+                time_ms: *time_ms,
+                label: command,
+                workspace,
+                checkpoint: checkpoint.as_ref(),
+            }),
+            _ => None,
+        })
+        .collect()
 }
 
 /// A [`Entry::Turn`], borrowed.
@@ -251,65 +407,6 @@ struct TurnRef<'a> {
     workspace: &'a Path,
     checkpoint: Option<&'a Id>,
     session_bytes: u64,
-}
-
-/// The checkpoint of the current turn while it is being recorded: started when the turn
-/// starts, so it overlaps the first model request, and waited for before the turn's first
-/// tool call (nothing may change the workspace before it is recorded) and before the turn's
-/// messages are saved (the turn log points into the transcript as it was).
-pub struct Gate {
-    pending: tokio::sync::Mutex<Option<tokio::task::JoinHandle<Recorded>>>,
-    bus: super::bus::EventBus,
-}
-
-impl Gate {
-    pub fn new(bus: super::bus::EventBus) -> Self {
-        Self {
-            pending: tokio::sync::Mutex::new(None),
-            bus,
-        }
-    }
-
-    /// Starts recording the workspace before turn `message` of `session`.
-    pub async fn start(
-        &self,
-        checkpointer: std::sync::Arc<Checkpointer>,
-        session: String,
-        message: String,
-    ) {
-        let task =
-            tokio::task::spawn_blocking(move || checkpointer.before_turn(&session, &message));
-        *self.pending.lock().await = Some(task);
-    }
-
-    /// Waits for the checkpoint being recorded, if any, and reports it.
-    pub async fn wait(&self) {
-        let mut pending = self.pending.lock().await;
-        let Some(task) = pending.take() else {
-            return;
-        };
-        match task.await {
-            Ok(r) => {
-                if let Some(id) = r.checkpoint {
-                    self.bus.emit(tern_protocol::Event::CheckpointRecorded {
-                        turn: r.turn,
-                        checkpoint: id.to_string(),
-                        files: r.files,
-                        reused: r.reused,
-                        duration_ms: r.duration_ms,
-                    });
-                }
-                if let Some(e) = r.error {
-                    self.bus.emit(tern_protocol::Event::Notice {
-                        message: format!("no checkpoint before turn {}: {e}", r.turn),
-                    });
-                }
-            }
-            Err(e) => self.bus.emit(tern_protocol::Event::Notice {
-                message: format!("no checkpoint before this turn: {e}"),
-            }),
-        }
-    }
 }
 
 fn turns(entries: &[Entry]) -> Vec<TurnRef<'_>> {
@@ -336,7 +433,8 @@ fn turns(entries: &[Entry]) -> Vec<TurnRef<'_>> {
         .collect()
 }
 
-/// The session's turns with what each changed (blocking). `home` is `$TERN_HOME`.
+/// The session's turns with what each changed, and under each its shell-call points
+/// (blocking). `home` is `$TERN_HOME`.
 pub fn list_turns(
     home: &Path,
     sessions_dir: &Path,
@@ -345,36 +443,53 @@ pub fn list_turns(
 ) -> Result<Vec<TurnInfo>, RewindError> {
     let entries = read_log(sessions_dir, session)?;
     let turns = turns(&entries);
+    let points = points(&entries);
     let mut stores: Vec<(PathBuf, Option<Store>)> = Vec::new();
+    let mut changed = |workspace: &Path, from: Option<&Id>, to: Option<&Id>| {
+        let from = from?;
+        if !stores.iter().any(|(w, _)| w.as_path() == workspace) {
+            stores.push((
+                workspace.to_path_buf(),
+                open_store(home, workspace, section).ok(),
+            ));
+        }
+        let store = stores
+            .iter()
+            .find(|(w, _)| w.as_path() == workspace)
+            .and_then(|(_, s)| s.as_ref())?;
+        store.changed_files(from, to).ok()
+    };
     let mut out = Vec::new();
     for (i, t) in turns.iter().enumerate() {
-        let workspace = t.workspace;
-        let changed = match t.checkpoint {
-            Some(from) => {
-                if !stores.iter().any(|(w, _)| w.as_path() == workspace) {
-                    stores.push((
-                        workspace.to_path_buf(),
-                        open_store(home, workspace, section).ok(),
-                    ));
-                }
-                let store = stores
-                    .iter()
-                    .find(|(w, _)| w.as_path() == workspace)
-                    .and_then(|(_, s)| s.as_ref());
-                let next = turns
-                    .get(i + 1)
-                    .filter(|next| next.workspace == workspace)
-                    .and_then(|next| next.checkpoint);
-                store.and_then(|s| s.changed_files(from, next).ok())
+        let next = turns
+            .get(i + 1)
+            .filter(|next| next.workspace == t.workspace)
+            .and_then(|next| next.checkpoint);
+        let turn_changed = changed(t.workspace, t.checkpoint, next);
+        let mut calls = Vec::new();
+        for (j, p) in points.iter().enumerate() {
+            if p.point.turn != t.turn || p.point.call.is_none() {
+                continue;
             }
-            None => None,
-        };
+            let next = points
+                .get(j + 1)
+                .filter(|next| next.workspace == p.workspace)
+                .and_then(|next| next.checkpoint);
+            calls.push(CallInfo {
+                point: p.point,
+                time_ms: p.time_ms,
+                command: p.label.to_string(),
+                checkpoint: p.checkpoint.cloned(),
+                changed: changed(p.workspace, p.checkpoint, next),
+            });
+        }
         out.push(TurnInfo {
             turn: t.turn,
             time_ms: t.time_ms,
             message: t.message.to_string(),
             checkpoint: t.checkpoint.cloned(),
-            changed,
+            changed: turn_changed,
+            calls,
         });
     }
     Ok(out)
@@ -393,38 +508,50 @@ fn listing(entries: &[Entry]) -> String {
     let turns = turns(entries);
     match (turns.first(), turns.last()) {
         (Some(first), Some(last)) => format!(
-            "its turns are {}..={}; `/rewind` (or `tern rewind --list`) shows them",
+            "its turns are {}..={}; `/rewind` (or `tern rewind` without `--to`) lists them \
+             with their shell calls (TURN.CALL)",
             first.turn, last.turn
         ),
         _ => "it has no recorded turn yet".to_string(),
     }
 }
 
-/// Rewinds `session` to before `turn` (blocking): the files to the checkpoint taken before
-/// it, the conversation to where it stood then, or both; logged so [`undo`] can reverse it.
+/// Rewinds `session` to `point` (blocking): before a turn, the files to the checkpoint taken
+/// before it, the conversation to where it stood then, or both; before a shell call, the files
+/// only (the conversation of a turn is saved when it ends). Logged so [`undo`] can reverse it.
 /// The code restore records the workspace first, so nothing is lost.
 pub fn rewind(
     home: &Path,
     sessions_dir: &Path,
     session: &str,
-    turn: u64,
+    point: Point,
     what: Rewind,
     section: &tern_config::CheckpointsSection,
 ) -> Result<Rewound, RewindError> {
     let entries = read_log(sessions_dir, session)?;
-    let found = turns(&entries).into_iter().find(|t| t.turn == turn);
-    let Some(TurnRef {
-        workspace,
-        checkpoint,
-        session_bytes,
-        ..
-    }) = found
-    else {
+    let turn = point.turn;
+    let Some(t) = turns(&entries).into_iter().find(|t| t.turn == turn) else {
         return Err(RewindError::NoSuchTurn {
             session: session.to_string(),
             turn,
             listing: listing(&entries),
         });
+    };
+    let (workspace, checkpoint) = match point.call {
+        None => (t.workspace, t.checkpoint),
+        Some(_) => {
+            let Some(p) = points(&entries).into_iter().find(|p| p.point == point) else {
+                return Err(RewindError::NoSuchCall {
+                    session: session.to_string(),
+                    point,
+                    listing: listing(&entries),
+                });
+            };
+            if what.conversation() {
+                return Err(RewindError::CallPointIsCodeOnly { point, turn });
+            }
+            (p.workspace, p.checkpoint)
+        }
     };
     let mut out = Rewound::default();
     let mut code_before = None;
@@ -438,7 +565,7 @@ pub fn rewind(
     let mut session_bytes_before = None;
     if what.conversation() {
         session_bytes_before = Some(session::file_len(sessions_dir, session));
-        let messages = session::load_until(sessions_dir, session, session_bytes)?;
+        let messages = session::load_until(sessions_dir, session, t.session_bytes)?;
         // Already redacted: they were read back from the transcript.
         session::append_snapshot(sessions_dir, session, &messages, &|l| l.to_string())?;
         out.conversation = Some(messages);
@@ -448,6 +575,7 @@ pub fn rewind(
         session,
         &Entry::Rewind {
             to_turn: turn,
+            to_call: point.call,
             time_ms: now_ms(),
             workspace: workspace.to_path_buf(),
             code_before,
@@ -566,14 +694,22 @@ mod tests {
         session::append(sessions, "s", &[Message::user_text("two")], &keep).unwrap();
         let section = tern_config::CheckpointsSection::default();
         let home = dir.path().join("home");
-        let err = rewind(&home, sessions, "s", 2, Rewind::Code, &section).unwrap_err();
+        let err = rewind(&home, sessions, "s", Point::turn(2), Rewind::Code, &section).unwrap_err();
         assert!(
             matches!(err, RewindError::NoCheckpoint { turn: 2 }),
             "{err}"
         );
-        let err = rewind(&home, sessions, "s", 9, Rewind::Both, &section).unwrap_err();
+        let err = rewind(&home, sessions, "s", Point::turn(9), Rewind::Both, &section).unwrap_err();
         assert!(err.to_string().contains("turns are 1..=2"), "{err}");
-        let done = rewind(&home, sessions, "s", 2, Rewind::Conversation, &section).unwrap();
+        let done = rewind(
+            &home,
+            sessions,
+            "s",
+            Point::turn(2),
+            Rewind::Conversation,
+            &section,
+        )
+        .unwrap();
         assert_eq!(done.conversation, Some(vec![Message::user_text("one")]));
         assert_eq!(
             session::load(sessions, "s").unwrap(),

@@ -1,0 +1,83 @@
+//! `tern acp` beyond the first round (issue 21 leftovers), with the official TypeScript SDK as
+//! the editor (`tests/acp/client.mjs`, helpers from `suite::acp`): thinking as
+//! `agent_thought_chunk`s; tern's own slash commands offered and run over ACP.
+
+use serde_json::json;
+use tern_e2e::run_env::RunEnv;
+use tern_model::mock::script::AnthropicTurn;
+
+use super::acp::{editor, text_of, updates};
+
+#[tokio::test]
+async fn thinking_streams_to_the_editor_as_thought_chunks() {
+    let env = RunEnv::new().await;
+    env.server.enqueue(
+        AnthropicTurn::new()
+            .thinking(&["Plan: ", "answer briefly."])
+            .text(&["Hello ", "editor."])
+            .finish("end_turn"),
+    );
+    let report = editor(&env, json!({"prompts": [{"text": "hi"}]})).await;
+    assert_eq!(report["prompts"][0]["stopReason"], "end_turn", "{report:#}");
+    assert_eq!(
+        text_of(&report, "agent_thought_chunk"),
+        "Plan: answer briefly."
+    );
+    assert_eq!(text_of(&report, "agent_message_chunk"), "Hello editor.");
+    // Live, in order: every thought chunk comes before the first message chunk.
+    let all = report["updates"].as_array().unwrap();
+    let last_thought = all
+        .iter()
+        .rposition(|u| u["sessionUpdate"] == "agent_thought_chunk");
+    let first_text = all
+        .iter()
+        .position(|u| u["sessionUpdate"] == "agent_message_chunk");
+    assert!(last_thought < first_text, "{report:#}");
+    assert_eq!(updates(&report, "agent_thought_chunk").len(), 2);
+}
+
+#[tokio::test]
+async fn tern_slash_commands_are_offered_and_answered_without_the_model() {
+    let env = RunEnv::new().await;
+    env.answer("Hello.");
+    let plan = json!({"prompts": [
+        {"text": "hi"},
+        {"text": "/tools"},
+        {"text": "/cost"},
+        {"text": "/todo"},
+    ]});
+    let report = editor(&env, plan).await;
+    for (i, p) in report["prompts"].as_array().unwrap().iter().enumerate() {
+        assert_eq!(p["stopReason"], "end_turn", "prompt {i}: {report:#}");
+    }
+    // Only "hi" reached the model.
+    assert_eq!(env.server.model_requests().len(), 1);
+    let said = text_of(&report, "agent_message_chunk");
+    assert!(said.starts_with("Hello."), "{said}");
+    assert!(said.contains("fs__read_file"), "/tools: {said}");
+    assert!(
+        said.contains("call   1 (step 1)"),
+        "/cost counted the one model call: {said}"
+    );
+    assert!(
+        said.contains("no todo list in this session yet"),
+        "/todo: {said}"
+    );
+    // The editor's command list has tern's commands that work without a terminal.
+    let offered = updates(&report, "available_commands_update");
+    let names: Vec<&str> =
+        offered.last().expect("an available_commands_update")["availableCommands"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .filter_map(|c| c["name"].as_str())
+            .collect();
+    for name in [
+        "compact", "context", "cost", "clear", "todo", "rewind", "diff",
+    ] {
+        assert!(names.contains(&name), "{name} offered: {names:?}");
+    }
+    for name in ["exit", "expand", "thinking", "mode"] {
+        assert!(!names.contains(&name), "{name} is terminal-only: {names:?}");
+    }
+}
