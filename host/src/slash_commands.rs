@@ -19,6 +19,7 @@ pub enum SlashCommand {
     Allow,
     Skills,
     Mode,
+    Model,
     Exit,
 }
 
@@ -141,7 +142,15 @@ pub const SLASH_COMMANDS: &[SlashSpec] = &[
         name: "mode",
         aliases: &[],
         args: "[default|accept-edits|plan|read-only]",
-        help: "show or change the permission mode (plan: read-only tools until you approve a plan)",
+        help: "show or change the permission mode (plan: read-only tools until you approve a plan); \
+               Shift-Tab cycles default → accept-edits → plan",
+    },
+    SlashSpec {
+        command: SlashCommand::Model,
+        name: "model",
+        aliases: &[],
+        args: "[NAME]",
+        help: "show the model, or talk to NAME (same provider) from the next request on",
     },
     SlashSpec {
         command: SlashCommand::Exit,
@@ -207,12 +216,12 @@ mod tests {
         use SlashCommand::*;
         let every = [
             Help, Tools, Mcp, Cost, Expand, Context, Compact, Clear, Todo, Rewind, Diff, Allow,
-            Skills, Mode, Exit,
+            Skills, Mode, Model, Exit,
         ];
         for c in every {
             match c {
                 Help | Tools | Mcp | Cost | Expand | Context | Compact | Clear | Todo | Rewind
-                | Diff | Allow | Skills | Mode | Exit => {}
+                | Diff | Allow | Skills | Mode | Model | Exit => {}
             }
         }
         every.to_vec()

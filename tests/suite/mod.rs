@@ -29,6 +29,7 @@ mod plan_mode;
 mod pool;
 mod repl;
 mod repl_approval;
+mod repl_input;
 mod repl_sessions;
 mod replay;
 mod resources;

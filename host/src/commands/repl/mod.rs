@@ -8,6 +8,7 @@ mod elicit;
 mod keys;
 mod mentions;
 mod plan;
+mod prompt;
 mod slash;
 
 use std::{
@@ -122,10 +123,18 @@ pub async fn run(ws: &Workspace, session: Option<String>) -> anyhow::Result<i32>
         KeyEvent::KeySeq(vec![Key(KeyCode::Char('J'), Modifiers::CTRL)]),
         EventHandler::Simple(Cmd::Newline),
     );
+    // Shift-Tab (`ESC [ Z`) cycles the permission mode.
+    let cycle = Arc::new(AtomicBool::new(false));
+    editor.bind_sequence(
+        KeyEvent::KeySeq(vec![Key(KeyCode::BackTab, Modifiers::NONE)]),
+        EventHandler::Conditional(Box::new(prompt::CycleKey(cycle.clone()))),
+    );
+    let first_model = engine.model_name().to_string();
     let mut out = std::io::stdout();
     writeln!(
         out,
-        "tern — type /help for commands, /exit to leave, Ctrl-O to expand folded output."
+        "tern — type /help for commands, /exit to leave, Ctrl-O to expand folded output, \
+         Shift-Tab to cycle the mode."
     )?;
 
     let mut last: Option<TurnOutcome> = None;
@@ -133,8 +142,14 @@ pub async fn run(ws: &Workspace, session: Option<String>) -> anyhow::Result<i32>
     let mut keep = String::new();
     loop {
         let initial = std::mem::take(&mut keep);
+        let model = engine.model_name().to_string();
+        let shown = prompt::prompt(
+            engine.gateway().mode(),
+            Some(model.as_str()).filter(|m| *m != first_model),
+        );
+        let ask = shown.clone();
         let (ed, line) = tokio::task::spawn_blocking(move || {
-            let line = editor.readline_with_initial("tern> ", (&initial, ""));
+            let line = editor.readline_with_initial(&ask, (&initial, ""));
             (editor, line)
         })
         .await?;
@@ -155,6 +170,17 @@ pub async fn run(ws: &Workspace, session: Option<String>) -> anyhow::Result<i32>
             Err(ReadlineError::Eof) => break,
             Err(e) => return Err(e.into()),
         };
+        if cycle.swap(false, Ordering::SeqCst) {
+            // Shift-Tab: the next mode, the prompt redrawn in place, the typed text kept.
+            let gateway = engine.gateway();
+            gateway.set_mode(prompt::next_mode(gateway.mode()));
+            if std::io::stdout().is_terminal() {
+                write!(out, "{}", prompt::erase(&shown, &line, screen.columns()))?;
+                out.flush()?;
+            }
+            keep = line;
+            continue;
+        }
         if expand.swap(false, Ordering::SeqCst) {
             // Ctrl-O: show the folded output, then give back what was being typed.
             let mut slash = Slash {

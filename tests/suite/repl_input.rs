@@ -1,0 +1,133 @@
+//! REPL input (issue 26, item 3): `/model NAME` swaps the model of the next request, and
+//! Shift-Tab cycles the permission mode, which the next request's tools and system prompt
+//! follow. Real `tern` in a PTY against the mock model.
+
+use serde_json::{Value, json};
+use tern_e2e::run_env::RunEnv;
+use tern_model::mock::{RecordedRequest, script::AnthropicTurn};
+
+use super::repl::drive_with;
+
+/// Shift-Tab as a terminal sends it.
+const SHIFT_TAB: &str = "\u{1b}[Z";
+
+fn tool_names(request: &RecordedRequest) -> Vec<String> {
+    request.json()["tools"]
+        .as_array()
+        .into_iter()
+        .flatten()
+        .filter_map(|t| t["name"].as_str().map(String::from))
+        .collect()
+}
+
+fn last_message(request: &RecordedRequest) -> String {
+    request.json()["messages"]
+        .as_array()
+        .and_then(|m| m.last().cloned())
+        .unwrap_or(Value::Null)
+        .to_string()
+}
+
+#[tokio::test]
+async fn slash_model_sends_the_next_request_to_the_new_model_and_the_prompt_names_it() {
+    let env = RunEnv::new().await;
+    env.answer("First answer.");
+    env.answer("Second answer.");
+    let script = json!([
+        {"expect": "tern> "},
+        {"send": "hi\r"},
+        {"expect": "First answer."},
+        {"expect": "tern> "},
+        {"send": "/model\r"},
+        {"expect": "model: "},
+        {"expect": "tern> "},
+        {"send": "/model\u{20}\r"},
+        {"expect": "tern> "},
+        {"send": "/model not-in-any-catalog-7\r"},
+        {"expect": "model: not-in-any-catalog-7 (from the next request)"},
+        {"expect": "[not-in-any-catalog-7] tern> "},
+        {"send": "again\r"},
+        {"expect": "Second answer."},
+        {"screen": "[not-in-any-catalog-7] tern>", "hold": 0.5},
+        {"send": "/exit\r"},
+    ]);
+    drive_with(&env, &script, &[]).await;
+    let models: Vec<String> = env
+        .server
+        .requests()
+        .iter()
+        .map(|r| r.json()["model"].as_str().unwrap_or("").to_string())
+        .collect();
+    assert_eq!(models.len(), 2, "{models:?}");
+    assert_ne!(models[0], "not-in-any-catalog-7");
+    assert_eq!(models[1], "not-in-any-catalog-7", "passed through as typed");
+}
+
+#[tokio::test]
+async fn shift_tab_cycles_default_accept_edits_plan_and_the_next_turn_follows() {
+    let env = RunEnv::new().await;
+    // The turns below use fs's tools: it must be up before the first prompt is answered.
+    env.add_servers("[mcp_servers.fs]\nrequired = true\n");
+    // accept-edits: the write runs without a question.
+    env.server.enqueue(
+        AnthropicTurn::new()
+            .tool_use(
+                "toolu_w",
+                "fs__write_file",
+                &[&json!({"path": "a.txt", "content": "edited"}).to_string()],
+            )
+            .finish("tool_use"),
+    );
+    env.answer("Wrote it.");
+    env.answer("Only looked.");
+    env.answer("Back to default.");
+    let script = json!([
+        {"expect": "tern> "},
+        {"send": SHIFT_TAB},
+        {"expect": "[accept-edits] tern> "},
+        {"send": "write a.txt\r"},
+        {"expect": "Wrote it."},
+        {"expect": "[accept-edits] tern> "},
+        {"file": "a.txt", "equals": "edited"},
+        // Text typed before the key is kept on the redrawn prompt.
+        {"send": "lo"},
+        {"send": SHIFT_TAB},
+        {"expect": "[plan] tern> "},
+        {"screen": "[plan] tern> lo", "hold": 0.3},
+        {"send": "ok\r"},
+        {"expect": "Only looked."},
+        {"expect": "[plan] tern> "},
+        {"send": SHIFT_TAB},
+        {"send": "/mode\r"},
+        {"expect": "mode: default"},
+        {"send": "go\r"},
+        {"expect": "Back to default."},
+        {"expect": "tern> "},
+        {"send": "/exit\r"},
+    ]);
+    let report = drive_with(&env, &script, &[]).await;
+    let output = report["output"].as_str().unwrap_or("");
+    assert!(!output.contains("Allow?"), "accept-edits asked: {output}");
+    let requests = env.server.requests();
+    assert_eq!(requests.len(), 4, "write, answer, plan turn, default turn");
+    // The plan-mode turn: read-only tools and plan__exit only, and the plan-mode prompt.
+    let planning = &requests[2];
+    assert!(
+        last_message(planning).contains("look"),
+        "{}",
+        last_message(planning)
+    );
+    let tools = tool_names(planning);
+    assert!(tools.iter().any(|t| t == "fs__read_file"), "{tools:?}");
+    assert!(tools.iter().any(|t| t == "plan__exit"), "{tools:?}");
+    assert!(!tools.iter().any(|t| t == "fs__write_file"), "{tools:?}");
+    assert!(!tools.iter().any(|t| t == "shell__run"), "{tools:?}");
+    let system = planning.json()["system"].to_string();
+    assert!(system.contains("The session is in plan mode"), "{system}");
+    // Back in default: the write tools again, no plan__exit, no plan-mode prompt.
+    let after = &requests[3];
+    let tools = tool_names(after);
+    assert!(tools.iter().any(|t| t == "fs__write_file"), "{tools:?}");
+    assert!(!tools.iter().any(|t| t == "plan__exit"), "{tools:?}");
+    assert!(!after.json()["system"].to_string().contains("plan mode"));
+}
