@@ -391,6 +391,9 @@ impl Engine {
                 self.redactor.redact(input),
             )
             .await;
+        self.bus.emit(Event::UserMessage {
+            text: self.redactor.redact(input),
+        });
         let before = self.conv.transcript.len();
         let delegated_before = self.delegated.total();
         let outcome = self.hooked_turn(input, cancel).await;
@@ -412,6 +415,10 @@ impl Engine {
             context_window: self.conv.budget.limits().window,
         });
         self.save(before);
+        let cost = delegated.add_cost(self.cost(&outcome.usage));
+        if let Err(e) = session::note_turn(&self.sessions_dir, &self.session_id, cost) {
+            tracing::warn!("turn not noted in the session's meta file: {e}");
+        }
         outcome
     }
 
@@ -611,6 +618,7 @@ impl Engine {
         self.conv.transcript.clear();
         self.conv.budget.forget_from(0);
         self.session_id = session::new_session_id();
+        self.bus.set_session_id(&self.session_id);
         &self.session_id
     }
 
@@ -787,7 +795,7 @@ fn start_servers(
         &ws.cwd,
     );
     link_agent_servers(&mut server_specs, config, run_id, &policy);
-    let todo_state = todo_state_path(&ws.paths.sessions_dir(), res.bus.session_id());
+    let todo_state = todo_state_path(&ws.paths.sessions_dir(), &res.bus.session_id());
     link_todo_servers(&mut server_specs, config, &todo_state);
     res.bus.emit(Event::RunStarted {
         goal: opts.goal.clone(),

@@ -7,6 +7,7 @@ mod approver;
 mod elicit;
 mod keys;
 mod mentions;
+mod picker;
 mod plan;
 mod prompt;
 mod slash;
@@ -26,6 +27,8 @@ use rustyline::{
 use tern_protocol::RunStatus;
 use tokio_util::sync::CancellationToken;
 
+/// `tern resume`'s session picker.
+pub use self::picker::pick as pick_session;
 /// How `/server:prompt` arguments map onto a prompt's (also used by `tern acp`).
 pub(crate) use self::slash::prompt_arguments;
 use self::{
@@ -75,7 +78,7 @@ pub async fn run(ws: &Workspace, session: Option<String>) -> anyhow::Result<i32>
         targets,
     ));
     let options = EngineOptions {
-        goal: "(interactive)".into(),
+        goal: crate::commands::runs::INTERACTIVE.into(),
         session,
         // The prompt never waits for a server that is not required.
         server_grace: Some(std::time::Duration::ZERO),
