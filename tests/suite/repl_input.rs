@@ -131,3 +131,63 @@ async fn shift_tab_cycles_default_accept_edits_plan_and_the_next_turn_follows() 
     assert!(!tools.iter().any(|t| t == "plan__exit"), "{tools:?}");
     assert!(!after.json()["system"].to_string().contains("plan mode"));
 }
+
+/// `@` + Tab completes a project file fuzzily; the mentioned file is attached to the message
+/// as read by `fs__read_file` through the gateway (an event and an audit line like any call).
+#[tokio::test]
+async fn at_path_completes_fuzzily_and_attaches_the_file_through_the_gateway() {
+    let env = RunEnv::new().await;
+    env.add_servers("[mcp_servers.fs]\nrequired = true\n");
+    std::fs::create_dir_all(env.dir.path().join("src")).unwrap();
+    std::fs::write(
+        env.dir.path().join("src/notes_about_login.md"),
+        "the login flakes on Tuesdays\n",
+    )
+    .unwrap();
+    std::fs::write(env.dir.path().join("README.txt"), "readme\n").unwrap();
+    env.answer("Summarised.");
+    let script = json!([
+        {"expect": "tern> "},
+        {"send": "summarise @lgin"},
+        {"send": "\t"},
+        {"screen": "tern> summarise @src/notes_about_login.md", "hold": 0.5},
+        {"send": " please\r"},
+        {"expect": "(attached @src/notes_about_login.md)"},
+        {"expect": "Summarised."},
+        {"expect": "tern> "},
+        {"send": "look at @nothing-here.md\r"},
+        {"expect": "tern> "},
+        {"send": "/exit\r"},
+    ]);
+    drive_with(&env, &script, &[]).await;
+    let requests = env.server.requests();
+    assert_eq!(requests.len(), 2, "both lines were sent");
+    let first = last_message(&requests[0]);
+    assert!(
+        first.contains("summarise @src/notes_about_login.md please"),
+        "{first}"
+    );
+    assert!(
+        first.contains(r#"<file path=\"src/notes_about_login.md\">"#),
+        "{first}"
+    );
+    assert!(first.contains("the login flakes on Tuesdays"), "{first}");
+    // A word naming no file stays a word.
+    assert!(!last_message(&requests[1]).contains("<file"));
+    // The read was a gateway call: decided and audited like the model's calls.
+    let events = env.events();
+    let reads: Vec<&Value> = events
+        .iter()
+        .filter(|e| e["type"] == "audit" && e["record"]["tool"] == "fs__read_file")
+        .collect();
+    assert_eq!(reads.len(), 1, "{reads:?}");
+    assert_eq!(reads[0]["record"]["is_error"], false);
+    assert!(
+        reads[0]["record"]["call_id"]
+            .as_str()
+            .unwrap()
+            .starts_with("user-mention-")
+    );
+    let audit = std::fs::read_to_string(env.home.path().join("audit.jsonl")).unwrap_or_default();
+    assert!(audit.contains("user-mention-"), "audited: {audit}");
+}

@@ -149,6 +149,8 @@ pub struct Engine {
 
 #[path = "hook_points.rs"]
 mod hook_points;
+#[path = "mention_read.rs"]
+mod mention_read;
 #[path = "model_swap.rs"]
 mod model_swap;
 

@@ -5,6 +5,7 @@
 
 mod approver;
 mod elicit;
+mod files;
 mod keys;
 mod mentions;
 mod picker;
@@ -112,6 +113,7 @@ pub async fn run(ws: &Workspace, session: Option<String>) -> anyhow::Result<i32>
     // What `@server:` completes to: listed now, and again after every turn.
     helper.set(&engine.resources().await);
     helper.set_commands(custom_names(&engine));
+    refresh_files(&helper, ws);
     let expand = Arc::new(AtomicBool::new(false));
     editor.bind_sequence(
         KeyEvent::KeySeq(vec![Key(KeyCode::Char('O'), Modifiers::CTRL)]),
@@ -217,7 +219,7 @@ pub async fn run(ws: &Workspace, session: Option<String>) -> anyhow::Result<i32>
                     Next::Send(text) => text,
                 }
             }
-            None => match attach(&engine, input, &mut out).await? {
+            None => match attach(&engine, &ws.cwd, input, &mut out).await? {
                 Some(text) => text,
                 None => {
                     // A mention could not be read: give the line back to fix it.
@@ -259,6 +261,7 @@ pub async fn run(ws: &Workspace, session: Option<String>) -> anyhow::Result<i32>
         };
         let refresh = engine.resources_later();
         helper.set_commands(custom_names(&engine));
+        refresh_files(&helper, ws);
         let helper = helper.clone();
         tokio::spawn(async move { helper.set(&refresh.await) });
         if outcome.status == RunStatus::Cancelled {
@@ -278,10 +281,11 @@ pub async fn run(ws: &Workspace, session: Option<String>) -> anyhow::Result<i32>
     Ok(0)
 }
 
-/// `input` with every `@server:uri` it mentions read and attached after it; `None` (after
-/// saying why) when one cannot be read.
+/// `input` with every project file (`@path`) and server resource (`@server:uri`) it mentions
+/// read and attached after it; `None` (after saying why) when one cannot be read.
 async fn attach(
     engine: &Engine,
+    cwd: &std::path::Path,
     input: &str,
     out: &mut dyn Write,
 ) -> std::io::Result<Option<String>> {
@@ -289,9 +293,28 @@ async fn attach(
         return Ok(Some(input.to_string()));
     }
     let servers: Vec<String> = engine.servers().into_iter().map(|s| s.name).collect();
-    let listed = engine.resources().await;
-    let found = mentions::mentions(input, &servers, &listed);
+    // `@path`: a project file, read through the gateway (an audited `fs__read_file` call).
+    let paths = files::mentioned(input, cwd, &servers);
     let mut text = input.to_string();
+    for path in &paths {
+        match engine.read_mentioned_file(path).await {
+            Ok(read) => {
+                text.push_str("\n\n");
+                text.push_str(&files::block(path, &read));
+            }
+            Err(e) => {
+                writeln!(out, "cannot read @{path}: {}", crate::render::sanitize(&e))?;
+                return Ok(None);
+            }
+        }
+    }
+    if !paths.is_empty() {
+        let names: Vec<String> = paths.iter().map(|p| format!("@{p}")).collect();
+        writeln!(out, "(attached {})", names.join(", "))?;
+    }
+    let listed = engine.resources().await;
+    // Mentions are taken from what was typed, never from the text of an attached file.
+    let found = mentions::mentions(input, &servers, &listed);
     for m in &found {
         match engine.read_resource(&m.server, &m.uri).await {
             Ok(read) => {
@@ -312,6 +335,13 @@ async fn attach(
         writeln!(out, "(attached {})", names.join(", "))?;
     }
     Ok(Some(text))
+}
+
+/// Lists the project's files for `@path` completion, on a thread of its own (a large tree
+/// must not hold the prompt back).
+fn refresh_files(helper: &ReplHelper, ws: &Workspace) {
+    let (helper, cwd) = (helper.clone(), ws.cwd.clone());
+    tokio::task::spawn_blocking(move || helper.set_files(files::project_files(&cwd)));
 }
 
 /// The custom commands' names, for Tab completion.
