@@ -191,3 +191,45 @@ async fn at_path_completes_fuzzily_and_attaches_the_file_through_the_gateway() {
     let audit = std::fs::read_to_string(env.home.path().join("audit.jsonl")).unwrap_or_default();
     assert!(audit.contains("user-mention-"), "audited: {audit}");
 }
+
+/// Ctrl-G opens the typed text in `$EDITOR` (`$VISUAL` unset); what the editor leaves in the
+/// file becomes the input line, which Enter then sends.
+#[tokio::test]
+async fn ctrl_g_edits_the_input_in_the_editor() {
+    let env = RunEnv::new().await;
+    // An "editor" that rewrites the file it is given, as a person would.
+    let script_path = env.home.path().join("fake-editor.sh");
+    std::fs::write(
+        &script_path,
+        "#!/bin/sh\nprintf 'rewritten: %s, by the editor\\n' \"$(cat \"$1\")\" > \"$1\"\n",
+    )
+    .unwrap();
+    let editor = format!("sh {}", script_path.display());
+    env.answer("Got the edited text.");
+    let script = json!([
+        {"expect": "tern> "},
+        {"send": "draft"},
+        {"send": "\u{7}"},
+        {"screen": "tern> rewritten: draft, by the editor", "hold": 0.8},
+        {"send": "\r"},
+        {"expect": "Got the edited text."},
+        {"expect": "tern> "},
+        {"send": "/exit\r"},
+    ]);
+    super::repl::drive_with_vars(
+        &env,
+        &script,
+        &[],
+        &[("EDITOR", editor.as_str()), ("VISUAL", "")],
+    )
+    .await;
+    let requests = env.server.requests();
+    assert_eq!(requests.len(), 1);
+    let sent = last_message(&requests[0]);
+    assert!(sent.contains("rewritten: draft, by the editor"), "{sent}");
+    // The file the editor was given is gone.
+    let left: Vec<_> = std::fs::read_dir(env.home.path().join("tmp"))
+        .map(|d| d.filter_map(Result::ok).collect())
+        .unwrap_or_default();
+    assert!(left.is_empty(), "{left:?}");
+}

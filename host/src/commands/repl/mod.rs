@@ -5,6 +5,7 @@
 
 mod approver;
 mod elicit;
+mod external_editor;
 mod files;
 mod keys;
 mod mentions;
@@ -134,12 +135,18 @@ pub async fn run(ws: &Workspace, session: Option<String>) -> anyhow::Result<i32>
         KeyEvent::KeySeq(vec![Key(KeyCode::BackTab, Modifiers::NONE)]),
         EventHandler::Conditional(Box::new(prompt::CycleKey(cycle.clone()))),
     );
+    // Ctrl-G opens the input in $VISUAL / $EDITOR.
+    let edit = Arc::new(AtomicBool::new(false));
+    editor.bind_sequence(
+        KeyEvent::KeySeq(vec![Key(KeyCode::Char('G'), Modifiers::CTRL)]),
+        EventHandler::Conditional(Box::new(external_editor::EditorKey(edit.clone()))),
+    );
     let first_model = engine.model_name().to_string();
     let mut out = std::io::stdout();
     writeln!(
         out,
         "tern — type /help for commands, /exit to leave, Ctrl-O to expand folded output, \
-         Shift-Tab to cycle the mode."
+         Shift-Tab to cycle the mode, Ctrl-G to edit in $EDITOR."
     )?;
 
     let mut last: Option<TurnOutcome> = None;
@@ -184,6 +191,21 @@ pub async fn run(ws: &Workspace, session: Option<String>) -> anyhow::Result<i32>
                 out.flush()?;
             }
             keep = line;
+            continue;
+        }
+        if edit.swap(false, Ordering::SeqCst) {
+            // Ctrl-G: the line edited in the editor comes back as the input, not sent yet.
+            let dir = ws.paths.tern_home.join("tmp");
+            let typed = line.clone();
+            let edited =
+                tokio::task::spawn_blocking(move || external_editor::edit(&typed, &dir)).await?;
+            keep = match edited {
+                Ok(text) => text,
+                Err(e) => {
+                    writeln!(out, "{e}")?;
+                    line
+                }
+            };
             continue;
         }
         if expand.swap(false, Ordering::SeqCst) {
