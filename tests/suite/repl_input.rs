@@ -233,3 +233,36 @@ async fn ctrl_g_edits_the_input_in_the_editor() {
         .unwrap_or_default();
     assert!(left.is_empty(), "{left:?}");
 }
+
+/// At the prompt a lone Esc leaves the next key alone (no `^[`, nothing eaten), and Esc twice
+/// lists the turns to rewind to with `/rewind ` ready on the line.
+#[tokio::test]
+async fn esc_alone_eats_nothing_and_esc_esc_opens_rewind() {
+    let env = RunEnv::new().await;
+    env.answer("First.");
+    env.answer("Second.");
+    let script = json!([
+        {"expect": "tern> "},
+        {"send": "hi\r"},
+        {"expect": "First."},
+        {"expect": "tern> "},
+        {"send": "\u{1b}"},
+        {"screen": "tern>", "hold": 0.7},
+        {"send": "ok\r"},
+        {"expect": "Second."},
+        {"expect": "tern> "},
+        {"send": "\u{1b}"},
+        {"screen": "tern>", "hold": 0.2},
+        {"send": "\u{1b}"},
+        {"expect": "rewind with /rewind TURN"},
+        {"screen": "tern> /rewind", "hold": 0.3},
+        {"send": "\u{15}/exit\r"},
+    ]);
+    let report = drive_with(&env, &script, &[]).await;
+    let output = report["output"].as_str().unwrap_or("");
+    assert!(!output.contains("^["), "{output}");
+    let requests = env.server.requests();
+    assert_eq!(requests.len(), 2);
+    let sent = last_message(&requests[1]);
+    assert!(sent.contains(r#""text":"ok""#), "nothing eaten: {sent}");
+}

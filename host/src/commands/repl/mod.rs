@@ -107,7 +107,11 @@ pub async fn run(ws: &Workspace, session: Option<String>) -> anyhow::Result<i32>
     }
 
     let history = ws.paths.tern_home.join("history");
-    let mut editor: Editor<ReplHelper, DefaultHistory> = Editor::new()?;
+    // A lone Esc is a key after 50 ms, not the start of a sequence that eats the next key.
+    let config = rustyline::Config::builder()
+        .keyseq_timeout(Some(50))
+        .build();
+    let mut editor: Editor<ReplHelper, DefaultHistory> = Editor::with_config(config)?;
     let helper = ReplHelper::default();
     editor.set_helper(Some(helper.clone()));
     let _ = editor.load_history(&history);
@@ -140,6 +144,15 @@ pub async fn run(ws: &Workspace, session: Option<String>) -> anyhow::Result<i32>
     editor.bind_sequence(
         KeyEvent::KeySeq(vec![Key(KeyCode::Char('G'), Modifiers::CTRL)]),
         EventHandler::Conditional(Box::new(external_editor::EditorKey(edit.clone()))),
+    );
+    // Esc twice opens /rewind.
+    let rewind = Arc::new(AtomicBool::new(false));
+    editor.bind_sequence(
+        KeyEvent::KeySeq(vec![Key(KeyCode::Esc, Modifiers::NONE)]),
+        EventHandler::Conditional(Box::new(prompt::EscKey {
+            rewind: rewind.clone(),
+            last: Mutex::new(None),
+        })),
     );
     let first_model = engine.model_name().to_string();
     let mut out = std::io::stdout();
@@ -191,6 +204,22 @@ pub async fn run(ws: &Workspace, session: Option<String>) -> anyhow::Result<i32>
                 out.flush()?;
             }
             keep = line;
+            continue;
+        }
+        if rewind.swap(false, Ordering::SeqCst) {
+            // Esc-Esc: the turns to go back to, and `/rewind ` ready for the number.
+            let mut slash = Slash {
+                engine: &mut engine,
+                screen: &screen,
+                costs: &costs,
+                out: &mut out,
+            };
+            slash.run("rewind", "").await?;
+            keep = if line.trim().is_empty() {
+                "/rewind ".to_string()
+            } else {
+                line
+            };
             continue;
         }
         if edit.swap(false, Ordering::SeqCst) {

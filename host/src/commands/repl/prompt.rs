@@ -27,6 +27,33 @@ impl ConditionalEventHandler for CycleKey {
     }
 }
 
+/// Two Esc presses at most this far apart open `/rewind`.
+const DOUBLE_ESC: std::time::Duration = std::time::Duration::from_millis(500);
+
+/// Esc at the prompt: alone it does nothing (no `^[` left in the line: the editor's key
+/// sequence timeout makes a lone Esc a key of its own), twice within [`DOUBLE_ESC`] it ends the
+/// line and asks for `/rewind`, as Esc-Esc does in Claude Code.
+pub(super) struct EscKey {
+    pub rewind: Arc<AtomicBool>,
+    pub last: std::sync::Mutex<Option<std::time::Instant>>,
+}
+
+impl ConditionalEventHandler for EscKey {
+    fn handle(&self, _: &Event, _: RepeatCount, _: bool, _: &EventContext) -> Option<Cmd> {
+        let now = std::time::Instant::now();
+        let Ok(mut last) = self.last.lock() else {
+            return Some(Cmd::Noop);
+        };
+        if last.is_some_and(|t| now.duration_since(t) <= DOUBLE_ESC) {
+            *last = None;
+            self.rewind.store(true, Ordering::SeqCst);
+            return Some(Cmd::AcceptLine);
+        }
+        *last = Some(now);
+        Some(Cmd::Noop)
+    }
+}
+
 /// The mode after `mode` in the cycle. Modes outside it (read-only, yolo: chosen on the command
 /// line or with `/mode`) go back to default, the start of the cycle.
 pub(super) fn next_mode(mode: PermissionMode) -> PermissionMode {
