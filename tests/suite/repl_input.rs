@@ -266,3 +266,42 @@ async fn esc_alone_eats_nothing_and_esc_esc_opens_rewind() {
     let sent = last_message(&requests[1]);
     assert!(sent.contains(r#""text":"ok""#), "nothing eaten: {sent}");
 }
+
+/// Shift-Tab while a turn runs switches the mode for the turn's next request: pressed twice
+/// during a `sleep`, the request after it is in plan mode, and so is the next prompt.
+#[tokio::test]
+async fn shift_tab_during_a_turn_changes_the_mode_of_its_next_request() {
+    let env = RunEnv::new().await;
+    env.add_servers("[mcp_servers.shell]\nrequired = true\n[mcp_servers.fs]\nrequired = true\n");
+    env.server.enqueue(
+        AnthropicTurn::new()
+            .tool_use(
+                "toolu_s",
+                "shell__run",
+                &[&json!({"command": "sleep 1.5"}).to_string()],
+            )
+            .finish("tool_use"),
+    );
+    env.answer("Slept.");
+    let script = json!([
+        {"expect": "tern> "},
+        {"send": "wait a bit\r"},
+        {"expect": "shell__run"},
+        {"send": SHIFT_TAB},
+        {"send": SHIFT_TAB},
+        {"expect": "Slept."},
+        {"expect": "[plan] tern> "},
+        {"send": "/exit\r"},
+    ]);
+    drive_with(&env, &script, &["--allow", "shell__*"]).await;
+    let requests = env.server.requests();
+    assert_eq!(requests.len(), 2);
+    assert!(
+        tool_names(&requests[0])
+            .iter()
+            .any(|t| t == "fs__write_file")
+    );
+    let after = tool_names(&requests[1]);
+    assert!(!after.iter().any(|t| t == "fs__write_file"), "{after:?}");
+    assert!(after.iter().any(|t| t == "plan__exit"), "{after:?}");
+}

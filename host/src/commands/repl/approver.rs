@@ -243,7 +243,7 @@ pub(super) fn step(key: Key, at: usize, count: usize) -> Step {
             },
         },
         Key::Esc | Key::CtrlC | Key::Eof => Step::Cancel,
-        Key::Backspace | Key::Other => Step::Again,
+        Key::Backspace | Key::BackTab | Key::Other => Step::Again,
     }
 }
 

@@ -154,6 +154,11 @@ pub async fn run(ws: &Workspace, session: Option<String>) -> anyhow::Result<i32>
             last: Mutex::new(None),
         })),
     );
+    // Shift-Tab while a turn runs: the mode changes for the turn's next calls.
+    let gateway = engine.gateway();
+    keys.on_back_tab(Arc::new(move || {
+        gateway.set_mode(prompt::next_mode(gateway.mode()));
+    }));
     let first_model = engine.model_name().to_string();
     let mut out = std::io::stdout();
     writeln!(
