@@ -253,13 +253,17 @@ pub enum Command {
         #[arg(long)]
         json: bool,
     },
-    /// Continue a saved session in the REPL (default: the most recent one).
+    /// Continue a saved session in the REPL. Without an id, on a terminal: pick one of this
+    /// project's sessions (`--all`: any project's); otherwise the most recent one.
     Resume {
         /// The session id (`$TERN_HOME/sessions/<id>.jsonl`).
         session_id: Option<String>,
         /// Start a new session instead (what plain `tern` does).
         #[arg(skip)]
         fresh: bool,
+        /// Without an id: choose among every project's sessions, not only this directory's.
+        #[arg(long)]
+        all: bool,
         #[command(flatten)]
         flags: RunFlags,
     },

@@ -10,6 +10,12 @@ use tern::{
     workspace::Workspace,
 };
 
+/// Whether a person is at the keyboard: stdin and stdout are both a terminal.
+fn interactive() -> bool {
+    use std::io::IsTerminal;
+    std::io::stdin().is_terminal() && std::io::stdout().is_terminal()
+}
+
 fn main() -> ExitCode {
     // Inside the namespace `tern eval` made for a Harbor verifier (internal, not a command a
     // person types): no runtime, no tracing, nothing but the mounts and the exec.
@@ -23,6 +29,7 @@ fn main() -> ExitCode {
     let mut command = cli.command.unwrap_or(Command::Resume {
         session_id: None,
         fresh: true,
+        all: false,
         flags: RunFlags::default(),
     });
     // `tern -m NAME` before a command: the command's own `--model` wins.
@@ -98,18 +105,27 @@ fn main() -> ExitCode {
             Command::Resume {
                 session_id,
                 fresh,
+                all,
                 flags,
             } => {
                 if let Some(notice) = flags.apply(&mut ws.config) {
                     let _ = writeln!(err, "notice: {notice}");
                 }
+                let sessions = ws.paths.sessions_dir();
                 let session = match session_id {
                     Some(id) => Some(id),
                     None if fresh => None,
-                    None => Some(tern::agent::session::latest_in(
-                        &ws.paths.sessions_dir(),
-                        &ws.cwd,
-                    )?),
+                    // On a terminal the person picks; elsewhere the newest one is taken.
+                    None if interactive() => {
+                        match commands::repl::pick_session(&sessions, &ws.cwd, all, &mut out)
+                            .await?
+                        {
+                            Some(id) => Some(id),
+                            None => return Ok(0),
+                        }
+                    }
+                    None if all => Some(tern::agent::session::latest(&sessions)?),
+                    None => Some(tern::agent::session::latest_in(&sessions, &ws.cwd)?),
                 };
                 commands::repl::run(&ws, session).await
             }

@@ -20,6 +20,7 @@ pub enum SlashCommand {
     Allow,
     Skills,
     Mode,
+    Model,
     Exit,
 }
 
@@ -149,7 +150,15 @@ pub const SLASH_COMMANDS: &[SlashSpec] = &[
         name: "mode",
         aliases: &[],
         args: "[default|accept-edits|plan|read-only]",
-        help: "show or change the permission mode (plan: read-only tools until you approve a plan)",
+        help: "show or change the permission mode (plan: read-only tools until you approve a plan); \
+               Shift-Tab cycles default → accept-edits → plan",
+    },
+    SlashSpec {
+        command: SlashCommand::Model,
+        name: "model",
+        aliases: &[],
+        args: "[NAME]",
+        help: "show the model, or talk to NAME (same provider) from the next request on",
     },
     SlashSpec {
         command: SlashCommand::Exit,
@@ -163,13 +172,14 @@ pub const SLASH_COMMANDS: &[SlashSpec] = &[
 impl SlashCommand {
     /// Whether the command means something without a terminal, so `tern acp` offers it to the
     /// editor (`/expand`, `/thinking` and `/exit` are about the terminal; `/mode` is ACP's own
-    /// `session/set_mode`).
+    /// `session/set_mode`; `/model` swaps the terminal run's adapter, and ACP v1 has no model
+    /// selection).
     pub fn over_acp(self) -> bool {
         use SlashCommand::*;
         match self {
             Help | Tools | Mcp | Cost | Context | Compact | Clear | Todo | Rewind | Diff
             | Allow | Skills => true,
-            Expand | Thinking | Mode | Exit => false,
+            Expand | Thinking | Mode | Model | Exit => false,
         }
     }
 }
@@ -229,12 +239,12 @@ mod tests {
         use SlashCommand::*;
         let every = [
             Help, Tools, Mcp, Cost, Expand, Context, Compact, Clear, Todo, Thinking, Rewind, Diff,
-            Allow, Skills, Mode, Exit,
+            Allow, Skills, Mode, Model, Exit,
         ];
         for c in every {
             match c {
                 Help | Tools | Mcp | Cost | Expand | Context | Compact | Clear | Todo
-                | Thinking | Rewind | Diff | Allow | Skills | Mode | Exit => {}
+                | Thinking | Rewind | Diff | Allow | Skills | Mode | Model | Exit => {}
             }
         }
         every.to_vec()

@@ -33,6 +33,7 @@ mod plugins;
 mod pool;
 mod repl;
 mod repl_approval;
+mod repl_input;
 mod repl_notify;
 mod repl_output;
 mod repl_sessions;

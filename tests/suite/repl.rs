@@ -14,6 +14,16 @@ async fn drive(env: &RunEnv, script: &Value) -> Value {
 
 /// [`drive`] with extra `tern` arguments.
 pub(crate) async fn drive_with(env: &RunEnv, script: &Value, args: &[&str]) -> Value {
+    drive_with_vars(env, script, args, &[]).await
+}
+
+/// [`drive_with`], with `vars` set in tern's environment.
+pub(crate) async fn drive_with_vars(
+    env: &RunEnv,
+    script: &Value,
+    args: &[&str],
+    vars: &[(&str, &str)],
+) -> Value {
     let out = tokio::process::Command::new(tern_e2e::dep("venv/bin/python"))
         .arg(tern_e2e::workspace_root().join("tests/interop/pty_drive.py"))
         .arg(script.to_string())
@@ -27,6 +37,7 @@ pub(crate) async fn drive_with(env: &RunEnv, script: &Value, args: &[&str]) -> V
         .env("TERM", "xterm")
         .env_remove("OPENAI_API_KEY")
         .env_remove("OPENAI_BASE_URL")
+        .envs(vars.iter().copied())
         .output()
         .await
         .unwrap();

@@ -281,6 +281,9 @@ pub enum Event {
         /// The plan, as the model wrote it (markdown).
         plan: String,
     },
+    /// A person's message starts a turn (redacted, like the transcript): `tern trace` shows
+    /// it, and `tern runs` takes a REPL run's first one as its goal.
+    UserMessage { text: String },
     /// The workspace was recorded before a turn, or before one of its shell calls (what
     /// `/rewind` and `tern rewind` go back to).
     CheckpointRecorded {

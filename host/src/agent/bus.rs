@@ -15,6 +15,8 @@ pub trait Subscriber: Send {
 
 struct BusInner {
     seq: u64,
+    /// The session events belong to: `/clear` starts another one within the same run.
+    session_id: Arc<str>,
     subscribers: Vec<Box<dyn Subscriber>>,
     closed: bool,
 }
@@ -24,7 +26,6 @@ struct BusInner {
 #[derive(Clone)]
 pub struct EventBus {
     run_id: Arc<str>,
-    session_id: Arc<str>,
     inner: Arc<Mutex<BusInner>>,
 }
 
@@ -33,9 +34,9 @@ impl EventBus {
     pub fn new(run_id: &str, session_id: &str) -> Self {
         Self {
             run_id: run_id.into(),
-            session_id: session_id.into(),
             inner: Arc::new(Mutex::new(BusInner {
                 seq: 0,
+                session_id: session_id.into(),
                 subscribers: Vec::new(),
                 closed: false,
             })),
@@ -47,9 +48,19 @@ impl EventBus {
         &self.run_id
     }
 
-    /// The session's id.
-    pub fn session_id(&self) -> &str {
-        &self.session_id
+    /// The session's id (the current one: see [`EventBus::set_session_id`]).
+    pub fn session_id(&self) -> String {
+        self.inner
+            .lock()
+            .map(|i| i.session_id.to_string())
+            .unwrap_or_default()
+    }
+
+    /// Events from now on belong to `session_id` (`/clear` started a new session).
+    pub fn set_session_id(&self, session_id: &str) {
+        if let Ok(mut inner) = self.inner.lock() {
+            inner.session_id = session_id.into();
+        }
     }
 
     /// Adds a subscriber; it sees events emitted from now on.
@@ -70,7 +81,7 @@ impl EventBus {
         inner.seq += 1;
         let envelope = Envelope {
             run_id: self.run_id.to_string(),
-            session_id: self.session_id.to_string(),
+            session_id: inner.session_id.to_string(),
             seq: inner.seq,
             ts: now_rfc3339(),
             event,
@@ -126,5 +137,19 @@ mod tests {
         assert_eq!(seen[1].seq, 2);
         assert_eq!(seen[0].run_id, "r1");
         assert_eq!(seen[1].session_id, "s1");
+    }
+
+    #[test]
+    fn events_after_a_new_session_carry_its_id() {
+        let bus = EventBus::new("r1", "s1");
+        let seen = Arc::new(Mutex::new(Vec::new()));
+        bus.subscribe(Box::new(Collect(seen.clone())));
+        bus.emit(Event::TurnEnd { step: 1 });
+        bus.set_session_id("s2");
+        (bus.sink())(Event::TurnEnd { step: 2 });
+        let seen = seen.lock().unwrap();
+        assert_eq!(seen[0].session_id, "s1");
+        assert_eq!(seen[1].session_id, "s2");
+        assert_eq!(bus.session_id(), "s2");
     }
 }

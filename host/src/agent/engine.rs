@@ -117,11 +117,20 @@ pub struct Engine {
     extension_dirs: tern_config::ExtensionDirs,
     /// The built-in skills servers' names (`/skills` asks them).
     skills_servers: Vec<String>,
+    /// What the adapter was built from, so `/model` can build another; `None` when the caller
+    /// gave the model (a replay), which cannot be swapped.
+    resolved: Option<tern_model::ResolvedModelConfig>,
+    /// `[model.price]`: a configured price holds for every model of the run.
+    configured_price: Option<Price>,
 }
 
 mod history;
 #[path = "hook_points.rs"]
 pub mod hook_points;
+#[path = "mention_read.rs"]
+mod mention_read;
+#[path = "model_swap.rs"]
+mod model_swap;
 mod phases;
 mod run;
 
@@ -142,6 +151,7 @@ impl Engine {
             Some(given) => (given.clone(), given_model_settings(ws, given.as_ref())),
             None => model::adapter(ws)?,
         };
+        let swappable = opts.model.is_none().then(|| resolved.clone());
         let sessions_dir = ws.paths.sessions_dir();
         let (session_id, transcript) = match &opts.session {
             Some(id) => (id.clone(), session::load(&sessions_dir, id)?),
@@ -330,6 +340,8 @@ impl Engine {
                 .filter(|s| s.builtin() == Some(tern_config::Builtin::Skills))
                 .map(|s| s.name.clone())
                 .collect(),
+            resolved: swappable,
+            configured_price: ws.config.model.price,
         };
         let source = if opts.session.is_some() {
             hook_points::StartSource::Resume

@@ -20,6 +20,7 @@ mod run_loop;
 mod secrets;
 pub mod servers;
 pub mod session;
+pub mod session_list;
 mod trace_file;
 
 pub use bus::{EventBus, Subscriber};

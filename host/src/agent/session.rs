@@ -192,6 +192,39 @@ pub fn note_workspace(sessions_dir: &Path, id: &str, workspace: &Path) -> Result
     writeln!(f, "{}", serde_json::json!({ "workspace": workspace })).map_err(io)
 }
 
+/// Records one finished turn of session `id` and what it cost (a line `{"turn": {"cost_usd":
+/// …}}` appended to `<id>.meta.json`, after the workspace line), for `tern resume`'s list.
+pub fn note_turn(sessions_dir: &Path, id: &str, cost_usd: Option<f64>) -> Result<(), SessionError> {
+    let path = meta_path(sessions_dir, id);
+    let io = |source| SessionError::Io {
+        path: path.clone(),
+        source,
+    };
+    let mut f = tern_protocol::files::open_append(&path).map_err(io)?;
+    let line = serde_json::json!({ "turn": { "cost_usd": cost_usd } });
+    writeln!(f, "{line}").map_err(io)
+}
+
+/// The turns [`note_turn`] recorded for session `id` and their summed cost (`None` when no
+/// turn's price was known).
+pub fn turns_of(sessions_dir: &Path, id: &str) -> (u64, Option<f64>) {
+    let text = std::fs::read_to_string(meta_path(sessions_dir, id)).unwrap_or_default();
+    let mut turns = 0;
+    let mut cost: Option<f64> = None;
+    for line in text.lines() {
+        let Ok(v) = serde_json::from_str::<serde_json::Value>(line) else {
+            continue;
+        };
+        if v.get("turn").is_some() {
+            turns += 1;
+            if let Some(c) = v["turn"]["cost_usd"].as_f64() {
+                cost = Some(cost.unwrap_or(0.0) + c);
+            }
+        }
+    }
+    (turns, cost)
+}
+
 /// The workspace session `id` was started in; `None` for sessions saved before tern noted it.
 pub fn workspace_of(sessions_dir: &Path, id: &str) -> Option<PathBuf> {
     let text = std::fs::read_to_string(meta_path(sessions_dir, id)).ok()?;

@@ -54,13 +54,7 @@ pub fn list(ws: &Workspace, limit: usize, out: &mut dyn Write) -> anyhow::Result
     )?;
     for id in ids.into_iter().take(limit) {
         let events = load_events(&dir.join(&id).join("events.jsonl")).unwrap_or_default();
-        let goal = events
-            .iter()
-            .find_map(|e| match &e.event {
-                Event::RunStarted { goal, .. } => Some(one_line(goal, 60)),
-                _ => None,
-            })
-            .unwrap_or_default();
+        let goal = one_line(&goal_of(&events), 60);
         let finished = events.iter().rev().find_map(|e| match &e.event {
             Event::RunFinished {
                 status,
@@ -87,6 +81,29 @@ pub fn list(ws: &Workspace, limit: usize, out: &mut dyn Write) -> anyhow::Result
     }
     Ok(0)
 }
+
+/// What a run was asked: its `run_started` goal, or for a REPL run (whose goal is
+/// `(interactive)`) the first message the person typed, when there was one.
+fn goal_of(events: &[Envelope]) -> String {
+    let goal = events.iter().find_map(|e| match &e.event {
+        Event::RunStarted { goal, .. } => Some(goal.clone()),
+        _ => None,
+    });
+    let first = || {
+        events.iter().find_map(|e| match &e.event {
+            Event::UserMessage { text } => Some(text.clone()),
+            _ => None,
+        })
+    };
+    match goal {
+        Some(g) if g == INTERACTIVE => first().unwrap_or(g),
+        Some(g) => g,
+        None => first().unwrap_or_default(),
+    }
+}
+
+/// The goal the REPL's runs start with (their messages come later, one per turn).
+pub const INTERACTIVE: &str = "(interactive)";
 
 /// Milliseconds since the epoch of an event's `ts` (`YYYY-MM-DDTHH:MM:SS.mmmZ`).
 fn ts_ms(ts: &str) -> Option<i64> {
@@ -240,6 +257,10 @@ fn render(events: &[Envelope], nested: &dyn Fn(&str) -> Option<String>) -> Strin
             _ => None,
         })
         .collect();
+    let mut goal_pending: Option<String> = events.iter().find_map(|e| match &e.event {
+        Event::RunStarted { goal, .. } => Some(goal.clone()),
+        _ => None,
+    });
     // Servers start concurrently, so their ready order is noise: consecutive `server_ready`
     // events are shown as one line, by name.
     let mut ready: Vec<String> = Vec::new();
@@ -273,6 +294,15 @@ fn render(events: &[Envelope], nested: &dyn Fn(&str) -> Option<String>) -> Strin
                     one_line(goal, 200),
                 ));
                 None
+            }
+            // A headless run's message is its goal, already shown above.
+            Event::UserMessage { text } => {
+                if goal_pending.as_deref() == Some(text.as_str()) {
+                    goal_pending = None;
+                    None
+                } else {
+                    Some(format!("user: \"{}\"", one_line(text, 160)))
+                }
             }
             Event::ServerFailed { server, reason, .. } => {
                 Some(format!("server {server} FAILED: {}", one_line(reason, 160)))

@@ -129,7 +129,7 @@ pub(super) fn start_servers(
         specs(config, &ws.tern_exe, &ws.env, None).map_err(|e| UsageError(e.to_string()))?;
     let policy = ParentPolicy::of(&ws.cli, config.permissions.mode, &config.sandbox, &ws.cwd);
     link_agent_servers(&mut server_specs, config, run_id, &policy);
-    let todo_state = todo_state_path(&ws.paths.sessions_dir(), res.bus.session_id());
+    let todo_state = todo_state_path(&ws.paths.sessions_dir(), &res.bus.session_id());
     let pointer = todo_pointer_path(&ws.paths.run_dir(run_id));
     point_todo_at(&pointer, &todo_state)
         .map_err(|e| anyhow::anyhow!("cannot write the todo pointer {}: {e}", pointer.display()))?;

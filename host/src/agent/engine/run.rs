@@ -75,6 +75,9 @@ impl Engine {
                 self.redactor.redact(input),
             )
             .await;
+        self.bus.emit(Event::UserMessage {
+            text: self.redactor.redact(input),
+        });
         let before = self.conv.transcript.len();
         let delegated_before = self.delegated.total();
         let outcome = self.hooked_turn(input, cancel).await;
@@ -96,6 +99,10 @@ impl Engine {
             context_window: self.conv.budget.limits().window,
         });
         self.save(before);
+        let cost = delegated.add_cost(self.cost(&outcome.usage));
+        if let Err(e) = session::note_turn(&self.sessions_dir, &self.session_id, cost) {
+            tracing::warn!("turn not noted in the session's meta file: {e}");
+        }
         outcome
     }
 
@@ -209,6 +216,7 @@ impl Engine {
         self.conv.transcript.clear();
         self.conv.budget.forget_from(0);
         self.session_id = session::new_session_id();
+        self.bus.set_session_id(&self.session_id);
         // The todo list follows the session: the running todo server reads the new file (none
         // yet: an empty list) from its next call, and the old session keeps its own.
         let state = todo_state_path(&self.sessions_dir, &self.session_id);

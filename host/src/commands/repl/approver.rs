@@ -203,7 +203,7 @@ fn shown_path(cwd: &Path, path: &Path) -> String {
 }
 
 /// `line` cut to `width` columns.
-fn cut(line: &str, width: usize) -> String {
+pub(super) fn cut(line: &str, width: usize) -> String {
     let mut out = String::new();
     let mut used = 0;
     for c in line.chars() {
@@ -231,14 +231,14 @@ fn read_for_preview(path: &Path) -> Option<String> {
 
 /// The choice a key makes at the menu, or how the highlight moves.
 #[derive(Debug, PartialEq, Eq)]
-enum Step {
+pub(super) enum Step {
     Move(usize),
     Take(usize),
     Cancel,
     Again,
 }
 
-fn step(key: Key, at: usize, count: usize) -> Step {
+pub(super) fn step(key: Key, at: usize, count: usize) -> Step {
     match key {
         Key::Up => Step::Move(at.checked_sub(1).unwrap_or(count - 1)),
         Key::Down => Step::Move((at + 1) % count),
@@ -252,7 +252,7 @@ fn step(key: Key, at: usize, count: usize) -> Step {
             },
         },
         Key::Esc | Key::CtrlC | Key::Eof => Step::Cancel,
-        Key::Backspace | Key::Other => Step::Again,
+        Key::Backspace | Key::BackTab | Key::Other => Step::Again,
     }
 }
 

@@ -37,6 +37,8 @@ pub(super) enum Key {
     Up,
     Down,
     Backspace,
+    /// Shift-Tab (`ESC [ Z`): cycles the permission mode while a turn runs.
+    BackTab,
     /// Ctrl-C read as a byte (when the terminal does not turn it into SIGINT).
     CtrlC,
     /// Ctrl-D.
@@ -68,6 +70,7 @@ pub(super) fn decode(bytes: &[u8]) -> Vec<Key> {
                     match last {
                         Some('A') => Key::Up,
                         Some('B') => Key::Down,
+                        Some('Z') => Key::BackTab,
                         _ => Key::Other,
                     }
                 }
@@ -100,6 +103,8 @@ struct State {
     turn: Option<CancellationToken>,
     /// Typed while the turn ran: the next prompt starts with it.
     typed_ahead: String,
+    /// What Shift-Tab does while a turn runs (the REPL: the next permission mode).
+    on_back_tab: Option<Arc<dyn Fn() + Send + Sync>>,
 }
 
 /// The REPL's keyboard between prompts.
@@ -156,6 +161,13 @@ impl Keys {
             },
             rx,
         )
+    }
+
+    /// Runs `f` when Shift-Tab is pressed while a turn runs (and no question has the keys).
+    pub(super) fn on_back_tab(&self, f: Arc<dyn Fn() + Send + Sync>) {
+        if let Ok(mut s) = self.state.lock() {
+            s.on_back_tab = Some(f);
+        }
     }
 
     /// What was typed while the last turn ran.
@@ -277,6 +289,11 @@ fn read_loop(state: &Mutex<State>, stop: &AtomicBool) {
                         turn.cancel();
                     }
                 }
+                Key::BackTab => {
+                    if let Some(f) = s.on_back_tab.clone() {
+                        f();
+                    }
+                }
                 Key::Char(c) => s.typed_ahead.push(c),
                 Key::Backspace => {
                     s.typed_ahead.pop();
@@ -317,7 +334,7 @@ impl LineInput {
             },
             Key::Enter => LineStep::Done(std::mem::take(&mut self.text)),
             Key::Esc | Key::CtrlC | Key::Eof => LineStep::Cancel,
-            Key::Up | Key::Down | Key::Other => LineStep::Echo(String::new()),
+            Key::Up | Key::Down | Key::BackTab | Key::Other => LineStep::Echo(String::new()),
         }
     }
 }
@@ -341,6 +358,7 @@ mod tests {
         assert_eq!(decode(b"\x1b"), [Key::Esc]);
         assert_eq!(decode("é\x03".as_bytes()), [Key::Char('é'), Key::CtrlC]);
         assert_eq!(decode(b"\x1bOB"), [Key::Down]);
+        assert_eq!(decode(b"\x1b[Z"), [Key::BackTab]);
     }
 
     #[test]

@@ -77,6 +77,8 @@ pub(super) struct ReplHelper {
     pub(super) candidates: Arc<Mutex<Vec<String>>>,
     /// The custom commands' names (Tab completes them after the built-in ones).
     pub(super) commands: Arc<Mutex<Vec<String>>>,
+    /// The project's files (`@path`, completed fuzzily).
+    pub(super) files: Arc<Mutex<Vec<String>>>,
 }
 
 impl ReplHelper {
@@ -84,6 +86,13 @@ impl ReplHelper {
     pub(super) fn set_commands(&self, names: Vec<String>) {
         if let Ok(mut c) = self.commands.lock() {
             *c = names;
+        }
+    }
+
+    /// Replaces the project's files.
+    pub(super) fn set_files(&self, files: Vec<String>) {
+        if let Ok(mut f) = self.files.lock() {
+            *f = files;
         }
     }
 
@@ -115,11 +124,19 @@ impl ReplHelper {
         if !word.starts_with('@') {
             return (pos, Vec::new());
         }
-        let candidates = self
+        let mut candidates: Vec<String> = self
             .candidates
             .lock()
             .map(|c| c.iter().filter(|c| c.starts_with(word)).cloned().collect())
             .unwrap_or_default();
+        if let Ok(files) = self.files.lock() {
+            let query = &word[1..];
+            candidates.extend(
+                super::files::fuzzy(query, &files)
+                    .into_iter()
+                    .map(|f| format!("@{f}")),
+            );
+        }
         (start, candidates)
     }
 }

@@ -5,9 +5,13 @@
 
 mod approver;
 mod elicit;
+mod external_editor;
+mod files;
 mod keys;
 mod mentions;
+mod picker;
 mod plan;
+mod prompt;
 pub(crate) mod slash;
 
 use std::{
@@ -25,6 +29,8 @@ use rustyline::{
 use tern_protocol::RunStatus;
 use tokio_util::sync::CancellationToken;
 
+/// `tern resume`'s session picker.
+pub use self::picker::pick as pick_session;
 /// How `/server:prompt` arguments map onto a prompt's (also used by `tern acp`).
 pub(crate) use self::slash::prompt_arguments;
 use self::{
@@ -72,7 +78,7 @@ pub async fn run(ws: &Workspace, session: Option<String>) -> anyhow::Result<i32>
             .with_notifier(notifier),
     );
     let options = EngineOptions {
-        goal: "(interactive)".into(),
+        goal: crate::commands::runs::INTERACTIVE.into(),
         session,
         // The prompt never waits for a server that is not required.
         server_grace: Some(std::time::Duration::ZERO),
@@ -99,13 +105,18 @@ pub async fn run(ws: &Workspace, session: Option<String>) -> anyhow::Result<i32>
     }
 
     let history = ws.paths.tern_home.join("history");
-    let mut editor: Editor<ReplHelper, DefaultHistory> = Editor::new()?;
+    // A lone Esc is a key after 50 ms, not the start of a sequence that eats the next key.
+    let config = rustyline::Config::builder()
+        .keyseq_timeout(Some(50))
+        .build();
+    let mut editor: Editor<ReplHelper, DefaultHistory> = Editor::with_config(config)?;
     let helper = ReplHelper::default();
     editor.set_helper(Some(helper.clone()));
     let _ = editor.load_history(&history);
     // What `@server:` completes to: listed now, and again after every turn.
     helper.set(&engine.resources().await);
     helper.set_commands(custom_names(&engine));
+    refresh_files(&helper, ws);
     let expand = Arc::new(AtomicBool::new(false));
     editor.bind_sequence(
         KeyEvent::KeySeq(vec![Key(KeyCode::Char('O'), Modifiers::CTRL)]),
@@ -120,10 +131,38 @@ pub async fn run(ws: &Workspace, session: Option<String>) -> anyhow::Result<i32>
         KeyEvent::KeySeq(vec![Key(KeyCode::Char('J'), Modifiers::CTRL)]),
         EventHandler::Simple(Cmd::Newline),
     );
+    // Shift-Tab (`ESC [ Z`) cycles the permission mode.
+    let cycle = Arc::new(AtomicBool::new(false));
+    editor.bind_sequence(
+        KeyEvent::KeySeq(vec![Key(KeyCode::BackTab, Modifiers::NONE)]),
+        EventHandler::Conditional(Box::new(prompt::CycleKey(cycle.clone()))),
+    );
+    // Ctrl-G opens the input in $VISUAL / $EDITOR.
+    let edit = Arc::new(AtomicBool::new(false));
+    editor.bind_sequence(
+        KeyEvent::KeySeq(vec![Key(KeyCode::Char('G'), Modifiers::CTRL)]),
+        EventHandler::Conditional(Box::new(external_editor::EditorKey(edit.clone()))),
+    );
+    // Esc twice opens /rewind.
+    let rewind = Arc::new(AtomicBool::new(false));
+    editor.bind_sequence(
+        KeyEvent::KeySeq(vec![Key(KeyCode::Esc, Modifiers::NONE)]),
+        EventHandler::Conditional(Box::new(prompt::EscKey {
+            rewind: rewind.clone(),
+            last: Mutex::new(None),
+        })),
+    );
+    // Shift-Tab while a turn runs: the mode changes for the turn's next calls.
+    let gateway = engine.gateway();
+    keys.on_back_tab(Arc::new(move || {
+        gateway.set_mode(prompt::next_mode(gateway.mode()));
+    }));
+    let first_model = engine.model_name().to_string();
     let mut out = std::io::stdout();
     writeln!(
         out,
-        "tern — type /help for commands, /exit to leave, Ctrl-O to expand folded output."
+        "tern — type /help for commands, /exit to leave, Ctrl-O to expand folded output, \
+         Shift-Tab to cycle the mode, Ctrl-G to edit in $EDITOR."
     )?;
 
     let mut last: Option<TurnOutcome> = None;
@@ -131,8 +170,14 @@ pub async fn run(ws: &Workspace, session: Option<String>) -> anyhow::Result<i32>
     let mut keep = String::new();
     loop {
         let initial = std::mem::take(&mut keep);
+        let model = engine.model_name().to_string();
+        let shown = prompt::prompt(
+            engine.gateway().mode(),
+            Some(model.as_str()).filter(|m| *m != first_model),
+        );
+        let ask = shown.clone();
         let (ed, line) = tokio::task::spawn_blocking(move || {
-            let line = editor.readline_with_initial("tern> ", (&initial, ""));
+            let line = editor.readline_with_initial(&ask, (&initial, ""));
             (editor, line)
         })
         .await?;
@@ -153,6 +198,48 @@ pub async fn run(ws: &Workspace, session: Option<String>) -> anyhow::Result<i32>
             Err(ReadlineError::Eof) => break,
             Err(e) => return Err(e.into()),
         };
+        if cycle.swap(false, Ordering::SeqCst) {
+            // Shift-Tab: the next mode, the prompt redrawn in place, the typed text kept.
+            let gateway = engine.gateway();
+            gateway.set_mode(prompt::next_mode(gateway.mode()));
+            if std::io::stdout().is_terminal() {
+                write!(out, "{}", prompt::erase(&shown, &line, screen.columns()))?;
+                out.flush()?;
+            }
+            keep = line;
+            continue;
+        }
+        if rewind.swap(false, Ordering::SeqCst) {
+            // Esc-Esc: the turns to go back to, and `/rewind ` ready for the number.
+            let mut slash = Slash {
+                engine: &mut engine,
+                screen: &screen,
+                costs: &costs,
+                out: &mut out,
+            };
+            slash.run("rewind", "").await?;
+            keep = if line.trim().is_empty() {
+                "/rewind ".to_string()
+            } else {
+                line
+            };
+            continue;
+        }
+        if edit.swap(false, Ordering::SeqCst) {
+            // Ctrl-G: the line edited in the editor comes back as the input, not sent yet.
+            let dir = ws.paths.tern_home.join("tmp");
+            let typed = line.clone();
+            let edited =
+                tokio::task::spawn_blocking(move || external_editor::edit(&typed, &dir)).await?;
+            keep = match edited {
+                Ok(text) => text,
+                Err(e) => {
+                    writeln!(out, "{e}")?;
+                    line
+                }
+            };
+            continue;
+        }
         if expand.swap(false, Ordering::SeqCst) {
             // Ctrl-O: show the folded output, then give back what was being typed.
             let mut slash = Slash {
@@ -186,7 +273,7 @@ pub async fn run(ws: &Workspace, session: Option<String>) -> anyhow::Result<i32>
                     Next::Send(text) => text,
                 }
             }
-            None => match attach(&engine, input, &mut out).await? {
+            None => match attach(&engine, &ws.cwd, input, &mut out).await? {
                 Some(text) => text,
                 None => {
                     // A mention could not be read: give the line back to fix it.
@@ -229,6 +316,7 @@ pub async fn run(ws: &Workspace, session: Option<String>) -> anyhow::Result<i32>
         };
         let refresh = engine.resources_later();
         helper.set_commands(custom_names(&engine));
+        refresh_files(&helper, ws);
         let helper = helper.clone();
         tokio::spawn(async move { helper.set(&refresh.await) });
         if outcome.status == RunStatus::Cancelled {
@@ -253,10 +341,11 @@ pub async fn run(ws: &Workspace, session: Option<String>) -> anyhow::Result<i32>
     Ok(0)
 }
 
-/// `input` with every `@server:uri` it mentions read and attached after it; `None` (after
-/// saying why) when one cannot be read.
+/// `input` with every project file (`@path`) and server resource (`@server:uri`) it mentions
+/// read and attached after it; `None` (after saying why) when one cannot be read.
 async fn attach(
     engine: &Engine,
+    cwd: &std::path::Path,
     input: &str,
     out: &mut dyn Write,
 ) -> std::io::Result<Option<String>> {
@@ -264,9 +353,28 @@ async fn attach(
         return Ok(Some(input.to_string()));
     }
     let servers: Vec<String> = engine.servers().into_iter().map(|s| s.name).collect();
-    let listed = engine.resources().await;
-    let found = mentions::mentions(input, &servers, &listed);
+    // `@path`: a project file, read through the gateway (an audited `fs__read_file` call).
+    let paths = files::mentioned(input, cwd, &servers);
     let mut text = input.to_string();
+    for path in &paths {
+        match engine.read_mentioned_file(path).await {
+            Ok(read) => {
+                text.push_str("\n\n");
+                text.push_str(&files::block(path, &read));
+            }
+            Err(e) => {
+                writeln!(out, "cannot read @{path}: {}", crate::render::sanitize(&e))?;
+                return Ok(None);
+            }
+        }
+    }
+    if !paths.is_empty() {
+        let names: Vec<String> = paths.iter().map(|p| format!("@{p}")).collect();
+        writeln!(out, "(attached {})", names.join(", "))?;
+    }
+    let listed = engine.resources().await;
+    // Mentions are taken from what was typed, never from the text of an attached file.
+    let found = mentions::mentions(input, &servers, &listed);
     for m in &found {
         match engine.read_resource(&m.server, &m.uri).await {
             Ok(read) => {
@@ -287,6 +395,13 @@ async fn attach(
         writeln!(out, "(attached {})", names.join(", "))?;
     }
     Ok(Some(text))
+}
+
+/// Lists the project's files for `@path` completion, on a thread of its own (a large tree
+/// must not hold the prompt back).
+fn refresh_files(helper: &ReplHelper, ws: &Workspace) {
+    let (helper, cwd) = (helper.clone(), ws.cwd.clone());
+    tokio::task::spawn_blocking(move || helper.set_files(files::project_files(&cwd)));
 }
 
 /// The custom commands' names, for Tab completion.

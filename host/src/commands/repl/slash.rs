@@ -219,6 +219,13 @@ impl Slash<'_> {
                 writeln!(self.out, "{text}")?;
             }
             SlashCommand::Mode => self.mode(arg)?,
+            SlashCommand::Model => match arg.trim() {
+                "" => writeln!(self.out, "model: {}", self.engine.model_name())?,
+                name => match self.engine.set_model(name) {
+                    Ok(()) => writeln!(self.out, "model: {name} (from the next request)")?,
+                    Err(e) => writeln!(self.out, "{e}")?,
+                },
+            },
             SlashCommand::Allow => match self.engine.allow(arg) {
                 Ok(()) => writeln!(self.out, "allowed for this session: {arg}")?,
                 Err(e) => writeln!(self.out, "not a valid rule: {e}")?,
