@@ -2,13 +2,18 @@
 //!
 //! A vocabulary is decompressed and built (tens of milliseconds of CPU) on its first count, not
 //! when the tokenizer is chosen: choosing is free, so nothing on the start path pays for it, and
-//! [`Tokenizer::load`] lets the engine build it on a spare thread while the servers start.
+//! [`Tokenizer::load`] lets the engine build it on a spare thread while the servers start. Until
+//! it is built, [`Tokenizer::is_ready`] says so and a caller that must not wait (the context
+//! budget before the first request) counts with [`Tokenizer::Estimate`] and checks its decision
+//! against [`Tokenizer::Bound`], which no byte-level vocabulary's count exceeds.
 //!
 //! Where a model's tokenizer is public (OpenAI's o200k/cl100k, Llama 3, Qwen 2, Mistral,
 //! DeepSeek), tern counts with the real vocabulary; Claude's is not public, so it is estimated
 //! from the text's length. Either way the count of a whole request is off by the provider's
 //! framing (roles, tool-schema rendering), which is why the context budget calibrates these
 //! counts against the usage the provider reports.
+
+use std::sync::atomic::{AtomicBool, Ordering};
 
 use tiktoken::CoreBpe;
 
@@ -42,6 +47,10 @@ const KNOWN_ENCODINGS: &[&str] = &[
     "minimax_m2",
 ];
 
+/// Which of [`KNOWN_ENCODINGS`] have been built (set once `get_encoding` returned).
+static BUILT: [AtomicBool; KNOWN_ENCODINGS.len()] =
+    [const { AtomicBool::new(false) }; KNOWN_ENCODINGS.len()];
+
 /// Framing tokens per message (role markers, separators).
 const MESSAGE_OVERHEAD: u64 = 4;
 /// Characters per token for text no vocabulary is known for. Code and English average about
@@ -55,6 +64,10 @@ pub enum Tokenizer {
     Bpe(&'static str),
     /// Characters divided by [`CHARS_PER_TOKEN`].
     Estimate,
+    /// One token per byte of UTF-8: an upper bound of every vocabulary here (they are all
+    /// byte-level BPE, whose every token stands for at least one byte), with the same framing.
+    /// A decision that holds under this bound holds under the real count too.
+    Bound,
 }
 
 impl Tokenizer {
@@ -96,10 +109,25 @@ impl Tokenizer {
         let _ = self.vocabulary();
     }
 
+    /// Whether counting needs no vocabulary build any more: the vocabulary is built (by
+    /// [`Self::load`] or an earlier count), or the tokenizer has none.
+    pub fn is_ready(&self) -> bool {
+        match self {
+            Tokenizer::Bpe(name) => built(name).is_some_and(|b| b.load(Ordering::Acquire)),
+            Tokenizer::Estimate | Tokenizer::Bound => true,
+        }
+    }
+
     fn vocabulary(&self) -> Option<&'static CoreBpe> {
         match self {
-            Tokenizer::Bpe(name) => tiktoken::get_encoding(name),
-            Tokenizer::Estimate => None,
+            Tokenizer::Bpe(name) => {
+                let bpe = tiktoken::get_encoding(name);
+                if let Some(flag) = built(name).filter(|_| bpe.is_some()) {
+                    flag.store(true, Ordering::Release);
+                }
+                bpe
+            }
+            Tokenizer::Estimate | Tokenizer::Bound => None,
         }
     }
 
@@ -110,9 +138,10 @@ impl Tokenizer {
 
     /// Tokens in `text`.
     pub fn count(&self, text: &str) -> u64 {
-        match self.vocabulary() {
-            Some(bpe) => bpe.count(text) as u64,
-            None => (text.chars().count() as f64 / CHARS_PER_TOKEN).ceil() as u64,
+        match (self, self.vocabulary()) {
+            (_, Some(bpe)) => bpe.count(text) as u64,
+            (Tokenizer::Bound, None) => text.len() as u64,
+            (_, None) => (text.chars().count() as f64 / CHARS_PER_TOKEN).ceil() as u64,
         }
     }
 
@@ -180,6 +209,14 @@ impl Tokenizer {
     }
 }
 
+/// The readiness flag of encoding `name`.
+fn built(name: &str) -> Option<&'static AtomicBool> {
+    KNOWN_ENCODINGS
+        .iter()
+        .position(|known| *known == name)
+        .and_then(|i| BUILT.get(i))
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -195,6 +232,29 @@ mod tests {
         assert!(!Tokenizer::for_model(Provider::Anthropic, "claude-sonnet-4-5").is_exact());
         assert!(!Tokenizer::for_model(Provider::Openai, "my-finetune").is_exact());
         assert_eq!(Tokenizer::Estimate.count(&"x".repeat(35)), 10);
+    }
+
+    #[test]
+    fn a_vocabulary_is_ready_once_built_and_the_bound_is_never_below_it() {
+        // cl100k is built by no other test in this crate, so it starts unbuilt.
+        let t = Tokenizer::for_model(Provider::Openai, "gpt-4-turbo");
+        assert_eq!(t, Tokenizer::Bpe("cl100k_base"));
+        assert!(!t.is_ready(), "choosing a tokenizer builds nothing");
+        t.load();
+        assert!(t.is_ready());
+        assert!(Tokenizer::Estimate.is_ready() && Tokenizer::Bound.is_ready());
+        for text in [
+            "hello world",
+            "fn main() { println!(\"{}\", 1 + 2); }",
+            "日本語のテキストと emoji 🎉🎉",
+            "\u{0}\u{7f}",
+            &"zz".repeat(500),
+        ] {
+            assert!(
+                Tokenizer::Bound.count(text) >= t.count(text),
+                "the bound is below the count of {text:?}"
+            );
+        }
     }
 
     #[test]

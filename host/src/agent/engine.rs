@@ -160,10 +160,16 @@ impl Engine {
         let run_id = session::new_run_id();
         let trace_context = outputs.exporter.is_some();
         // The model family's vocabulary (when it has a public one) loads in the background while
-        // the servers start: the first count waits for it only if it is not ready by then.
+        // the servers start; counts are estimates until it is ready (see `context::budget`). The
+        // thread runs at a lower priority, so on a busy machine the servers and the first request
+        // come first.
         let tokenizer = Tokenizer::for_model(resolved.provider, model.name());
         if tokenizer.is_exact() {
-            std::thread::spawn(move || tokenizer.load());
+            std::thread::spawn(move || {
+                // Linux: `who = 0` is this thread only. Failing leaves the default priority.
+                let _ = rustix::process::setpriority_process(None, 10);
+                tokenizer.load();
+            });
         }
 
         // 1. Resources.

@@ -83,8 +83,8 @@ impl<R: AsyncRead + Unpin> AsyncRead for Watch<R> {
         let before = buf.filled().len();
         let polled = Pin::new(&mut self.inner).poll_read(cx, buf);
         if let Poll::Ready(Ok(())) = polled {
-            let fresh = buf.filled()[before..].to_vec();
-            self.observe(&fresh);
+            // Looked at in place: a copy would be an allocation on every read of every request.
+            self.observe(&buf.filled()[before..]);
         }
         polled
     }

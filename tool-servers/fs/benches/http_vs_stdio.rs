@@ -8,7 +8,8 @@
 //! newline-JSON pipe client (`vs_reference/raw.rs`) and an HTTP/1.1 keep-alive client
 //! (`tests/suite/http_wire.rs`) — so the numbers are the server's and the transport's,
 //! not an MCP library's. Each call is one request and its whole reply; the next is sent
-//! after. Server CPU is utime+stime from `/proc/PID/stat` over the timed calls.
+//! after. Server CPU is the on-CPU time of its threads (`/proc/PID/task/*/schedstat`) over
+//! the timed calls.
 //!
 //! Rows: stdio; HTTP in a 2025-11-25 session (one connection, `Mcp-Session-Id`); the same
 //! with a bearer token checked on every request; HTTP 2026-07-28 (no session: every
@@ -168,7 +169,7 @@ fn measure(
         call().map_err(|e| format!("{label}: {e}"))?;
     }
     let mut lat = Vec::with_capacity(CALLS as usize);
-    let cpu = procfs::cpu_ticks(pid)?;
+    let cpu = procfs::cpu_ns(pid)?;
     let started = Instant::now();
     for _ in 0..CALLS {
         let one = Instant::now();
@@ -176,7 +177,7 @@ fn measure(
         lat.push(one.elapsed().as_secs_f64() * 1e6);
     }
     let elapsed = started.elapsed().as_secs_f64();
-    let cpu_us = procfs::ticks_to_us(procfs::cpu_ticks(pid)? - cpu) / CALLS as f64;
+    let cpu_us = procfs::cpu_ns(pid)?.saturating_sub(cpu) as f64 / 1e3 / CALLS as f64;
     lat.sort_by(f64::total_cmp);
     Ok(Row {
         label,

@@ -5,6 +5,15 @@
 //! the prompt size the provider reports after each request, so the framing the provider adds
 //! (roles, tool-schema rendering) is accounted for without knowing its details. Messages are
 //! counted once, when they join the transcript; a step costs the count of what it added.
+//!
+//! The vocabulary of an exact tokenizer is built on a spare thread while the servers start
+//! ([`Tokenizer::load`]); the first request must not wait for it. Until it is ready, counts are
+//! estimates, and every decision is taken as the real counts would take it: the compaction check
+//! before a request uses the estimate only when the byte bound ([`Tokenizer::Bound`], never below
+//! the real count) is under the threshold too, else it waits for the vocabulary; and a request
+//! sent with estimated counts calibrates with its real count, worked out once the vocabulary is
+//! there. Once it is ready, every message is counted again with it, so from then on the budget
+//! is the one an exact count from the start would have given.
 
 use tern_model::{Message, ToolSpec, tokens::Tokenizer};
 
@@ -50,7 +59,32 @@ pub struct Budget {
     /// Raw counts of the system prompt and tool table, and what they were counted from.
     fixed: Option<(u64, u64, u64)>,
     /// The raw count of the last request sent, to calibrate against its reported usage.
-    sent: Option<u64>,
+    sent: Option<Sent>,
+    /// `counts` and `fixed` were made with the estimate while the vocabulary loads.
+    estimated: bool,
+    /// A reported prompt size for a request whose real count is not known yet.
+    pending: Option<(u64, Parts)>,
+}
+
+/// The last request sent, as its calibration needs it.
+#[derive(Debug)]
+enum Sent {
+    /// Counted with the model's tokenizer (or the estimate, for a model without one).
+    Raw(u64),
+    /// Counted with the estimate while the vocabulary loads: the parts to count it again.
+    Estimated(Parts),
+}
+
+/// What a request was built from, kept to count it once the vocabulary is ready (only for the
+/// requests sent before: usually the first).
+#[derive(Debug)]
+struct Parts {
+    system: Vec<String>,
+    tools: Vec<ToolSpec>,
+    /// The transcript's first `messages` messages.
+    messages: usize,
+    /// The calibration the request was estimated with.
+    calibration: f64,
 }
 
 impl Budget {
@@ -63,6 +97,8 @@ impl Budget {
             counts: Vec::new(),
             fixed: None,
             sent: None,
+            estimated: false,
+            pending: None,
         }
     }
 
@@ -101,27 +137,53 @@ impl Budget {
     /// Forgets the counts of `transcript[from..]` (they were rewritten by a compaction).
     pub fn forget_from(&mut self, from: usize) {
         self.counts.truncate(from);
+        // A request whose messages were rewritten can no longer be counted again.
+        if self
+            .pending
+            .as_ref()
+            .is_some_and(|(_, p)| p.messages > from)
+        {
+            self.pending = None;
+        }
+        if matches!(&self.sent, Some(Sent::Estimated(p)) if p.messages > from) {
+            self.sent = None;
+        }
+    }
+
+    /// The tokenizer to count with now: the estimate while the vocabulary loads; once it is
+    /// ready, the counts made with the estimate are dropped to be made again.
+    fn counter(&mut self) -> Tokenizer {
+        if !self.tokenizer.is_ready() {
+            self.estimated = true;
+            return Tokenizer::Estimate;
+        }
+        if self.estimated {
+            self.estimated = false;
+            self.counts.clear();
+            self.fixed = None;
+        }
+        self.tokenizer
     }
 
     /// Counts the messages that joined `transcript` since the last call.
-    fn sync(&mut self, transcript: &[Message]) {
+    fn sync(&mut self, transcript: &[Message], counter: Tokenizer) {
         if self.counts.len() > transcript.len() {
             self.counts.truncate(transcript.len());
         }
         for message in &transcript[self.counts.len()..] {
-            self.counts.push(split(&self.tokenizer, message));
+            self.counts.push(split(&counter, message));
         }
     }
 
     /// Raw counts of the system prompt and tools, recounted only when they change (compared by
     /// their lengths and a cheap fingerprint).
-    fn fixed(&mut self, system: &[String], tools: &[ToolSpec]) -> (u64, u64) {
+    fn fixed(&mut self, system: &[String], tools: &[ToolSpec], counter: Tokenizer) -> (u64, u64) {
         let key = fingerprint(system, tools);
         match self.fixed {
             Some((k, s, t)) if k == key => (s, t),
             _ => {
-                let s = self.tokenizer.system(system);
-                let t = tools.iter().map(|tool| self.tokenizer.tool(tool)).sum();
+                let s = counter.system(system);
+                let t = tools.iter().map(|tool| counter.tool(tool)).sum();
                 self.fixed = Some((key, s, t));
                 (s, t)
             }
@@ -135,19 +197,34 @@ impl Budget {
         tools: &[ToolSpec],
         transcript: &[Message],
     ) -> Breakdown {
-        self.sync(transcript);
-        let (system, tools) = self.fixed(system, tools);
-        let (history, output) = self
-            .counts
-            .iter()
-            .fold((0, 0), |(h, o), (mh, mo)| (h + mh, o + mo));
-        let c = |n: u64| (n as f64 * self.calibration).ceil() as u64;
-        Breakdown {
-            system: c(system),
-            tools: c(tools),
-            history: c(history),
-            tool_output: c(output),
+        self.calibrate_pending(transcript);
+        // One tokenizer for the whole breakdown: the vocabulary may become ready midway.
+        let counter = self.counter();
+        self.sync(transcript, counter);
+        let (system, tools) = self.fixed(system, tools, counter);
+        let (history, output) = sum(&self.counts);
+        calibrated(self.calibration, system, tools, history, output)
+    }
+
+    /// Learns from a reported prompt size whose request was sent with estimated counts: its
+    /// real count is made now (waiting for the vocabulary, which a model's answer has
+    /// practically always given time to load) the way [`Budget::estimate`] would have made it.
+    fn calibrate_pending(&mut self, transcript: &[Message]) {
+        let Some((reported, parts)) = self.pending.take() else {
+            return;
+        };
+        if parts.messages > transcript.len() {
+            return;
         }
+        self.tokenizer.load();
+        let counter = self.counter();
+        self.sync(transcript, counter);
+        let (history, output) = sum(&self.counts[..parts.messages]);
+        let system = self.tokenizer.system(&parts.system);
+        let tools = parts.tools.iter().map(|t| self.tokenizer.tool(t)).sum();
+        let total = calibrated(parts.calibration, system, tools, history, output).total();
+        let raw = (total as f64 / parts.calibration).round() as u64;
+        self.learn(raw, reported);
     }
 
     /// The calibrated size of the request about to be sent, remembered for [`Budget::observe`].
@@ -157,22 +234,80 @@ impl Budget {
         tools: &[ToolSpec],
         transcript: &[Message],
     ) -> u64 {
-        let b = self.breakdown(system, tools, transcript);
-        let raw = (b.total() as f64 / self.calibration).round() as u64;
-        self.sent = Some(raw);
+        let mut b = self.breakdown(system, tools, transcript);
+        if self.estimated
+            && let Some(threshold) = self.threshold()
+            && self.bound(system, tools, transcript) > threshold
+        {
+            // Only the real count can tell whether this request needs a compaction.
+            self.tokenizer.load();
+            b = self.breakdown(system, tools, transcript);
+        }
+        self.sent = Some(if self.estimated {
+            Sent::Estimated(Parts {
+                system: system.to_vec(),
+                tools: tools.to_vec(),
+                messages: transcript.len(),
+                calibration: self.calibration,
+            })
+        } else {
+            Sent::Raw((b.total() as f64 / self.calibration).round() as u64)
+        });
         b.total()
+    }
+
+    /// The calibrated size of a request under [`Tokenizer::Bound`]: at least what the real
+    /// count will say.
+    fn bound(&self, system: &[String], tools: &[ToolSpec], transcript: &[Message]) -> u64 {
+        let bound = Tokenizer::Bound;
+        let counts: Vec<(u64, u64)> = transcript.iter().map(|m| split(&bound, m)).collect();
+        let (history, output) = sum(&counts);
+        let tools = tools.iter().map(|t| bound.tool(t)).sum();
+        calibrated(
+            self.calibration,
+            bound.system(system),
+            tools,
+            history,
+            output,
+        )
+        .total()
     }
 
     /// The provider said the last request's prompt took `reported` tokens: learn from it.
     pub fn observe(&mut self, reported: u64) {
-        let Some(raw) = self.sent.take().filter(|r| *r > 0) else {
-            return;
-        };
-        if reported == 0 {
+        match self.sent.take() {
+            Some(Sent::Raw(raw)) => self.learn(raw, reported),
+            Some(Sent::Estimated(parts)) if reported > 0 => {
+                self.pending = Some((reported, parts));
+            }
+            Some(Sent::Estimated(_)) | None => {}
+        }
+    }
+
+    fn learn(&mut self, raw: u64, reported: u64) {
+        if raw == 0 || reported == 0 {
             return; // a provider (or a stub) that reports no usage teaches nothing
         }
         let ratio = (reported as f64 / raw as f64).clamp(0.5, 4.0);
         self.calibration = 0.5 * self.calibration + 0.5 * ratio;
+    }
+}
+
+/// The (history, tool output) totals of some messages' counts.
+fn sum(counts: &[(u64, u64)]) -> (u64, u64) {
+    counts
+        .iter()
+        .fold((0, 0), |(h, o), (mh, mo)| (h + mh, o + mo))
+}
+
+/// Raw counts scaled by `calibration`, each part rounded up.
+fn calibrated(calibration: f64, system: u64, tools: u64, history: u64, output: u64) -> Breakdown {
+    let c = |n: u64| (n as f64 * calibration).ceil() as u64;
+    Breakdown {
+        system: c(system),
+        tools: c(tools),
+        history: c(history),
+        tool_output: c(output),
     }
 }
 
@@ -265,5 +400,64 @@ mod tests {
         b.forget_from(0);
         let three = b.breakdown(&[], &[], &transcript).total();
         assert!(three < two);
+    }
+
+    fn exact(encoding: &'static str, window: u64) -> Budget {
+        Budget::new(
+            Tokenizer::Bpe(encoding),
+            Limits {
+                window: Some(window),
+                reserve: 1_000,
+                compact_at: 0.8,
+                compact_to: 0.5,
+            },
+        )
+    }
+
+    /// Each test below uses a vocabulary no other test of this crate builds, so it starts
+    /// unbuilt whatever the order the tests run in.
+    #[test]
+    fn a_request_far_under_the_threshold_does_not_wait_for_the_vocabulary() {
+        let tokenizer = Tokenizer::Bpe("r50k_base");
+        assert!(!tokenizer.is_ready());
+        let mut b = exact("r50k_base", 100_000);
+        let small = vec![Message::user_text("fix the failing test in src/lib.rs")];
+        let first = b.estimate(&["you are an agent".into()], &[], &small);
+        assert!(!tokenizer.is_ready(), "the first request was not held back");
+        assert!(first > 0);
+        // A request whose byte bound passes the threshold is counted with the vocabulary: the
+        // compaction check sees the real count.
+        let big = vec![Message::user_text("word ".repeat(20_000))];
+        let counted = b.estimate(&[], &[], &big);
+        assert!(tokenizer.is_ready());
+        let mut fresh = exact("r50k_base", 100_000);
+        assert_eq!(counted, fresh.estimate(&[], &[], &big));
+    }
+
+    #[test]
+    fn a_request_sent_before_the_vocabulary_calibrates_like_an_exact_one() {
+        let tokenizer = Tokenizer::Bpe("p50k_edit");
+        assert!(!tokenizer.is_ready());
+        let system = vec!["you are a careful agent".to_string()];
+        let mut transcript = vec![Message::user_text("list the files, then read Cargo.toml")];
+        let mut early = exact("p50k_edit", 100_000);
+        early.estimate(&system, &[], &transcript);
+        assert!(!tokenizer.is_ready(), "sent with the estimate");
+        tokenizer.load();
+        let mut exact_budget = exact("p50k_edit", 100_000);
+        exact_budget.estimate(&system, &[], &transcript);
+        // The provider reports its count; both budgets learn from it.
+        early.observe(57);
+        exact_budget.observe(57);
+        transcript.push(Message::assistant_text(
+            "reading Cargo.toml now ".repeat(40),
+        ));
+        let a = early.estimate(&system, &[], &transcript);
+        let b = exact_budget.estimate(&system, &[], &transcript);
+        assert_eq!(a, b, "the same budget once the vocabulary is there");
+        assert_eq!(
+            early.breakdown(&system, &[], &transcript),
+            exact_budget.breakdown(&system, &[], &transcript)
+        );
     }
 }

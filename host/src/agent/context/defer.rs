@@ -19,7 +19,8 @@ pub struct Plan {
     pub offered: Vec<ToolEntry>,
     /// Findable through `tool_search`.
     pub deferred: Vec<ToolEntry>,
-    /// Tokens of the whole table, and of what is offered.
+    /// Tokens of the whole table, and of what is offered (0 when the table has no search tool
+    /// and nothing deferrable: then nothing was counted).
     pub full_tokens: u64,
     pub offered_tokens: u64,
 }
@@ -36,9 +37,6 @@ pub fn plan(
 ) -> Plan {
     let (search, tools): (Vec<&ToolEntry>, Vec<&ToolEntry>) =
         entries.iter().partition(|e| e.server == SEARCH_SERVER);
-    let full_tokens: u64 = tools.iter().map(|e| tokens(e)).sum();
-    let too_large = tools.len() > context.defer_tools_count
-        || window.is_some_and(|w| full_tokens as f64 > context.defer_tools_share * w as f64);
     let policy = |e: &ToolEntry| -> Defer {
         let Some(server) = servers.get(&e.server) else {
             return Defer::Auto;
@@ -49,9 +47,23 @@ pub fn plan(
             None => server.defer,
         }
     };
+    let candidate =
+        |e: &ToolEntry| !active.contains(&e.name) && !context.core_tools.contains(&e.name);
+    // The table is counted only when something may be deferred or the search reports it:
+    // counting may wait for a vocabulary still loading, and the first request of a run with
+    // only tern's own servers (no search, nothing deferrable) must not.
+    let counted = !search.is_empty()
+        || tools
+            .iter()
+            .any(|e| candidate(e) && policy(e) == Defer::Auto);
+    let full_tokens: u64 = match counted {
+        true => tools.iter().map(|e| tokens(e)).sum(),
+        false => 0,
+    };
+    let too_large = tools.len() > context.defer_tools_count
+        || window.is_some_and(|w| full_tokens as f64 > context.defer_tools_share * w as f64);
     let deferrable = |e: &ToolEntry| {
-        !active.contains(&e.name)
-            && !context.core_tools.contains(&e.name)
+        candidate(e)
             && match policy(e) {
                 Defer::Never => false,
                 Defer::Always => true,

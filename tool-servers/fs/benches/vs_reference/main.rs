@@ -9,8 +9,9 @@
 //! tern-fs build (to compare two builds on one machine).
 //!
 //! Every server is driven by a minimal newline-JSON client ([`raw`]), so the
-//! client's cost stays out of the numbers. Server CPU is utime+stime from
-//! `/proc/PID/stat`; peak memory is `VmHWM` from `/proc/PID/status`.
+//! client's cost stays out of the numbers. Server CPU is the on-CPU nanoseconds of its
+//! threads from `/proc/PID/task/*/schedstat` (exact, and blind to time spent waiting for a
+//! CPU on a busy machine); peak memory is `VmHWM` from `/proc/PID/status`.
 //!
 //! Not a timed test: it prints tables, marks goals met or MISSED, and fails only
 //! when it cannot measure (a missing reference server or `rg` is an error, not a
@@ -170,7 +171,7 @@ fn measure(t: &Target, file: &Path) -> Result<Numbers, String> {
         .map(|i| call_line(10_000 + i, t.read_tool, &args))
         .collect();
     let mut lat = Vec::with_capacity(lines.len());
-    let cpu = procfs::cpu_ticks(s.pid())?;
+    let cpu = procfs::cpu_ns(s.pid())?;
     let started = Instant::now();
     for line in &lines {
         let one = Instant::now();
@@ -179,7 +180,8 @@ fn measure(t: &Target, file: &Path) -> Result<Numbers, String> {
         lat.push(one.elapsed().as_secs_f64() * 1e6);
     }
     let elapsed = started.elapsed().as_secs_f64();
-    n.seq_cpu_us = procfs::ticks_to_us(procfs::cpu_ticks(s.pid())? - cpu) / SEQUENTIAL_CALLS as f64;
+    n.seq_cpu_us =
+        procfs::cpu_ns(s.pid())?.saturating_sub(cpu) as f64 / 1e3 / SEQUENTIAL_CALLS as f64;
     n.sequential_per_s = SEQUENTIAL_CALLS as f64 / elapsed;
     n.p50_us = median(&mut lat);
 
@@ -187,19 +189,19 @@ fn measure(t: &Target, file: &Path) -> Result<Numbers, String> {
     let lines: Vec<String> = (0..PACED_CALLS)
         .map(|i| call_line(50_000 + i, t.read_tool, &args))
         .collect();
-    let cpu = procfs::cpu_ticks(s.pid())?;
+    let cpu = procfs::cpu_ns(s.pid())?;
     for line in &lines {
         s.send(line)?;
         check(s.recv()?)?;
         std::thread::sleep(PACE);
     }
-    n.paced_cpu_us = procfs::ticks_to_us(procfs::cpu_ticks(s.pid())? - cpu) / PACED_CALLS as f64;
+    n.paced_cpu_us = procfs::cpu_ns(s.pid())?.saturating_sub(cpu) as f64 / 1e3 / PACED_CALLS as f64;
 
     // Eight in flight: a new request each time a reply arrives.
     let lines: Vec<String> = (0..CONCURRENT_CALLS)
         .map(|i| call_line(100_000 + i, t.read_tool, &args))
         .collect();
-    let cpu = procfs::cpu_ticks(s.pid())?;
+    let cpu = procfs::cpu_ns(s.pid())?;
     let started = Instant::now();
     let mut sent = 0;
     for line in lines.iter().take(IN_FLIGHT as usize) {
@@ -215,7 +217,7 @@ fn measure(t: &Target, file: &Path) -> Result<Numbers, String> {
     }
     n.in_flight_per_s = CONCURRENT_CALLS as f64 / started.elapsed().as_secs_f64();
     n.in_flight_cpu_us =
-        procfs::ticks_to_us(procfs::cpu_ticks(s.pid())? - cpu) / CONCURRENT_CALLS as f64;
+        procfs::cpu_ns(s.pid())?.saturating_sub(cpu) as f64 / 1e3 / CONCURRENT_CALLS as f64;
     drop(s);
 
     // A burst on a fresh process, so VmHWM is this burst's peak.
