@@ -270,16 +270,7 @@ impl Checkpointer {
             duration_ms: 0,
             error: None,
         };
-        if let Some(store) = &self.store {
-            match store.checkpoint(&Meta::turn(session, turn, message)) {
-                Ok(cp) => {
-                    recorded.checkpoint = Some(cp.id);
-                    recorded.files = cp.files;
-                    recorded.reused = cp.reused;
-                }
-                Err(e) => recorded.error = Some(e.to_string()),
-            }
-        }
+        self.record(&Meta::turn(session, turn, message), &mut recorded);
         let entry = Entry::Turn {
             turn,
             time_ms: now_ms(),
@@ -293,6 +284,20 @@ impl Checkpointer {
         }
         recorded.duration_ms = started.elapsed().as_millis() as u64;
         recorded
+    }
+
+    /// Takes the checkpoint `meta` describes into `recorded`, when there is a store (shared by
+    /// the turn and shell-call points).
+    fn record(&self, meta: &Meta, recorded: &mut Recorded) {
+        let Some(store) = &self.store else { return };
+        match store.checkpoint(meta) {
+            Ok(cp) => {
+                recorded.checkpoint = Some(cp.id);
+                recorded.files = cp.files;
+                recorded.reused = cp.reused;
+            }
+            Err(e) => recorded.error = Some(e.to_string()),
+        }
     }
 
     /// Records the workspace before a shell call of the session's current turn and logs it
@@ -315,22 +320,13 @@ impl Checkpointer {
             duration_ms: 0,
             error: None,
         };
-        if let Some(store) = &self.store {
-            let meta = Meta {
-                kind: tern_checkpoint::Kind::Shell,
-                session: Some(session.to_string()),
-                turn: Some(turn),
-                message: Some(command.to_string()),
-            };
-            match store.checkpoint(&meta) {
-                Ok(cp) => {
-                    recorded.checkpoint = Some(cp.id);
-                    recorded.files = cp.files;
-                    recorded.reused = cp.reused;
-                }
-                Err(e) => recorded.error = Some(e.to_string()),
-            }
-        }
+        let meta = Meta {
+            kind: tern_checkpoint::Kind::Shell,
+            session: Some(session.to_string()),
+            turn: Some(turn),
+            message: Some(command.to_string()),
+        };
+        self.record(&meta, &mut recorded);
         let entry = Entry::Call {
             turn,
             call,
