@@ -8,7 +8,7 @@ for `hold` seconds, then checks that `text` is visible on the emulated screen (p
 a VT100 emulator): what a person would see, after every redraw and erase;
 {"file": "path", "equals": "text"} checks a file's content at that moment (relative to
 the working directory; "equals": null means the file must not exist). Prints
-{"output": ..., "status": ...} as JSON. Exits 1 (printing what was seen) when an
+{"output": ..., "status": ..., "screen": ...} as JSON (the screen as the program left it). Exits 1 (printing what was seen) when an
 expectation fails.
 """
 
@@ -102,7 +102,8 @@ def main():
             break
     while pump(0.05):
         pass
-    print(json.dumps({"output": out.decode("utf-8", "replace"), "status": status}))
+    print(json.dumps({"output": out.decode("utf-8", "replace"), "status": status,
+                      "screen": visible()}))
 
 
 if __name__ == "__main__":

@@ -33,3 +33,157 @@ async fn a_table_is_drawn_as_aligned_columns_and_fences_are_hidden() {
     assert!(!screen.contains("```"), "{screen}");
     assert!(!screen.contains("|---"), "{screen}");
 }
+
+/// The screen's lines, trimmed on the right.
+fn lines(report: &serde_json::Value) -> Vec<String> {
+    report["screen"]
+        .as_str()
+        .unwrap_or_default()
+        .lines()
+        .map(|l| l.trim_end().to_string())
+        .collect()
+}
+
+/// Whether `text` ends in a duration as the call line shows it (`· 12ms`, `· 2.3s`).
+fn ends_in_a_duration(text: &str) -> bool {
+    let Some((_, took)) = text.rsplit_once(" · ") else {
+        return false;
+    };
+    let digits = took.trim_end_matches("ms").trim_end_matches('s');
+    (took.ends_with("ms") || took.ends_with('s'))
+        && !digits.is_empty()
+        && digits.chars().all(|c| c.is_ascii_digit() || c == '.')
+}
+
+#[tokio::test]
+async fn parallel_results_are_labelled_diff_headers_are_relative_and_durations_are_on_the_call_line()
+ {
+    let env = RunEnv::new().await;
+    env.add_servers("[mcp_servers.fs]\nrequired = true\n");
+    std::fs::write(env.dir.path().join("a.txt"), "alpha\n").unwrap();
+    std::fs::write(env.dir.path().join("b.txt"), "beta\n").unwrap();
+    // Two reads in one turn (read-only: run as one batch), then an edit on its own.
+    env.server.enqueue(
+        AnthropicTurn::new()
+            .tool_use("toolu_a", "fs__read_file", &[r#"{"path":"a.txt"}"#])
+            .tool_use("toolu_b", "fs__read_file", &[r#"{"path":"b.txt"}"#])
+            .finish("tool_use"),
+    );
+    env.server.enqueue(
+        AnthropicTurn::new()
+            .tool_use(
+                "toolu_e",
+                "fs__edit_file",
+                &[r#"{"path":"a.txt","old_string":"alpha","new_string":"ALPHA"}"#],
+            )
+            .finish("tool_use"),
+    );
+    env.answer("Edited it.");
+    let script = json!([
+        {"expect": "tern> "},
+        {"send": "read both, then edit a\r"},
+        {"expect": "Edited it."},
+        {"expect": "tern> "},
+        {"screen": "⎿ fs__read_file(a.txt) · ", "hold": 0.5},
+        {"screen": "⎿ fs__read_file(b.txt) · "},
+        {"screen": "    --- a.txt"},
+        {"screen": "    +++ a.txt"},
+        {"screen": " · accept-edits · "},
+        {"send": "/exit\r"},
+    ]);
+    let report = super::repl::drive_with(&env, &script, &["--mode", "accept-edits"]).await;
+    let lines = lines(&report);
+    let screen = lines.join("\n");
+    // Both reads' lines come first, then each result names its call and has its duration.
+    let (a, b) = (
+        lines.iter().position(|l| l == "⏺ fs__read_file(a.txt)"),
+        lines.iter().position(|l| l == "⏺ fs__read_file(b.txt)"),
+    );
+    assert!(a.is_some() && b == a.map(|a| a + 1), "{screen}");
+    for file in ["a.txt", "b.txt"] {
+        let label = lines
+            .iter()
+            .find(|l| l.starts_with(&format!("  ⎿ fs__read_file({file}) · ")))
+            .unwrap_or_else(|| panic!("no labelled result for {file}:\n{screen}"));
+        assert!(ends_in_a_duration(label), "{label}");
+    }
+    // The edit ran alone: the duration is on its line and the result follows, unlabelled.
+    let edit = lines
+        .iter()
+        .position(|l| l.starts_with("⏺ fs__edit_file("))
+        .unwrap_or_else(|| panic!("no edit line:\n{screen}"));
+    assert!(ends_in_a_duration(&lines[edit]), "{}", lines[edit]);
+    assert!(
+        lines[edit + 1].starts_with("  ⎿ edited `a.txt`: 1 replacement"),
+        "{screen}"
+    );
+    // The diff names the file relative to the project, never by its absolute path.
+    let dir = env.dir.path().display().to_string();
+    assert!(
+        !lines.iter().any(|l| l.contains("--- ") && l.contains(&dir)),
+        "{screen}"
+    );
+    // The status line after the turn names the model and the mode.
+    let model = env.server.model_requests()[0].json()["model"]
+        .as_str()
+        .unwrap_or_default()
+        .to_string();
+    let status = lines
+        .iter()
+        .find(|l| l.contains(" in · ") && l.contains(" out"))
+        .unwrap_or_else(|| panic!("no status line:\n{screen}"));
+    assert!(
+        status.starts_with(&format!("  {model} · accept-edits · ")),
+        "{status}"
+    );
+}
+
+#[tokio::test]
+async fn a_stalled_answer_keeps_the_spinner_with_the_tokens_per_second() {
+    let env = RunEnv::new().await;
+    let stall = tern_model::mock::Gate::new();
+    // Pieces 150 ms apart (a rate to estimate), then the stream stalls mid-sentence.
+    env.server.enqueue(
+        AnthropicTurn::new()
+            .text(&[
+                "The answer ",
+                "is coming ",
+                "slowly and ",
+                "steadily ",
+                "now",
+                " done.\n",
+            ])
+            .finish("end_turn")
+            .delay_between(std::time::Duration::from_millis(150))
+            .pause_after(8, &stall),
+    );
+    let opener = stall.clone();
+    let open_later = tokio::spawn(async move {
+        tokio::time::sleep(std::time::Duration::from_secs(4)).await;
+        opener.open();
+    });
+    let script = json!([
+        {"expect": "tern> "},
+        {"send": "slowly\r"},
+        {"expect": "waiting 1.", "timeout": 15},
+        {"screen": "tok/s · waiting"},
+        {"expect": "done.", "timeout": 15},
+        {"expect": "tern> "},
+        {"send": "/exit\r"},
+    ]);
+    let report = super::repl::drive_with(&env, &script, &[]).await;
+    open_later.abort();
+    let output = report["output"].as_str().unwrap_or_default().to_string();
+    // The estimate streamed while the answer stalled after its text…
+    assert!(
+        output.contains("~") && output.contains(" tok/s · waiting 1."),
+        "{output}"
+    );
+    // …and the status line has the measured rate.
+    let lines = lines(&report);
+    let status = lines
+        .iter()
+        .find(|l| l.contains(" in · ") && l.contains(" out · "))
+        .unwrap_or_else(|| panic!("no status line:\n{}", lines.join("\n")));
+    assert!(status.contains(" tok/s · "), "{status}");
+}

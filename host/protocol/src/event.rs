@@ -367,6 +367,13 @@ pub enum Event {
         context_tokens: u64,
         /// The model's context window, when known.
         context_window: Option<u64>,
+        /// The model the turn's requests went to (`/model` may change it between turns).
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        model: Option<String>,
+        /// The permission mode at the turn's end (`default`, `accept-edits`, `plan`,
+        /// `read-only`, `yolo`): Shift-Tab may change it while the turn runs.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        mode: Option<String>,
     },
     /// The run ended. Always the last event.
     RunFinished {

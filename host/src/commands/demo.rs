@@ -127,7 +127,7 @@ pub async fn run(ws: &Workspace, speed: f64, out: &mut dyn Write) -> anyhow::Res
         project.display()
     )?;
     out.flush()?;
-    let printer = Box::new(TerminalPrinter::auto(Mode::Headless));
+    let printer = Box::new(TerminalPrinter::auto(Mode::Headless).in_workspace(&demo.cwd));
     let pacing = Pacing::Live { speed };
     let cancel = CancellationToken::new();
     let on_ctrl_c = cancel.clone();

@@ -59,7 +59,7 @@ pub async fn run(
 ) -> anyhow::Result<i32> {
     let printer: Box<dyn Subscriber> = match output {
         OutputFormat::Jsonl => Box::new(JsonlPrinter),
-        OutputFormat::Text => Box::new(TerminalPrinter::auto(Mode::Headless)),
+        OutputFormat::Text => Box::new(TerminalPrinter::auto(Mode::Headless).in_workspace(&ws.cwd)),
     };
     // Headless: "ask" becomes "deny", and the result says which --allow would permit it.
     let approver: Arc<dyn Approver> = Arc::new(HeadlessApprover);

@@ -97,6 +97,8 @@ impl Engine {
             cost_usd: delegated.add_cost(self.cost(&outcome.usage)),
             context_tokens: outcome.context_tokens,
             context_window: self.conv.budget.limits().window,
+            model: Some(self.model_name().to_string()),
+            mode: Some(self.gateway.mode().to_string()),
         });
         self.save(before);
         let cost = delegated.add_cost(self.cost(&outcome.usage));

@@ -59,7 +59,8 @@ impl ConditionalEventHandler for ExpandKey {
 /// Runs the REPL until the user leaves. Returns the exit code.
 pub async fn run(ws: &Workspace, session: Option<String>) -> anyhow::Result<i32> {
     let color = std::io::stdout().is_terminal() && std::env::var_os("NO_COLOR").is_none();
-    let printer = TerminalPrinter::on(Screen::terminal(color), color, Mode::Interactive);
+    let printer = TerminalPrinter::on(Screen::terminal(color), color, Mode::Interactive)
+        .in_workspace(&ws.cwd);
     let screen = printer.screen();
     // One question on the screen at a time: an approval or a server's request for input.
     let turn = Arc::new(tokio::sync::Mutex::new(()));

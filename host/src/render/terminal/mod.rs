@@ -5,17 +5,23 @@
 //! the plain text. Text from the model and from tools is sanitised: only escape sequences tern
 //! writes itself reach the terminal.
 
+mod calls;
 mod diff;
 mod highlight;
 mod markdown;
 mod notify;
 mod preview;
+mod rate;
 mod screen;
 mod style;
 mod table;
 mod thinking;
 
-use std::sync::Arc;
+use std::{
+    path::Path,
+    sync::Arc,
+    time::{Duration, Instant},
+};
 
 use tern_protocol::{CompactionStage, Decision, Envelope, Event, LoopState, RunStatus};
 use unicode_width::UnicodeWidthStr;
@@ -60,6 +66,15 @@ pub struct TerminalPrinter {
     last_context: u64,
     /// The model's thinking being streamed (folded or in full).
     thinking: thinking::Thinking,
+    /// Lines may be rewritten in place (colour on a terminal); without it every line is
+    /// written once.
+    redraw: bool,
+    /// Paths inside it are shown relative to it.
+    workspace: calls::Workspace,
+    /// Calls started whose results have not come, in the order they started.
+    pending: Vec<calls::Pending>,
+    /// Output tokens per second, for the spinner and the status line.
+    rate: rate::Rate,
 }
 
 impl TerminalPrinter {
@@ -67,7 +82,11 @@ impl TerminalPrinter {
     pub fn auto(mode: Mode) -> Self {
         use std::io::IsTerminal;
         let color = std::io::stdout().is_terminal() && std::env::var_os("NO_COLOR").is_none();
-        Self::on(Screen::terminal(color), color, mode)
+        let printer = Self::on(Screen::terminal(color), color, mode);
+        match std::env::current_dir() {
+            Ok(dir) => printer.in_workspace(&dir),
+            Err(_) => printer,
+        }
     }
 
     /// A printer on `screen`.
@@ -82,7 +101,17 @@ impl TerminalPrinter {
             requested: false,
             last_context: 0,
             thinking: thinking::Thinking::default(),
+            redraw: color,
+            workspace: calls::Workspace::default(),
+            pending: Vec::new(),
+            rate: rate::Rate::default(),
         }
+    }
+
+    /// Shows paths inside `dir` (diff headers, quoted paths of a result) relative to it.
+    pub fn in_workspace(mut self, dir: &Path) -> Self {
+        self.workspace = calls::Workspace::new(dir);
+        self
     }
 
     /// The screen this printer draws on (for the approver, which must pause the spinner).
@@ -97,7 +126,24 @@ impl TerminalPrinter {
     /// A line of its own (a newline first when mid-line).
     fn say(&mut self, text: &str) {
         self.end_line();
-        self.screen.write(&format!("{text}\n"));
+        self.out(&format!("{text}\n"));
+    }
+
+    /// Writes `text`, after any call line held back (plain text) so the order stays true.
+    fn out(&mut self, text: &str) {
+        self.flush_held();
+        self.screen.write(text);
+    }
+
+    /// Writes the call lines held back (plain text) as they are, without a duration: something
+    /// else must be shown first, so their results will carry a label.
+    fn flush_held(&mut self) {
+        for call in &mut self.pending {
+            if call.written.is_none() {
+                self.screen.write(&format!("{}\n", call.line));
+                call.written = Some(0);
+            }
+        }
     }
 
     /// Finishes a streamed line that did not end in a newline.
@@ -106,7 +152,7 @@ impl TerminalPrinter {
             self.finish_line();
         }
         for line in self.markdown.finish(self.screen.columns()) {
-            self.screen.write(&format!("{line}\n"));
+            self.out(&format!("{line}\n"));
         }
     }
 
@@ -116,7 +162,7 @@ impl TerminalPrinter {
         let mut parts = clean.split('\n').peekable();
         while let Some(part) = parts.next() {
             if !part.is_empty() {
-                self.screen.write(part);
+                self.out(part);
                 self.line.push_str(part);
             }
             if parts.peek().is_some() {
@@ -138,36 +184,92 @@ impl TerminalPrinter {
                 String::new()
             };
             let lines: String = shown.iter().map(|l| format!("{l}\n")).collect();
-            self.screen.write(&format!("{up}\r\x1b[J{lines}"));
+            self.out(&format!("{up}\r\x1b[J{lines}"));
         } else {
-            self.screen.write("\n");
+            self.out("\n");
         }
     }
 
-    fn tool_finished(
-        &mut self,
-        is_error: bool,
-        summary: &str,
-        output: &str,
-        diff: Option<&str>,
-        duration_ms: u64,
-    ) {
+    /// A call's line: written now on a terminal, held back until its result in plain text.
+    fn tool_started(&mut self, id: &str, tool: &str, arguments: &serde_json::Value) {
         self.screen.spin(None);
-        let mark = if is_error {
-            self.paint(RED, "  ⎿ error:")
-        } else {
-            self.paint(DIM, "  ⎿")
+        self.end_line();
+        let args = short_args(arguments);
+        let line = format!(
+            "{} {}({args})",
+            self.paint(CYAN, "⏺"),
+            self.paint(BOLD, &sanitize(tool))
+        );
+        let mut call = calls::Pending {
+            id: id.to_string(),
+            label: calls::Pending::label(tool, &args),
+            width: format!("⏺ {}({args})", sanitize(tool)).width(),
+            line,
+            written: None,
         };
-        let first = sanitize(summary.lines().next().unwrap_or(""));
-        let took = self.paint(DIM, &format!("({duration_ms} ms)"));
-        self.say(&format!("{mark} {first} {took}"));
-        if let Some(diff) = diff {
-            for line in diff::render(&sanitize(diff), "    ", self.palette) {
+        if self.redraw {
+            self.out(&format!("{}\n", call.line));
+            call.written = Some(self.screen.writes());
+        } else {
+            self.flush_held();
+        }
+        self.pending.push(call);
+        self.screen.spin(Some(tool.to_string()));
+    }
+
+    fn tool_finished(&mut self, id: &str, tool: &str, result: Finished<'_>) {
+        self.screen.spin(None);
+        let call = self
+            .pending
+            .iter()
+            .position(|c| c.id == id)
+            .map(|i| self.pending.remove(i));
+        let took = self.paint(DIM, &format!(" · {}", calls::duration(result.duration_ms)));
+        let first = self
+            .workspace
+            .quoted_paths(&sanitize(result.summary.lines().next().unwrap_or("")));
+        let error = self.paint(RED, "error:");
+        match call {
+            // Its line is the last one on screen: the duration goes on it.
+            Some(call)
+                if self.redraw
+                    && call.written == Some(self.screen.writes())
+                    && !self.screen.mid_line() =>
+            {
+                let rows = call.width.max(1).div_ceil(self.screen.columns());
+                self.out(&format!("\x1b[{rows}A\r\x1b[J{}{took}\n", call.line));
+                self.result_head(result.is_error, &first, &error);
+            }
+            // Plain text: the line was held back for this moment.
+            Some(call) if !self.redraw && call.written.is_none() => {
+                self.out(&format!("{}{took}\n", call.line));
+                self.result_head(result.is_error, &first, &error);
+            }
+            // Something came in between (the next call of a batch, a question): the result
+            // names its call.
+            call => {
+                let label = call.map_or_else(|| sanitize(tool), |c| c.label);
+                let mark = if result.is_error {
+                    self.paint(RED, "  ⎿")
+                } else {
+                    self.paint(DIM, "  ⎿")
+                };
+                self.say(&format!("{mark} {label}{took}"));
+                if result.is_error {
+                    self.say(&format!("    {error} {first}"));
+                } else if !first.is_empty() {
+                    self.say(&format!("    {first}"));
+                }
+            }
+        }
+        if let Some(diff) = result.diff {
+            let diff = sanitize(&self.workspace.diff_headers(diff));
+            for line in diff::render(&diff, "    ", self.palette) {
                 self.say(&line);
             }
             return;
         }
-        let rest: Vec<&str> = output.lines().skip(1).collect();
+        let rest: Vec<&str> = result.output.lines().skip(1).collect();
         for line in rest.iter().take(FOLD_LINES) {
             let shown = self.paint(DIM, &sanitize(line));
             self.say(&format!("    {shown}"));
@@ -180,9 +282,80 @@ impl TerminalPrinter {
             };
             let hint = self.paint(DIM, &hint);
             self.say(&hint);
-            self.screen.fold(sanitize(output));
+            self.screen.fold(sanitize(result.output));
         }
     }
+
+    /// The first line of a result right under its call.
+    fn result_head(&mut self, is_error: bool, first: &str, error: &str) {
+        let line = if is_error {
+            format!("{} {error} {first}", self.paint(RED, "  ⎿"))
+        } else {
+            format!("{} {first}", self.paint(DIM, "  ⎿"))
+        };
+        self.say(&line);
+    }
+
+    /// A piece of the stream (answer or thinking) for the rate; the estimate to show.
+    fn stream_rate(&mut self, text: &str) -> Option<String> {
+        self.rate
+            .delta(text, Instant::now())
+            .map(|r| rate::shown(r, true))
+    }
+
+    /// The status line after a turn: how it ended when not by itself, the model and the mode,
+    /// then tokens (with the measured rate), cost and context.
+    fn turn_line(&mut self, turn: Turn<'_>) -> String {
+        let usage = turn.usage;
+        let context = match turn.context_tokens {
+            0 => self.last_context,
+            n => n,
+        };
+        self.last_context = context;
+        let mut parts: Vec<String> = Vec::new();
+        if turn.status != RunStatus::Success {
+            parts.push(turn.status.as_str().replace('_', " "));
+        }
+        parts.extend(turn.model.map(sanitize));
+        parts.extend(turn.mode.map(sanitize));
+        let rate = self.rate.finish_turn();
+        let line = status_line(usage, turn.cost_usd, context, turn.context_window);
+        // A turn that never got an answer: `0 in · 0 out` says nothing.
+        let silent =
+            turn.status != RunStatus::Success && usage.total_input() == 0 && usage.output == 0;
+        for part in line.split(" · ") {
+            if silent && !part.starts_with("context") {
+                continue;
+            }
+            parts.push(part.to_string());
+            if part.ends_with(" out")
+                && let Some(rate) = rate
+            {
+                parts.push(rate::shown(rate, false));
+            }
+        }
+        parts.join(" · ")
+    }
+}
+
+/// What a finished call returned, for the printer.
+struct Finished<'a> {
+    is_error: bool,
+    summary: &'a str,
+    output: &'a str,
+    diff: Option<&'a str>,
+    duration_ms: u64,
+}
+
+/// A finished turn, for its status line.
+struct Turn<'a> {
+    status: RunStatus,
+    usage: &'a tern_protocol::Usage,
+    cost_usd: Option<f64>,
+    context_tokens: u64,
+    context_window: Option<u64>,
+    model: Option<&'a str>,
+    mode: Option<&'a str>,
 }
 
 impl Drop for TerminalPrinter {
@@ -278,11 +451,19 @@ impl Subscriber for TerminalPrinter {
             if !self.thinking.open() {
                 self.end_line();
             }
+            self.flush_held();
             self.thinking.piece(&self.screen, self.palette, text);
+            let note = self.stream_rate(text);
+            if self.thinking.full() {
+                self.screen.stream("thinking", note);
+            } else if let Some(note) = note {
+                self.screen.progress(note);
+            }
             return;
         }
         if self.thinking.open() {
             let interactive = self.mode == Mode::Interactive;
+            self.flush_held();
             self.thinking.close(&self.screen, self.palette, interactive);
         }
         match &e.event {
@@ -300,23 +481,34 @@ impl Subscriber for TerminalPrinter {
                 let line = self.paint(DIM, &format!("[server {server} ready: {tools} tools]"));
                 self.say(&line);
             }
+            // The spinner stays over the stream, to show when it stalls, with the rate.
             Event::TextDelta { text } => {
-                self.screen.spin(None);
+                let note = self.stream_rate(text);
+                self.screen.stream("responding", note);
                 self.text(text);
             }
-            Event::ToolCallStarted {
-                tool, arguments, ..
+            Event::ModelResponse {
+                output_tokens,
+                latency_ms,
+                calls,
+                ..
             } => {
-                self.screen.spin(None);
-                let line = format!(
-                    "{} {}({})",
-                    self.paint(CYAN, "⏺"),
-                    self.paint(BOLD, tool),
-                    short_args(arguments)
+                let unstreamed = calls.iter().map(|c| c.arguments.to_string().len()).sum();
+                self.rate.response(
+                    *output_tokens,
+                    unstreamed,
+                    Duration::from_millis(*latency_ms),
+                    Instant::now(),
                 );
-                self.say(&line);
-                self.screen.spin(Some(tool.clone()));
+                if self.screen.streaming() {
+                    self.screen.spin(None);
+                }
             }
+            Event::ToolCallStarted {
+                call_id,
+                tool,
+                arguments,
+            } => self.tool_started(call_id, tool, arguments),
             Event::ToolProgress {
                 message,
                 progress,
@@ -345,13 +537,25 @@ impl Subscriber for TerminalPrinter {
                 self.say(&line);
             }
             Event::ToolCallFinished {
+                call_id,
+                tool,
                 is_error,
                 summary,
                 output,
                 diff,
                 duration_ms,
                 ..
-            } => self.tool_finished(*is_error, summary, output, diff.as_deref(), *duration_ms),
+            } => self.tool_finished(
+                call_id,
+                tool,
+                Finished {
+                    is_error: *is_error,
+                    summary,
+                    output,
+                    diff: diff.as_deref(),
+                    duration_ms: *duration_ms,
+                },
+            ),
             Event::ModelRetry {
                 attempt,
                 reason,
@@ -458,6 +662,8 @@ impl Subscriber for TerminalPrinter {
                 cost_usd,
                 context_tokens,
                 context_window,
+                model,
+                mode,
                 ..
             } => {
                 self.screen.spin(None);
@@ -467,24 +673,15 @@ impl Subscriber for TerminalPrinter {
                     cache_read: *cache_read_tokens,
                     cache_creation: *cache_creation_tokens,
                 };
-                let context = match *context_tokens {
-                    0 => self.last_context,
-                    n => n,
-                };
-                self.last_context = context;
-                let mut line = status_line(&usage, *cost_usd, context, *context_window);
-                if *status != RunStatus::Success {
-                    // Name how the turn ended; `0 in · 0 out` of a turn that never got an
-                    // answer says nothing.
-                    if usage.total_input() == 0 && usage.output == 0 {
-                        line = line
-                            .split(" · ")
-                            .filter(|p| p.starts_with("context"))
-                            .collect::<Vec<_>>()
-                            .join(" · ");
-                    }
-                    line = format!("{} · {line}", status.as_str().replace('_', " "));
-                }
+                let line = self.turn_line(Turn {
+                    status: *status,
+                    usage: &usage,
+                    cost_usd: *cost_usd,
+                    context_tokens: *context_tokens,
+                    context_window: *context_window,
+                    model: model.as_deref(),
+                    mode: mode.as_deref(),
+                });
                 let line = self.paint(DIM, &format!("  {line}"));
                 self.say(&line);
             }
@@ -528,6 +725,7 @@ impl Subscriber for TerminalPrinter {
 
     fn close(&mut self) {
         self.end_line();
+        self.flush_held();
         self.screen.close();
     }
 }

@@ -14,7 +14,32 @@ use std::{
     time::{Duration, Instant},
 };
 
+use unicode_width::{UnicodeWidthChar, UnicodeWidthStr};
+
 const FRAMES: [char; 10] = ['⠋', '⠙', '⠹', '⠸', '⠼', '⠴', '⠦', '⠧', '⠇', '⠏'];
+
+/// A streaming spinner stays away while output flows, and comes back after this long without
+/// any: the stream has stalled.
+pub const STALL: Duration = Duration::from_millis(1000);
+
+/// What the spinner shows.
+struct Spinner {
+    label: String,
+    since: Instant,
+    /// Over a stream of text: drawn only after [`STALL`] without output, and then also after the
+    /// text of an unfinished line (when it fits), so a stall mid-sentence shows too.
+    streaming: bool,
+}
+
+/// Where the spinner is drawn now.
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum Drawn {
+    No,
+    /// On a line of its own (the cursor was at the start of an empty line).
+    Line,
+    /// After the text of the current line; the cursor was moved back to the text's end.
+    Trailing,
+}
 
 type Sink = Box<dyn Write + Send>;
 
@@ -23,15 +48,22 @@ struct State {
     err: Sink,
     /// Draw a spinner at all (a terminal on stderr, colour on).
     spinner_enabled: bool,
-    spinner: Option<(String, Instant)>,
+    spinner: Option<Spinner>,
     progress: Option<String>,
-    /// The spinner's line is on screen now.
-    drawn: bool,
+    /// The spinner is on screen now, and where.
+    drawn: Drawn,
     /// Questions pending: no spinner until they are answered.
     paused: usize,
     frame: usize,
     /// The last output line has text and no newline yet.
     mid_line: bool,
+    /// The cursor's column on that line (escape sequences not counted).
+    column: usize,
+    /// Writes that reached the terminal (output and questions; not the spinner): a printer
+    /// compares it to know whether a line it wrote is still the last one.
+    writes: u64,
+    /// When output was last written.
+    last_out: Instant,
     /// The last long tool output shown folded, for Ctrl-O in the REPL.
     folded: Option<String>,
     /// The model's last thinking, for `/thinking` when it was shown folded.
@@ -90,10 +122,13 @@ impl Screen {
                 spinner_enabled,
                 spinner: None,
                 progress: None,
-                drawn: false,
+                drawn: Drawn::No,
                 paused: 0,
                 frame: 0,
                 mid_line: false,
+                column: 0,
+                writes: 0,
+                last_out: Instant::now(),
                 folded: None,
                 thought: None,
                 held: String::new(),
@@ -124,17 +159,53 @@ impl Screen {
             s.held.push_str(text);
             return;
         }
-        write_out(&mut s, text);
+        write_out(&mut s, text, self.columns);
     }
 
     /// Shows `label` (with elapsed seconds) in the spinner; `None` hides it.
     pub fn spin(&self, label: Option<String>) {
         let Ok(mut s) = self.state.lock() else { return };
-        s.spinner = label.map(|l| (l, Instant::now()));
+        s.spinner = label.map(|label| Spinner {
+            label,
+            since: Instant::now(),
+            streaming: false,
+        });
         s.progress = None;
         if s.spinner.is_none() {
             erase_spinner(&mut s);
         }
+    }
+
+    /// A spinner over streamed text with `note` (the rate): it shows only when the stream
+    /// stalls ([`STALL`]), on its own line or after an unfinished one. Started once per stream;
+    /// later calls only change the note.
+    pub fn stream(&self, label: &str, note: Option<String>) {
+        let Ok(mut s) = self.state.lock() else { return };
+        match &mut s.spinner {
+            Some(sp) if sp.streaming => label.clone_into(&mut sp.label),
+            _ => {
+                s.spinner = Some(Spinner {
+                    label: label.to_string(),
+                    since: Instant::now(),
+                    streaming: true,
+                });
+            }
+        }
+        if note.is_some() {
+            s.progress = note;
+        }
+    }
+
+    /// Whether the spinner is one over streamed text ([`Screen::stream`]).
+    pub fn streaming(&self) -> bool {
+        self.state
+            .lock()
+            .is_ok_and(|s| s.spinner.as_ref().is_some_and(|sp| sp.streaming))
+    }
+
+    /// How many writes reached the terminal so far (output and questions, not the spinner).
+    pub fn writes(&self) -> u64 {
+        self.state.lock().map_or(0, |s| s.writes)
     }
 
     /// Adds a progress note to the spinner.
@@ -163,6 +234,7 @@ impl Screen {
         }
         let _ = s.err.write_all(text.as_bytes());
         let _ = s.err.flush();
+        s.writes += 1;
     }
 
     /// Keeps `output` for a later "expand".
@@ -202,26 +274,61 @@ impl Screen {
     /// One spinner frame.
     fn tick(&self) {
         let Ok(mut s) = self.state.lock() else { return };
-        if !s.spinner_enabled || s.paused > 0 || s.mid_line {
+        if !s.spinner_enabled || s.paused > 0 {
             return;
         }
-        let Some((label, since)) = &s.spinner else {
+        let Some(spinner) = &s.spinner else {
             return;
         };
-        let progress = s
-            .progress
-            .as_deref()
-            .map(|p| format!(" · {p}"))
-            .unwrap_or_default();
-        let line = format!(
-            "\r\x1b[2K{} {label} {:.1}s{progress}",
-            FRAMES[s.frame % FRAMES.len()],
-            since.elapsed().as_secs_f64()
-        );
+        let frame = FRAMES[s.frame % FRAMES.len()];
+        let progress = s.progress.as_deref();
+        let (text, trailing) = if spinner.streaming {
+            let idle = s.last_out.elapsed();
+            if idle < STALL {
+                return;
+            }
+            let rate = progress.map(|p| format!("{p} · ")).unwrap_or_default();
+            let waiting = format!("{rate}waiting {:.1}s", idle.as_secs_f64());
+            if s.mid_line {
+                (format!(" {frame} {waiting}"), true)
+            } else {
+                (format!("{frame} {} · {waiting}", spinner.label), false)
+            }
+        } else {
+            if s.mid_line {
+                return;
+            }
+            let progress = progress.map(|p| format!(" · {p}")).unwrap_or_default();
+            let elapsed = spinner.since.elapsed().as_secs_f64();
+            (
+                format!("{frame} {} {elapsed:.1}s{progress}", spinner.label),
+                false,
+            )
+        };
+        let line = if trailing {
+            // After the text, and back to its end: only when it fits on the line (a wrap would
+            // move the text's end), and never at column 0 (a line exactly full is ambiguous).
+            let width = text.width();
+            if s.column == 0 || s.column + width + 1 >= self.columns {
+                return;
+            }
+            let erase = if s.drawn == Drawn::Trailing {
+                "\x1b[K"
+            } else {
+                ""
+            };
+            format!("{erase}\x1b[2m{text}\x1b[0m\x1b[{width}D")
+        } else {
+            format!("\r\x1b[2K{text}")
+        };
         s.frame += 1;
         let _ = s.err.write_all(line.as_bytes());
         let _ = s.err.flush();
-        s.drawn = true;
+        s.drawn = if trailing {
+            Drawn::Trailing
+        } else {
+            Drawn::Line
+        };
     }
 
     /// Stops the spinner for good.
@@ -234,21 +341,55 @@ impl Screen {
     }
 }
 
-fn write_out(s: &mut State, text: &str) {
+fn write_out(s: &mut State, text: &str, columns: usize) {
     erase_spinner(s);
     let _ = s.out.write_all(text.as_bytes());
     let _ = s.out.flush();
     if let Some(last) = text.chars().last() {
         s.mid_line = last != '\n';
     }
+    s.column = column_after(s.column, text, columns);
+    s.writes += 1;
+    s.last_out = Instant::now();
+}
+
+/// The cursor's column after `text` is written from `column`: escape sequences take no room,
+/// a newline or carriage return starts again at 0, a full line wraps.
+fn column_after(column: usize, text: &str, columns: usize) -> usize {
+    let tail = match text.rfind(['\n', '\r']) {
+        Some(i) => &text[i + 1..],
+        None => text,
+    };
+    let start = if tail.len() == text.len() { column } else { 0 };
+    let mut width = 0;
+    let mut chars = tail.chars().peekable();
+    while let Some(c) = chars.next() {
+        if c == '\x1b' {
+            // CSI: parameters up to a final byte in @..~.
+            if chars.peek() == Some(&'[') {
+                chars.next();
+                for c in chars.by_ref() {
+                    if ('@'..='~').contains(&c) {
+                        break;
+                    }
+                }
+            }
+            continue;
+        }
+        width += c.width().unwrap_or(0);
+    }
+    (start + width) % columns.max(1)
 }
 
 fn erase_spinner(s: &mut State) {
-    if s.drawn {
-        let _ = s.err.write_all(b"\r\x1b[2K");
-        let _ = s.err.flush();
-        s.drawn = false;
-    }
+    let erase: &[u8] = match s.drawn {
+        Drawn::No => return,
+        Drawn::Line => b"\r\x1b[2K",
+        Drawn::Trailing => b"\x1b[K",
+    };
+    let _ = s.err.write_all(erase);
+    let _ = s.err.flush();
+    s.drawn = Drawn::No;
 }
 
 /// Resumes the spinner when dropped.
@@ -260,7 +401,7 @@ impl Drop for Paused {
             s.paused = s.paused.saturating_sub(1);
             if s.paused == 0 && !s.held.is_empty() {
                 let held = std::mem::take(&mut s.held);
-                write_out(&mut s, &held);
+                write_out(&mut s, &held, self.0.columns);
             }
         }
     }
@@ -344,5 +485,88 @@ mod tests {
         screen.tick();
         assert_eq!(err.text().len(), len);
         assert_eq!(out.text(), "notice\npartial");
+    }
+
+    /// The stream last wrote two seconds ago.
+    fn stall(screen: &Screen) {
+        if let Ok(mut s) = screen.state.lock()
+            && let Some(then) = Instant::now().checked_sub(Duration::from_secs(2))
+        {
+            s.last_out = then;
+        }
+    }
+
+    /// The spinner's writes with the seconds masked (they depend on the clock).
+    fn masked(text: &str) -> String {
+        let mut out = String::new();
+        let mut chars = text.chars().peekable();
+        while let Some(c) = chars.next() {
+            if c.is_ascii_digit() && text.contains("waiting") {
+                // `2.0s` → `N.Ns`; other digits (escape parameters) are kept.
+                let mut num = c.to_string();
+                while let Some(d) = chars.peek().filter(|d| d.is_ascii_digit() || **d == '.') {
+                    num.push(*d);
+                    chars.next();
+                }
+                if chars.peek() == Some(&'s') {
+                    out.push_str("N.N");
+                } else {
+                    out.push_str(&num);
+                }
+                continue;
+            }
+            out.push(c);
+        }
+        out.replace('\x1b', "⟨ESC⟩")
+    }
+
+    #[test]
+    fn a_stalled_stream_shows_the_spinner_after_its_text_or_on_a_line_of_its_own() {
+        let (screen, out, err) = captured();
+        screen.stream("responding", Some("~42 tok/s".into()));
+        screen.write("The answer is");
+        screen.tick();
+        assert_eq!(err.text(), "", "no spinner while the text flows");
+        // Stalled mid-line: after the text, the cursor moved back to the text's end.
+        stall(&screen);
+        screen.tick();
+        let trailing = err.text();
+        assert!(
+            trailing.starts_with("\x1b[2m ⠋ ~42 tok/s · waiting 2."),
+            "{trailing:?}"
+        );
+        let width = " ⠋ ~42 tok/s · waiting 2.0s".width();
+        assert!(
+            trailing.ends_with(&format!("\x1b[{width}D")),
+            "{trailing:?}"
+        );
+        // The next text erases it (to the end of the line) before it is written.
+        screen.write(" 42.\n");
+        assert!(err.text().ends_with("\x1b[K"), "{:?}", err.text());
+        assert_eq!(out.text(), "The answer is 42.\n");
+        // Stalled at the start of a line: a line of its own, with the label.
+        stall(&screen);
+        screen.tick();
+        let line = err.text()[trailing.len() + 3..].to_string();
+        assert!(
+            line.starts_with("\r\x1b[2K⠙ responding · ~42 tok/s · waiting 2."),
+            "{line:?}"
+        );
+        // A line too full to hold it: no spinner after it.
+        screen.write(&"x".repeat(60));
+        stall(&screen);
+        let before = err.text().len();
+        screen.tick();
+        assert_eq!(err.text().len(), before, "drawn past the line's end");
+        insta::assert_snapshot!(masked(&err.text()));
+    }
+
+    #[test]
+    fn the_column_ignores_escapes_and_restarts_after_a_newline() {
+        assert_eq!(column_after(0, "\x1b[1mab\x1b[0m", 80), 2);
+        assert_eq!(column_after(5, "cd", 80), 7);
+        assert_eq!(column_after(5, "x\nabc", 80), 3);
+        assert_eq!(column_after(0, &"y".repeat(85), 80), 5);
+        assert_eq!(column_after(3, "\x1b[2A\r\x1b[Jé", 80), 1);
     }
 }

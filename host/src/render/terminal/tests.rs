@@ -80,6 +80,8 @@ fn events() -> Vec<Event> {
             cost_usd: Some(0.0123),
             context_tokens: 46_000,
             context_window: Some(200_000),
+            model: Some("claude-sonnet-4-5".into()),
+            mode: Some("accept-edits".into()),
         },
         Event::RunFinished {
             status: RunStatus::Success,
@@ -219,6 +221,8 @@ fn after_a_cancel_the_status_line_says_so_and_keeps_the_conversations_size() {
         cost_usd: None,
         context_tokens: context,
         context_window: Some(200_000),
+        model: None,
+        mode: None,
     };
     printer.on_event(&envelope(1, turn(RunStatus::Success, 46_000, 46_000)));
     printer.on_event(&envelope(2, turn(RunStatus::Cancelled, 0, 0)));
@@ -226,4 +230,181 @@ fn after_a_cancel_the_status_line_says_so_and_keeps_the_conversations_size() {
     let last = text.lines().last().unwrap_or_default();
     assert_eq!(last, "  cancelled · context 23% of 200.0k", "{text}");
     insta::assert_snapshot!(text);
+}
+
+/// A turn with two reads run as one batch (both lines first, then both results), then an edit
+/// of a file inside the workspace whose diff names it by its absolute path.
+fn batch() -> Vec<Event> {
+    let started = |id: &str, tool: &str, args| Event::ToolCallStarted {
+        call_id: id.into(),
+        tool: tool.into(),
+        arguments: args,
+    };
+    let finished =
+        |id: &str, tool: &str, ms, summary: &str, diff: Option<&str>| Event::ToolCallFinished {
+            call_id: id.into(),
+            tool: tool.into(),
+            is_error: false,
+            error_type: None,
+            duration_ms: ms,
+            summary: summary.into(),
+            output: summary.into(),
+            diff: diff.map(str::to_string),
+        };
+    vec![
+        started("r1", "fs__read_file", json!({"path": "a.txt"})),
+        started("r2", "fs__read_file", json!({"path": "b.txt"})),
+        finished("r1", "fs__read_file", 3, "1→alpha", None),
+        finished("r2", "fs__read_file", 2_340, "1→beta", None),
+        started(
+            "e1",
+            "fs__edit_file",
+            json!({"path": "a.txt", "old_string": "alpha", "new_string": "ALPHA"}),
+        ),
+        finished(
+            "e1",
+            "fs__edit_file",
+            12,
+            "edited `/home/ada/app/a.txt`: 1 replacement (+1 -1 lines)",
+            Some("--- /home/ada/app/a.txt\n+++ /home/ada/app/a.txt\n@@ -1 +1 @@\n-alpha\n+ALPHA\n"),
+        ),
+        started("e2", "fs__write_file", json!({"path": "/etc/motd"})),
+        finished(
+            "e2",
+            "fs__write_file",
+            65_000,
+            "wrote 3 bytes to `/etc/motd` (replaced)",
+            Some("--- /etc/motd\n+++ /etc/motd\n@@ -1 +1 @@\n-hi\n+yo\n"),
+        ),
+        Event::TurnFinished {
+            status: RunStatus::Success,
+            steps: 2,
+            input_tokens: 900,
+            output_tokens: 80,
+            cache_read_tokens: 0,
+            cache_creation_tokens: 0,
+            cost_usd: None,
+            context_tokens: 980,
+            context_window: Some(200_000),
+            model: Some("claude-sonnet-4-5".into()),
+            mode: Some("plan".into()),
+        },
+    ]
+}
+
+fn batch_shown(color: bool) -> String {
+    let (out, err) = (Captured::default(), Captured::default());
+    let screen = Arc::new(Screen::new(Box::new(out.clone()), Box::new(err), false, 80));
+    let mut printer = TerminalPrinter::on(screen, color, Mode::Interactive)
+        .in_workspace(std::path::Path::new("/home/ada/app"));
+    for (i, e) in batch().into_iter().enumerate() {
+        printer.on_event(&envelope(i as u64 + 1, e));
+    }
+    printer.close();
+    out.text()
+}
+
+#[test]
+fn parallel_results_name_their_call_and_a_lone_call_has_its_duration_on_its_line() {
+    let text = batch_shown(false);
+    // Both reads' lines came before either result: each result names its call.
+    assert!(
+        text.contains("  ⎿ fs__read_file(a.txt) · 3ms\n    1→alpha\n"),
+        "{text}"
+    );
+    assert!(
+        text.contains("  ⎿ fs__read_file(b.txt) · 2.3s\n    1→beta\n"),
+        "{text}"
+    );
+    // The edit ran alone: its duration is on its line, its result right under it, unlabelled.
+    assert!(
+        text.contains(
+            "⏺ fs__edit_file({\"new_string\":\"ALPHA\",\"old_string\":\"alpha\",\"path\":\"a.txt\"}) · 12ms\n  ⎿ edited `a.txt`"
+        ),
+        "{text}"
+    );
+    // Diff headers: relative inside the workspace, absolute outside it.
+    assert!(text.contains("    --- a.txt\n    +++ a.txt\n"), "{text}");
+    assert!(!text.contains("/home/ada/app"), "{text}");
+    assert!(text.contains("    --- /etc/motd\n"), "{text}");
+    assert!(text.contains("(/etc/motd) · 1m05s\n"), "{text}");
+    // The status line names the model and the mode.
+    assert!(
+        text.contains("  claude-sonnet-4-5 · plan · 900 in · 0% cached · 80 out · context"),
+        "{text}"
+    );
+    insta::assert_snapshot!(text);
+}
+
+#[test]
+fn on_a_terminal_the_call_line_is_rewritten_with_its_duration() {
+    let text = batch_shown(true);
+    // The edit's line is redrawn in place (one row up), its duration added. (A line that
+    // wrapped is redrawn from its first row: `a_run_in_colour` goes up two.)
+    assert!(
+        text.contains("\"path\":\"a.txt\"})\n\x1b[1A\r\x1b[J\x1b[36m⏺"),
+        "{text:?}"
+    );
+    assert!(text.contains("\x1b[2m · 12ms\x1b[0m\n"), "{text:?}");
+    // The reads' lines are not rewritten (the second came between): their results are labelled.
+    assert!(
+        text.contains("⎿\x1b[0m fs__read_file(a.txt)\x1b[2m · 3ms"),
+        "{text:?}"
+    );
+    insta::assert_snapshot!(text.replace('\x1b', "⟨ESC⟩"));
+}
+
+#[test]
+fn the_status_line_has_the_measured_rate_after_a_streamed_answer() {
+    let (out, err) = (Captured::default(), Captured::default());
+    let screen = Arc::new(Screen::new(Box::new(out.clone()), Box::new(err), false, 80));
+    let mut printer = TerminalPrinter::on(screen, false, Mode::Interactive);
+    printer.on_event(&envelope(
+        1,
+        Event::TextDelta {
+            text: "Hello".into(),
+        },
+    ));
+    std::thread::sleep(std::time::Duration::from_millis(250));
+    printer.on_event(&envelope(
+        2,
+        Event::TextDelta {
+            text: " world.\n".into(),
+        },
+    ));
+    printer.on_event(&envelope(
+        3,
+        Event::ModelResponse {
+            step: 1,
+            stop_reason: "end_turn".into(),
+            input_tokens: 10,
+            output_tokens: 5,
+            cache_read_tokens: 0,
+            cache_creation_tokens: 0,
+            latency_ms: 300,
+            request_id: None,
+            text: "Hello world.\n".into(),
+            tool_calls: 0,
+            calls: Vec::new(),
+            incomplete: Vec::new(),
+        },
+    ));
+    let mut turn = batch().pop().unwrap_or(Event::TurnEnd { step: 1 });
+    if let Event::TurnFinished { mode, .. } = &mut turn {
+        *mode = Some("default".into());
+    }
+    printer.on_event(&envelope(4, turn));
+    let text = out.text();
+    let last = text.lines().last().unwrap_or_default();
+    // 5 tokens over at least 250 ms of streaming: at most 20 tok/s, measured (no `~`).
+    let rate = last
+        .split(" · ")
+        .find_map(|p| p.strip_suffix(" tok/s"))
+        .unwrap_or_else(|| panic!("no rate in {last:?}"));
+    let rate: f64 = rate.parse().unwrap_or_else(|_| panic!("{last:?}"));
+    assert!(rate > 0.0 && rate <= 20.0, "{last}");
+    assert!(
+        last.starts_with("  claude-sonnet-4-5 · default · 900 in"),
+        "{last}"
+    );
 }

@@ -19,6 +19,11 @@ impl Thinking {
         !self.text.is_empty()
     }
 
+    /// Whether this block streams in full (else it is one folded line at its end).
+    pub(super) fn full(&self) -> bool {
+        self.full
+    }
+
     /// A piece of thinking (the caller ends the answer's current line before a block's first).
     pub(super) fn piece(&mut self, screen: &Screen, palette: Palette, delta: &str) {
         if delta.is_empty() {
