@@ -12,7 +12,10 @@
 
 use std::path::{Path, PathBuf};
 
-use super::style::sanitize;
+use unicode_width::UnicodeWidthStr;
+
+use super::style::{BOLD, CYAN, DIM, RED, sanitize};
+use super::{FOLD_LINES, Mode, TerminalPrinter, diff, short_args};
 
 /// Characters of the arguments kept in a result's label.
 const LABEL_ARGS: usize = 40;
@@ -126,6 +129,124 @@ impl Workspace {
         }
         out
     }
+}
+
+/// The printer's side: a call's line when it starts, its result when it ends.
+impl TerminalPrinter {
+    /// A call's line: written now on a terminal, held back until its result in plain text.
+    pub(super) fn tool_started(&mut self, id: &str, tool: &str, arguments: &serde_json::Value) {
+        self.screen.spin(None);
+        self.end_line();
+        let args = short_args(arguments);
+        let line = format!(
+            "{} {}({args})",
+            self.paint(CYAN, "⏺"),
+            self.paint(BOLD, &sanitize(tool))
+        );
+        let mut call = Pending {
+            id: id.to_string(),
+            label: Pending::label(tool, &args),
+            width: format!("⏺ {}({args})", sanitize(tool)).width(),
+            line,
+            written: None,
+        };
+        if self.redraw {
+            self.out(&format!("{}\n", call.line));
+            call.written = Some(self.screen.writes());
+        } else {
+            self.flush_held();
+        }
+        self.pending.push(call);
+        self.screen.spin(Some(tool.to_string()));
+    }
+
+    pub(super) fn tool_finished(&mut self, id: &str, tool: &str, result: Finished<'_>) {
+        self.screen.spin(None);
+        let call = self
+            .pending
+            .iter()
+            .position(|c| c.id == id)
+            .map(|i| self.pending.remove(i));
+        let took = self.paint(DIM, &format!(" · {}", duration(result.duration_ms)));
+        let first = self
+            .workspace
+            .quoted_paths(&sanitize(result.summary.lines().next().unwrap_or("")));
+        let error = self.paint(RED, "error:");
+        match call {
+            // Its line is the last one on screen: the duration goes on it.
+            Some(call)
+                if self.redraw
+                    && call.written == Some(self.screen.writes())
+                    && !self.screen.mid_line() =>
+            {
+                let rows = call.width.max(1).div_ceil(self.screen.columns());
+                self.out(&format!("\x1b[{rows}A\r\x1b[J{}{took}\n", call.line));
+                self.result_head(result.is_error, &first, &error);
+            }
+            // Plain text: the line was held back for this moment.
+            Some(call) if !self.redraw && call.written.is_none() => {
+                self.out(&format!("{}{took}\n", call.line));
+                self.result_head(result.is_error, &first, &error);
+            }
+            // Something came in between (the next call of a batch, a question): the result
+            // names its call.
+            call => {
+                let label = call.map_or_else(|| sanitize(tool), |c| c.label);
+                let mark = if result.is_error {
+                    self.paint(RED, "  ⎿")
+                } else {
+                    self.paint(DIM, "  ⎿")
+                };
+                self.say(&format!("{mark} {label}{took}"));
+                if result.is_error {
+                    self.say(&format!("    {error} {first}"));
+                } else if !first.is_empty() {
+                    self.say(&format!("    {first}"));
+                }
+            }
+        }
+        if let Some(diff) = result.diff {
+            let diff = sanitize(&self.workspace.diff_headers(diff));
+            for line in diff::render(&diff, "    ", self.palette) {
+                self.say(&line);
+            }
+            return;
+        }
+        let rest: Vec<&str> = result.output.lines().skip(1).collect();
+        for line in rest.iter().take(FOLD_LINES) {
+            let shown = self.paint(DIM, &sanitize(line));
+            self.say(&format!("    {shown}"));
+        }
+        if rest.len() > FOLD_LINES {
+            let hidden = rest.len() - FOLD_LINES;
+            let hint = match self.mode {
+                Mode::Interactive => format!("    … +{hidden} lines (ctrl+o to expand)"),
+                Mode::Headless => format!("    … +{hidden} lines"),
+            };
+            let hint = self.paint(DIM, &hint);
+            self.say(&hint);
+            self.screen.fold(sanitize(result.output));
+        }
+    }
+
+    /// The first line of a result right under its call.
+    fn result_head(&mut self, is_error: bool, first: &str, error: &str) {
+        let line = if is_error {
+            format!("{} {error} {first}", self.paint(RED, "  ⎿"))
+        } else {
+            format!("{} {first}", self.paint(DIM, "  ⎿"))
+        };
+        self.say(&line);
+    }
+}
+
+/// What a finished call returned, for the printer.
+pub(super) struct Finished<'a> {
+    pub is_error: bool,
+    pub summary: &'a str,
+    pub output: &'a str,
+    pub diff: Option<&'a str>,
+    pub duration_ms: u64,
 }
 
 #[cfg(test)]

@@ -13,6 +13,7 @@ mod notify;
 mod preview;
 mod rate;
 mod screen;
+mod status;
 mod style;
 mod table;
 mod thinking;
@@ -35,7 +36,7 @@ pub use style::sanitize;
 use style::{BOLD, CYAN, DIM, GREEN, Palette, RED, YELLOW};
 pub use thinking::thought_lines;
 
-use self::markdown::Markdown;
+use self::{calls::Finished, markdown::Markdown, status::Turn};
 use crate::agent::Subscriber;
 pub use crate::units::{format_cost, format_tokens};
 
@@ -190,172 +191,12 @@ impl TerminalPrinter {
         }
     }
 
-    /// A call's line: written now on a terminal, held back until its result in plain text.
-    fn tool_started(&mut self, id: &str, tool: &str, arguments: &serde_json::Value) {
-        self.screen.spin(None);
-        self.end_line();
-        let args = short_args(arguments);
-        let line = format!(
-            "{} {}({args})",
-            self.paint(CYAN, "⏺"),
-            self.paint(BOLD, &sanitize(tool))
-        );
-        let mut call = calls::Pending {
-            id: id.to_string(),
-            label: calls::Pending::label(tool, &args),
-            width: format!("⏺ {}({args})", sanitize(tool)).width(),
-            line,
-            written: None,
-        };
-        if self.redraw {
-            self.out(&format!("{}\n", call.line));
-            call.written = Some(self.screen.writes());
-        } else {
-            self.flush_held();
-        }
-        self.pending.push(call);
-        self.screen.spin(Some(tool.to_string()));
-    }
-
-    fn tool_finished(&mut self, id: &str, tool: &str, result: Finished<'_>) {
-        self.screen.spin(None);
-        let call = self
-            .pending
-            .iter()
-            .position(|c| c.id == id)
-            .map(|i| self.pending.remove(i));
-        let took = self.paint(DIM, &format!(" · {}", calls::duration(result.duration_ms)));
-        let first = self
-            .workspace
-            .quoted_paths(&sanitize(result.summary.lines().next().unwrap_or("")));
-        let error = self.paint(RED, "error:");
-        match call {
-            // Its line is the last one on screen: the duration goes on it.
-            Some(call)
-                if self.redraw
-                    && call.written == Some(self.screen.writes())
-                    && !self.screen.mid_line() =>
-            {
-                let rows = call.width.max(1).div_ceil(self.screen.columns());
-                self.out(&format!("\x1b[{rows}A\r\x1b[J{}{took}\n", call.line));
-                self.result_head(result.is_error, &first, &error);
-            }
-            // Plain text: the line was held back for this moment.
-            Some(call) if !self.redraw && call.written.is_none() => {
-                self.out(&format!("{}{took}\n", call.line));
-                self.result_head(result.is_error, &first, &error);
-            }
-            // Something came in between (the next call of a batch, a question): the result
-            // names its call.
-            call => {
-                let label = call.map_or_else(|| sanitize(tool), |c| c.label);
-                let mark = if result.is_error {
-                    self.paint(RED, "  ⎿")
-                } else {
-                    self.paint(DIM, "  ⎿")
-                };
-                self.say(&format!("{mark} {label}{took}"));
-                if result.is_error {
-                    self.say(&format!("    {error} {first}"));
-                } else if !first.is_empty() {
-                    self.say(&format!("    {first}"));
-                }
-            }
-        }
-        if let Some(diff) = result.diff {
-            let diff = sanitize(&self.workspace.diff_headers(diff));
-            for line in diff::render(&diff, "    ", self.palette) {
-                self.say(&line);
-            }
-            return;
-        }
-        let rest: Vec<&str> = result.output.lines().skip(1).collect();
-        for line in rest.iter().take(FOLD_LINES) {
-            let shown = self.paint(DIM, &sanitize(line));
-            self.say(&format!("    {shown}"));
-        }
-        if rest.len() > FOLD_LINES {
-            let hidden = rest.len() - FOLD_LINES;
-            let hint = match self.mode {
-                Mode::Interactive => format!("    … +{hidden} lines (ctrl+o to expand)"),
-                Mode::Headless => format!("    … +{hidden} lines"),
-            };
-            let hint = self.paint(DIM, &hint);
-            self.say(&hint);
-            self.screen.fold(sanitize(result.output));
-        }
-    }
-
-    /// The first line of a result right under its call.
-    fn result_head(&mut self, is_error: bool, first: &str, error: &str) {
-        let line = if is_error {
-            format!("{} {error} {first}", self.paint(RED, "  ⎿"))
-        } else {
-            format!("{} {first}", self.paint(DIM, "  ⎿"))
-        };
-        self.say(&line);
-    }
-
     /// A piece of the stream (answer or thinking) for the rate; the estimate to show.
     fn stream_rate(&mut self, text: &str) -> Option<String> {
         self.rate
             .delta(text, Instant::now())
             .map(|r| rate::shown(r, true))
     }
-
-    /// The status line after a turn: how it ended when not by itself, the model and the mode,
-    /// then tokens (with the measured rate), cost and context.
-    fn turn_line(&mut self, turn: Turn<'_>) -> String {
-        let usage = turn.usage;
-        let context = match turn.context_tokens {
-            0 => self.last_context,
-            n => n,
-        };
-        self.last_context = context;
-        let mut parts: Vec<String> = Vec::new();
-        if turn.status != RunStatus::Success {
-            parts.push(turn.status.as_str().replace('_', " "));
-        }
-        parts.extend(turn.model.map(sanitize));
-        parts.extend(turn.mode.map(sanitize));
-        let rate = self.rate.finish_turn();
-        let line = status_line(usage, turn.cost_usd, context, turn.context_window);
-        // A turn that never got an answer: `0 in · 0 out` says nothing.
-        let silent =
-            turn.status != RunStatus::Success && usage.total_input() == 0 && usage.output == 0;
-        for part in line.split(" · ") {
-            if silent && !part.starts_with("context") {
-                continue;
-            }
-            parts.push(part.to_string());
-            if part.ends_with(" out")
-                && let Some(rate) = rate
-            {
-                parts.push(rate::shown(rate, false));
-            }
-        }
-        parts.join(" · ")
-    }
-}
-
-/// What a finished call returned, for the printer.
-struct Finished<'a> {
-    is_error: bool,
-    summary: &'a str,
-    output: &'a str,
-    diff: Option<&'a str>,
-    duration_ms: u64,
-}
-
-/// A finished turn, for its status line.
-struct Turn<'a> {
-    status: RunStatus,
-    usage: &'a tern_protocol::Usage,
-    cost_usd: Option<f64>,
-    context_tokens: u64,
-    context_window: Option<u64>,
-    model: Option<&'a str>,
-    mode: Option<&'a str>,
 }
 
 impl Drop for TerminalPrinter {
