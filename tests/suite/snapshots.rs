@@ -12,6 +12,9 @@ pub(crate) fn filters(cwd: &str) -> Vec<(String, String)> {
         (r"session [0-9a-f]{16}".into(), "session [SESSION]".into()),
         (r"\+\s*\d+\.\d{3}s".into(), "+[T]".into()),
         (r"\d+ ms".into(), "[N] ms".into()),
+        // A call's duration on its line or its result's label: `· 9ms`, `· 2.3s`.
+        (r"· \d+ms\b".into(), "· [N]ms".into()),
+        (r"· \d+\.\ds\b".into(), "· [T]s".into()),
         (r"\d+\.\d s\b".into(), "[T] s".into()),
     ]
 }
