@@ -14,7 +14,7 @@ use serde_json::{Value, json};
 use tern_gateway::Gateway;
 use tern_protocol::{Decision, Envelope, Event};
 
-use super::{rpc::Outbox, tool_view};
+use super::{editor_fs::Written, rpc::Outbox, tool_view};
 use crate::agent::Subscriber;
 
 /// Sends one `session/update`.
@@ -69,6 +69,9 @@ pub struct Updates {
     /// The run's gateway, set once the engine is up: its tool table says what each tool is.
     gateway: Arc<OnceLock<Arc<Gateway>>>,
     calls: HashMap<String, Started>,
+    /// What was written through the editor (when its files are used): the text after an
+    /// edit, which the disk may not have yet.
+    written: Option<Written>,
 }
 
 impl Updates {
@@ -77,6 +80,7 @@ impl Updates {
         session_id: Arc<OnceLock<String>>,
         cwd: PathBuf,
         gateway: Arc<OnceLock<Arc<Gateway>>>,
+        written: Option<Written>,
     ) -> Self {
         Self {
             out,
@@ -84,6 +88,7 @@ impl Updates {
             cwd,
             gateway,
             calls: HashMap::new(),
+            written,
         }
     }
 
@@ -132,12 +137,13 @@ pub fn finished(
     output: &str,
     diff: Option<&str>,
     is_error: bool,
+    now: &dyn Fn(&std::path::Path) -> Option<String>,
 ) -> Value {
     json!({
         "sessionUpdate": "tool_call_update",
         "toolCallId": call_id,
         "status": if is_error { "failed" } else { "completed" },
-        "content": tool_view::content(cwd, entry, arguments, output, diff, is_error),
+        "content": tool_view::content(cwd, entry, arguments, output, diff, is_error, now),
     })
 }
 
@@ -217,6 +223,10 @@ impl Subscriber for Updates {
                     output,
                     diff.as_deref(),
                     *is_error,
+                    &|path| {
+                        let written = self.written.as_ref().and_then(|w| w.take(path));
+                        written.or_else(|| std::fs::read_to_string(path).ok())
+                    },
                 );
                 // A diff's texts are read from the file after the event was redacted: they pass
                 // the run's redactor here, like everything else tern shows.
