@@ -666,4 +666,6 @@ async fn the_python_sdk_drives_a_session_too() {
     assert_eq!(rule_of(&audit, "p3"), "acp:deny");
     assert_eq!(rule_of(&audit, "p4"), "acp:deny");
     assert!(text_of(&report, "agent_message_chunk").contains("Edited."));
+    // No fs capability offered: tern never asked the editor for a file.
+    assert_eq!(report["fsRequests"], json!([]), "{report:#}");
 }

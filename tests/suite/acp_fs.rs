@@ -3,10 +3,13 @@
 //! over an in-memory map of buffers) gets the model's reads from its buffers and its edits
 //! into them — through the same `fs__*` tools, the gateway, the editor's permission answers and
 //! the audit log; paths outside the session's cwd are refused before the editor is asked; a
-//! client without both capabilities leaves tern-fs on the disk.
+//! client without both capabilities leaves tern-fs on the disk. The official Python SDK
+//! (`tests/acp/py_client.py`) plays the same editor once.
+
+use std::time::Duration;
 
 use serde_json::{Value, json};
-use tern_e2e::run_env::RunEnv;
+use tern_e2e::{bin, dep, run_env::RunEnv, workspace_root};
 use tern_model::mock::script::AnthropicTurn;
 
 use super::acp::{audit, call, editor, rule_of, turn, updates};
@@ -175,4 +178,65 @@ async fn without_both_fs_capabilities_the_fs_tools_use_the_disk() {
         std::fs::read_to_string(&notes).unwrap(),
         "disk alpha\ngamma\n"
     );
+}
+
+#[tokio::test]
+async fn the_python_sdk_offers_its_buffers_too() {
+    let env = RunEnv::new().await;
+    let dir = std::fs::canonicalize(env.dir.path()).unwrap();
+    let notes = dir.join("notes.txt");
+    std::fs::write(&notes, "disk one\ntwo\n").unwrap();
+    env.server
+        .enqueue(turn(("r1", "fs__read_file", r#"{"path":"notes.txt"}"#)));
+    let edit = r#"{"path":"notes.txt","old_string":"two","new_string":"2"}"#;
+    env.server.enqueue(turn(("e1", "fs__edit_file", edit)));
+    env.server
+        .enqueue(AnthropicTurn::new().text(&["Edited."]).finish("end_turn"));
+    let n = notes.to_str().unwrap();
+    let plan = json!({
+        "tern": bin("tern"),
+        "cwd": dir,
+        "answers": ["allow_once"],
+        "buffers": { n: "buffer one\ntwo\n" },
+        "prompts": ["edit notes.txt"],
+    });
+    let out = tokio::time::timeout(
+        Duration::from_secs(120),
+        tokio::process::Command::new(dep("venv/bin/python"))
+            .arg(workspace_root().join("tests/acp/py_client.py"))
+            .arg(plan.to_string())
+            .env("TERN_HOME", env.home.path())
+            .env("ANTHROPIC_API_KEY", tern_e2e::run_env::CANARY)
+            .env("ANTHROPIC_BASE_URL", env.server.url())
+            .env_remove("OPENAI_API_KEY")
+            .env_remove("OPENAI_BASE_URL")
+            .kill_on_drop(true)
+            .output(),
+    )
+    .await
+    .expect("the Python client did not finish")
+    .unwrap();
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        out.status.success(),
+        "{stdout}\n{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let report: Value = serde_json::from_str(stdout.trim()).unwrap();
+    assert_eq!(report["prompts"][0]["stopReason"], "end_turn", "{report:#}");
+    assert!(tool_result(&env, "r1").contains("buffer one"));
+    assert_eq!(report["buffers"][n], "buffer one\n2\n", "{report:#}");
+    assert_eq!(std::fs::read_to_string(&notes).unwrap(), "disk one\ntwo\n");
+    let diff = &call(&report, "e1").1["content"][0];
+    assert_eq!(diff["oldText"], "buffer one\ntwo\n", "{report:#}");
+    assert_eq!(diff["newText"], "buffer one\n2\n");
+    assert_eq!(
+        fs_requests(&report),
+        [
+            ("read".to_string(), n.to_string()),
+            ("read".to_string(), n.to_string()),
+            ("write".to_string(), n.to_string()),
+        ]
+    );
+    assert_eq!(rule_of(&audit(env.home.path()), "e1"), "acp:once");
 }

@@ -101,6 +101,29 @@ impl Updates {
     fn entry(&self, tool: &str) -> Option<tern_mcp::ToolEntry> {
         self.gateway.get()?.table().get(tool).cloned()
     }
+
+    /// The `tool_call_update` ending a call. An edit's file as it is now: the text just written
+    /// through the editor when its files are used, else the disk's.
+    fn finished(
+        &self,
+        call_id: &str,
+        entry: Option<&tern_mcp::ToolEntry>,
+        arguments: &Value,
+        output: &str,
+        diff: Option<&str>,
+        is_error: bool,
+    ) -> Value {
+        let now = |path: &std::path::Path| {
+            let written = self.written.as_ref().and_then(|w| w.take(path));
+            written.or_else(|| std::fs::read_to_string(path).ok())
+        };
+        json!({
+            "sessionUpdate": "tool_call_update",
+            "toolCallId": call_id,
+            "status": if is_error { "failed" } else { "completed" },
+            "content": tool_view::content(&self.cwd, entry, arguments, output, diff, is_error, &now),
+        })
+    }
 }
 
 /// The `tool_call` update announcing a call.
@@ -125,25 +148,6 @@ pub fn tool_call(
         "locations": locations,
         "rawInput": arguments,
         "_meta": {"tern/tool": tool},
-    })
-}
-
-/// The `tool_call_update` ending a call.
-pub fn finished(
-    cwd: &std::path::Path,
-    call_id: &str,
-    entry: Option<&tern_mcp::ToolEntry>,
-    arguments: &Value,
-    output: &str,
-    diff: Option<&str>,
-    is_error: bool,
-    now: &dyn Fn(&std::path::Path) -> Option<String>,
-) -> Value {
-    json!({
-        "sessionUpdate": "tool_call_update",
-        "toolCallId": call_id,
-        "status": if is_error { "failed" } else { "completed" },
-        "content": tool_view::content(cwd, entry, arguments, output, diff, is_error, now),
     })
 }
 
@@ -215,18 +219,13 @@ impl Subscriber for Updates {
                     Some(s) => (self.entry(&s.tool), s.arguments.clone()),
                     None => (None, Value::Null),
                 };
-                let mut update = finished(
-                    &self.cwd,
+                let mut update = self.finished(
                     call_id,
                     entry.as_ref(),
                     &args,
                     output,
                     diff.as_deref(),
                     *is_error,
-                    &|path| {
-                        let written = self.written.as_ref().and_then(|w| w.take(path));
-                        written.or_else(|| std::fs::read_to_string(path).ok())
-                    },
                 );
                 // A diff's texts are read from the file after the event was redacted: they pass
                 // the run's redactor here, like everything else tern shows.
