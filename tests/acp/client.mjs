@@ -4,7 +4,12 @@
 //
 // usage: node client.mjs PLAN_JSON
 //   PLAN = {tern, cwd, scenario: "session" | "load", answers: [optionId…], extraServer: [cmd, …args],
-//           sessionId (load), prompts: [{text, cancelOnCommand?, mode?}]}
+//           sessionId (load), prompts: [{text, cancelOnCommand?, mode?}],
+//           buffers?: {absPath: text}, fsOffer?: {readTextFile, writeTextFile}}
+//   With `buffers`, the client offers fs.readTextFile/writeTextFile over that in-memory map (a
+//   path not in it is read from disk, like an editor without the file open) and reports every
+//   request (`fsRequests`) and the buffers at the end.
+import { readFileSync } from "node:fs";
 // Prints one JSON report on stdout: what tern answered and every update it sent.
 import { spawn } from "node:child_process";
 import { Readable, Writable } from "node:stream";
@@ -21,6 +26,8 @@ const exited = new Promise((resolve) => child.on("exit", (code, signal) => resol
 
 const report = { updates: [], permissions: [], prompts: [], errors: [] };
 const answers = [...(plan.answers ?? [])];
+const buffers = plan.buffers ? { ...plan.buffers } : null;
+report.fsRequests = [];
 let cancelOn = null; // a command string: cancel when its call is in progress
 let sessionId = null;
 const started = Date.now();
@@ -35,6 +42,18 @@ const app = acp
       answered: optionId,
     });
     return { outcome: { outcome: "selected", optionId } };
+  })
+  .onRequest("fs/read_text_file", ({ params }) => {
+    report.fsRequests.push({ method: "read", path: params.path, line: params.line, limit: params.limit });
+    if (!buffers) throw new Error("fs/read_text_file was not offered");
+    const text = params.path in buffers ? buffers[params.path] : readFileSync(params.path, "utf8");
+    return { content: text };
+  })
+  .onRequest("fs/write_text_file", ({ params }) => {
+    report.fsRequests.push({ method: "write", path: params.path, content: params.content });
+    if (!buffers) throw new Error("fs/write_text_file was not offered");
+    buffers[params.path] = params.content;
+    return {};
   })
   .onNotification("session/update", ({ params, agent }) => {
     const u = params.update;
@@ -58,7 +77,10 @@ try {
   await app.connectWith(stream, async (ctx) => {
     report.initialize = await ctx.request("initialize", {
       protocolVersion: acp.PROTOCOL_VERSION,
-      clientCapabilities: { fs: { readTextFile: false, writeTextFile: false }, terminal: false },
+      clientCapabilities: {
+        fs: plan.fsOffer ?? { readTextFile: !!buffers, writeTextFile: !!buffers },
+        terminal: false,
+      },
       clientInfo: { name: "tern-e2e", version: "1" },
     });
     report.firstResponseMs = Date.now() - started;
@@ -102,4 +124,5 @@ report.exit = await exited;
 clearTimeout(timer);
 report.exitMs = Date.now() - started;
 report.stderr = stderr;
+report.buffers = buffers;
 process.stdout.write(JSON.stringify(report) + "\n");

@@ -3,7 +3,9 @@ on PyPI, installed into .deps/venv by .ci/install-test-deps): the SDK parses eve
 sends into its pydantic models, so a field tern spells wrong fails here.
 
 usage: py_client.py PLAN_JSON   PLAN = {tern, cwd, extraServer: [cmd, ...], answers: [optionId...],
-                                        prompts: [text...]}
+                                        prompts: [text...], buffers: {absPath: text}}
+With `buffers`, the client offers fs.readTextFile/writeTextFile over that in-memory map (a path
+not in it is read from disk) and reports every request (`fsRequests`) and the buffers at the end.
 Prints one JSON report on stdout.
 """
 
@@ -19,16 +21,20 @@ from acp.schema import (
     EnvVariable,
     FileSystemCapabilities,
     McpServerStdio,
+    ReadTextFileResponse,
     RequestPermissionResponse,
     TextContentBlock,
+    WriteTextFileResponse,
 )
 
 
 class Editor:
-    def __init__(self, answers):
+    def __init__(self, answers, buffers):
         self.answers = list(answers)
         self.updates = []
         self.permissions = []
+        self.buffers = dict(buffers) if buffers is not None else None
+        self.fs_requests = []
 
     async def request_permission(self, session_id, tool_call, options, **kwargs):
         option_id = self.answers.pop(0) if self.answers else "reject_once"
@@ -40,17 +46,28 @@ class Editor:
     async def session_update(self, session_id, update, **kwargs):
         self.updates.append(update.model_dump(mode="json", by_alias=True, exclude_none=True))
 
-    # The client offers no fs or terminal (the capabilities say so); tern must not call these.
-    async def write_text_file(self, *args, **kwargs):
-        raise acp.RequestError.method_not_found("fs/write_text_file")
+    # Without `buffers` the client offers no fs (the capabilities say so); tern must not call these.
+    async def write_text_file(self, session_id, path, content, **kwargs):
+        self.fs_requests.append({"method": "write", "path": path})
+        if self.buffers is None:
+            raise acp.RequestError.method_not_found("fs/write_text_file")
+        self.buffers[path] = content
+        return WriteTextFileResponse()
 
-    async def read_text_file(self, *args, **kwargs):
-        raise acp.RequestError.method_not_found("fs/read_text_file")
+    async def read_text_file(self, session_id, path, line=None, limit=None, **kwargs):
+        self.fs_requests.append({"method": "read", "path": path})
+        if self.buffers is None:
+            raise acp.RequestError.method_not_found("fs/read_text_file")
+        if path in self.buffers:
+            return ReadTextFileResponse(content=self.buffers[path])
+        with open(path, encoding="utf-8") as f:
+            return ReadTextFileResponse(content=f.read())
 
 
 async def main():
     plan = json.loads(sys.argv[1])
-    editor = Editor(plan.get("answers", []))
+    editor = Editor(plan.get("answers", []), plan.get("buffers"))
+    offered = editor.buffers is not None
     report = {"prompts": []}
     async with acp.spawn_agent_process(editor, plan["tern"], "acp", cwd=plan["cwd"], env=dict(os.environ)) as (
         conn,
@@ -58,7 +75,7 @@ async def main():
     ):
         init = await conn.initialize(
             protocol_version=acp.PROTOCOL_VERSION,
-            client_capabilities=ClientCapabilities(fs=FileSystemCapabilities(read_text_file=False, write_text_file=False)),
+            client_capabilities=ClientCapabilities(fs=FileSystemCapabilities(read_text_file=offered, write_text_file=offered)),
         )
         report["initialize"] = init.model_dump(mode="json", by_alias=True, exclude_none=True)
         servers = []
@@ -76,6 +93,8 @@ async def main():
         report["exit"] = await asyncio.wait_for(process.wait(), 20)
     report["updates"] = editor.updates
     report["permissions"] = editor.permissions
+    report["fsRequests"] = editor.fs_requests
+    report["buffers"] = editor.buffers
     print(json.dumps(report))
 
 

@@ -61,7 +61,7 @@ pub(crate) fn updates<'a>(report: &'a Value, kind: &str) -> Vec<&'a Value> {
 }
 
 /// The `tool_call` for `id` and its last `tool_call_update`.
-fn call<'a>(report: &'a Value, id: &str) -> (&'a Value, &'a Value) {
+pub(crate) fn call<'a>(report: &'a Value, id: &str) -> (&'a Value, &'a Value) {
     let started = updates(report, "tool_call")
         .into_iter()
         .find(|u| u["toolCallId"] == id)
@@ -80,7 +80,7 @@ pub(crate) fn text_of(report: &Value, kind: &str) -> String {
         .collect()
 }
 
-fn audit(home: &Path) -> Vec<Value> {
+pub(crate) fn audit(home: &Path) -> Vec<Value> {
     std::fs::read_to_string(home.join("audit.jsonl"))
         .unwrap_or_default()
         .lines()
@@ -88,7 +88,7 @@ fn audit(home: &Path) -> Vec<Value> {
         .collect()
 }
 
-fn rule_of(audit: &[Value], call_id: &str) -> String {
+pub(crate) fn rule_of(audit: &[Value], call_id: &str) -> String {
     audit
         .iter()
         .find(|a| a["call_id"] == call_id)
@@ -97,7 +97,7 @@ fn rule_of(audit: &[Value], call_id: &str) -> String {
         .to_string()
 }
 
-fn turn(call: (&str, &str, &str)) -> tern_model::mock::MockResponse {
+pub(crate) fn turn(call: (&str, &str, &str)) -> tern_model::mock::MockResponse {
     AnthropicTurn::new()
         .tool_use(call.0, call.1, &[call.2])
         .finish("tool_use")
@@ -666,4 +666,6 @@ async fn the_python_sdk_drives_a_session_too() {
     assert_eq!(rule_of(&audit, "p3"), "acp:deny");
     assert_eq!(rule_of(&audit, "p4"), "acp:deny");
     assert!(text_of(&report, "agent_message_chunk").contains("Edited."));
+    // No fs capability offered: tern never asked the editor for a file.
+    assert_eq!(report["fsRequests"], json!([]), "{report:#}");
 }

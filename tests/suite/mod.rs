@@ -1,5 +1,6 @@
 mod acp;
 mod acp_extras;
+mod acp_fs;
 mod admission;
 mod checkpoints;
 mod cli_mcp;

@@ -8,6 +8,7 @@
 #![deny(clippy::print_stdout, clippy::print_stderr)]
 
 pub mod catalog;
+pub mod editor_fs;
 mod event;
 pub mod files;
 pub mod meta;

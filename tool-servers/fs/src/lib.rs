@@ -48,6 +48,7 @@
 #![deny(clippy::print_stdout, clippy::print_stderr)]
 
 mod deny;
+mod editor;
 pub mod resolve;
 mod server;
 mod tools;
@@ -92,6 +93,12 @@ pub struct Args {
     /// its request `_meta` under `tern/deny_paths`.
     #[arg(long = "deny-read", value_name = "GLOB")]
     pub deny_read: Vec<String>,
+    /// Read and write file text through the editor: the unix socket of the `tern acp`
+    /// process that drives this session (it sets this flag when the editor offers
+    /// `fs/read_text_file` and `fs/write_text_file`). Paths are still confined to the roots
+    /// and checked against the deny rules here; grep, glob and list_dir read the disk.
+    #[arg(long, value_name = "PATH")]
+    pub editor_socket: Option<PathBuf>,
     #[command(flatten)]
     pub http: tern_tool_common::http::HttpArgs,
 }
@@ -121,8 +128,13 @@ pub async fn run(args: Args) -> Result<(), ServeError> {
     };
     let roots = resolve::Roots::open(&dirs).map_err(|e| ServeError::Config(e.to_string()))?;
     tracing::debug!(roots = ?roots.paths().collect::<Vec<_>>(), "tern-fs serving");
-    let server = FsServer::new(roots, args.limits(), args.deny_read.clone())
-        .map_err(|e| ServeError::Config(e.to_string()))?;
+    let server = FsServer::new(
+        roots,
+        args.limits(),
+        args.deny_read.clone(),
+        args.editor_socket.clone(),
+    )
+    .map_err(|e| ServeError::Config(e.to_string()))?;
     match http {
         None => serve_stdio(server).await,
         // Every session shares the one server: its roots' directory handles and deny rules.

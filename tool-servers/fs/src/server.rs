@@ -1,6 +1,7 @@
 //! The MCP face of tern-fs: tool declarations, annotations and server info.
 //! The work itself lives in [`crate::tools`]; this file only routes.
 
+use std::path::PathBuf;
 use std::sync::{Arc, OnceLock};
 
 use rmcp::handler::server::{
@@ -13,6 +14,7 @@ use rmcp::{ServerHandler, tool, tool_handler, tool_router};
 use tokio_util::sync::CancellationToken;
 
 use crate::deny::{DenyCache, DenyError};
+use crate::editor::Editor;
 use crate::resolve::Roots;
 use crate::tools::output::{
     EditOutput, GlobOutput, GrepOutput, ListOutput, ReadOutput, WriteOutput,
@@ -39,8 +41,15 @@ struct Shared {
 
 impl FsServer {
     /// A server over `roots` with the given limits, refusing paths that match
-    /// `deny_read` (globs; see the crate docs) in every call.
-    pub fn new(roots: Roots, limits: Limits, deny_read: Vec<String>) -> Result<Self, DenyError> {
+    /// `deny_read` (globs; see the crate docs) in every call. With `editor_socket`, the text
+    /// of what read_file, write_file and edit_file read and write goes through the editor
+    /// bridge listening there (see `--editor-socket`).
+    pub fn new(
+        roots: Roots,
+        limits: Limits,
+        deny_read: Vec<String>,
+        editor_socket: Option<PathBuf>,
+    ) -> Result<Self, DenyError> {
         let deny = DenyCache::new(&roots, deny_read)?;
         let list: Vec<String> = roots
             .paths()
@@ -50,9 +59,16 @@ impl FsServer {
             "Read, write, edit and search files inside these roots: {}. Relative paths are \
              resolved against the first root; absolute paths must lie inside a root. Paths that \
              lead outside the roots (through `..` or symlinks) are refused. read_file returns at \
-             most {} bytes per call; follow its next_offset to continue.",
+             most {} bytes per call; follow its next_offset to continue.{}",
             list.join(", "),
-            limits.max_read_bytes
+            limits.max_read_bytes,
+            match editor_socket {
+                Some(_) =>
+                    " read_file, write_file and edit_file read and write the text the \
+                            user's editor has (unsaved changes included); glob, grep and \
+                            list_dir see the files as saved on disk.",
+                None => "",
+            }
         );
         Ok(Self {
             shared: Arc::new(Shared {
@@ -62,6 +78,7 @@ impl FsServer {
                     gitignore: OnceLock::new(),
                     threads: walk::default_threads(),
                     deny,
+                    editor: editor_socket.map(Editor::new),
                 },
                 instructions,
             }),
@@ -85,6 +102,24 @@ pub(crate) const EDITS_FILES_KEY: &str = tern_tool_common::meta::EDITS_FILES;
 /// Walks (glob, grep) can take a while on a large tree, so they run on Tokio's
 /// blocking pool. The other tools do a handful of syscalls on one bounded file
 /// and run inline: a thread hop would cost more than the work.
+impl FsServer {
+    /// Runs a read_file / write_file / edit_file call: inline from disk (microseconds), on the
+    /// blocking pool when the text goes through the editor (a round trip that may wait on it).
+    async fn file_call(
+        &self,
+        call: impl FnOnce(&Context) -> CallToolResult + Send + 'static,
+    ) -> CallToolResult {
+        if self.shared.ctx.editor.is_none() {
+            return call(&self.shared.ctx);
+        }
+        let shared = Arc::clone(&self.shared);
+        match tokio::task::spawn_blocking(move || call(&shared.ctx)).await {
+            Ok(result) => result,
+            Err(e) => tools::failure("use", "", format!("the editor call failed: {e}")),
+        }
+    }
+}
+
 async fn blocking(f: impl FnOnce() -> CallToolResult + Send + 'static) -> CallToolResult {
     match tokio::task::spawn_blocking(f).await {
         Ok(result) => result,
@@ -115,15 +150,17 @@ impl FsServer {
         Parameters(p): Parameters<ReadFileParams>,
         meta: RequestMetaObject,
     ) -> CallToolResult {
-        let ctx = &self.shared.ctx;
-        let deny = match ctx.deny(&meta, "read", &p.path) {
-            Ok(deny) => deny,
-            Err(result) => return result,
-        };
-        match tools::host_max_chars(&meta, "read", &p.path) {
-            Ok(cap) => tools::read::read_file(ctx, &deny, p, cap),
-            Err(result) => result,
-        }
+        self.file_call(move |ctx| {
+            let deny = match ctx.deny(&meta, "read", &p.path) {
+                Ok(deny) => deny,
+                Err(result) => return result,
+            };
+            match tools::host_max_chars(&meta, "read", &p.path) {
+                Ok(cap) => tools::read::read_file(ctx, &deny, p, cap),
+                Err(result) => result,
+            }
+        })
+        .await
     }
 
     /// Create or overwrite a file.
@@ -148,11 +185,11 @@ impl FsServer {
         Parameters(p): Parameters<WriteFileParams>,
         meta: RequestMetaObject,
     ) -> CallToolResult {
-        let ctx = &self.shared.ctx;
-        match ctx.deny(&meta, "write", &p.path) {
+        self.file_call(move |ctx| match ctx.deny(&meta, "write", &p.path) {
             Ok(deny) => tools::write::write_file(ctx, &deny, p),
             Err(result) => result,
-        }
+        })
+        .await
     }
 
     /// Replace an exact string in a file.
@@ -176,11 +213,11 @@ impl FsServer {
         Parameters(p): Parameters<EditFileParams>,
         meta: RequestMetaObject,
     ) -> CallToolResult {
-        let ctx = &self.shared.ctx;
-        match ctx.deny(&meta, "edit", &p.path) {
+        self.file_call(move |ctx| match ctx.deny(&meta, "edit", &p.path) {
             Ok(deny) => tools::edit::edit_file(ctx, &deny, p),
             Err(result) => result,
-        }
+        })
+        .await
     }
 
     /// List one directory.

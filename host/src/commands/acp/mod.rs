@@ -10,6 +10,7 @@
 //! is cancelled and every session's servers are stopped before tern exits.
 
 mod approver;
+mod editor_fs;
 mod history;
 mod mcp_servers;
 mod prompt;
@@ -30,6 +31,7 @@ use tokio::io::AsyncBufReadExt;
 pub use session::Base;
 
 use self::{
+    editor_fs::ClientCaps,
     rpc::{Incoming, METHOD_NOT_FOUND, Outbox, RESOURCE_NOT_FOUND, RpcError},
     session::Session,
 };
@@ -53,6 +55,8 @@ const METHODS: &[&str] = &[
 struct Agent {
     out: Outbox,
     base: Base,
+    /// What the editor offers (`initialize`'s `clientCapabilities`).
+    caps: Mutex<ClientCaps>,
     sessions: Mutex<HashMap<String, Arc<Session>>>,
 }
 
@@ -62,6 +66,7 @@ pub async fn run(base: Base) -> anyhow::Result<i32> {
     let agent = Arc::new(Agent {
         out,
         base,
+        caps: Mutex::default(),
         sessions: Mutex::default(),
     });
     let mut input = tokio::io::BufReader::new(tokio::io::stdin());
@@ -145,7 +150,12 @@ impl Agent {
 
     async fn request(self: Arc<Self>, id: Value, method: &str, params: Value) {
         let result = match method {
-            "initialize" => Ok(initialize()),
+            "initialize" => {
+                if let Ok(mut caps) = self.caps.lock() {
+                    *caps = ClientCaps::from_initialize(&params);
+                }
+                Ok(initialize())
+            }
             "authenticate" => authenticate(&params),
             "session/new" => match self.new_session(&params, None).await {
                 Ok(session) => {
@@ -193,7 +203,8 @@ impl Agent {
             Value::Null => Vec::new(),
             _ => return Err(RpcError::invalid_params("`mcpServers` must be an array")),
         };
-        let session = Session::start(&self.out, &self.base, cwd, &servers, resume).await?;
+        let caps = self.caps.lock().map(|c| *c).unwrap_or_default();
+        let session = Session::start(&self.out, &self.base, caps, cwd, &servers, resume).await?;
         if let Ok(mut s) = self.sessions.lock() {
             s.insert(session.id.clone(), session.clone());
         }

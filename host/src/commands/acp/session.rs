@@ -16,6 +16,7 @@ use tokio_util::sync::CancellationToken;
 
 use super::{
     approver::AcpApprover,
+    editor_fs::{ClientCaps, EditorFs},
     mcp_servers,
     rpc::{INVALID_REQUEST, Outbox, RpcError},
     updates::Updates,
@@ -107,6 +108,9 @@ pub struct Session {
     ceiling: Option<PermissionMode>,
     /// Each model call's usage, for `/cost`.
     costs: Arc<std::sync::Mutex<Vec<(u32, tern_protocol::Usage)>>>,
+    /// The editor-fs bridge the session's fs servers use, when the editor offers its files;
+    /// its socket closes with the session.
+    _editor_fs: Option<EditorFs>,
 }
 
 /// What a tern slash command sent as a prompt came to.
@@ -115,6 +119,20 @@ pub enum SlashOutcome {
     Said(String),
     /// Text to send to the model instead (a custom command or an MCP prompt it expanded to).
     Send(String),
+}
+
+/// Points every built-in fs server of `config` at the editor-fs bridge on `socket`: same
+/// tools, same roots and deny rules, text through the editor.
+fn through_editor(config: &mut tern_config::Config, socket: &Path) {
+    for server in config.mcp_servers.values_mut() {
+        if server.builtin() != Some(tern_config::Builtin::Fs) {
+            continue;
+        }
+        if let tern_config::Transport::Stdio { args, .. } = &mut server.transport {
+            args.push("--editor-socket".into());
+            args.push(socket.to_string_lossy().into_owned());
+        }
+    }
 }
 
 /// Fails unless `cwd` is an absolute directory (ACP requires absolute paths).
@@ -155,6 +173,7 @@ impl Session {
     pub async fn start(
         out: &Outbox,
         base: &Base,
+        caps: ClientCaps,
         cwd: &str,
         mcp: &[Value],
         resume: Option<String>,
@@ -201,11 +220,23 @@ impl Session {
 
         let link: Arc<OnceLock<Arc<Gateway>>> = Arc::default();
         let session_id = Arc::new(OnceLock::<String>::new());
+        // The editor's files, when it offers them: the same fs servers, their text through it.
+        let editor_fs = if caps.fs {
+            let bridge = EditorFs::start(out.clone(), session_id.clone()).map_err(|e| {
+                RpcError::internal(format!("cannot open the editor-fs socket: {e}"))
+                    .hint("tern needs a writable temporary directory ($TMPDIR)")
+            })?;
+            through_editor(&mut ws.config, bridge.socket());
+            Some(bridge)
+        } else {
+            None
+        };
         let updates = Updates::new(
             out.clone(),
             session_id.clone(),
             ws.cwd.clone(),
             link.clone(),
+            editor_fs.as_ref().map(EditorFs::written),
         );
         let approver = Arc::new(AcpApprover::new(out.clone(), session_id.clone()));
         let options = EngineOptions {
@@ -246,6 +277,7 @@ impl Session {
                 (a, b) => a.or(b),
             },
             costs,
+            _editor_fs: editor_fs,
         }))
     }
 

@@ -123,8 +123,9 @@ pub fn locations(cwd: &Path, entry: Option<&ToolEntry>, args: &Value) -> Vec<Pat
 }
 
 /// The content of a finished call: ACP `diff` content for an edit (reconstructed from the
-/// unified diff the fs server returned and the file as it is now; a new file's whole text when
-/// it was created), otherwise the text the model was given.
+/// unified diff the fs server returned and the file as it is `now` — on disk, or the text just
+/// written through the editor; a new file's whole text when it was created), otherwise the
+/// text the model was given.
 pub fn content(
     cwd: &Path,
     entry: Option<&ToolEntry>,
@@ -132,11 +133,12 @@ pub fn content(
     output: &str,
     diff: Option<&str>,
     is_error: bool,
+    now: &dyn Fn(&Path) -> Option<String>,
 ) -> Vec<Value> {
     let edits = entry.is_some_and(|e| e.def.edits_files) && !is_error;
     if edits && let Some(path) = locations(cwd, entry, args).into_iter().next() {
         if let Some(d) = diff {
-            let now = std::fs::read_to_string(&path).ok();
+            let now = now(&path);
             let (old, new) = match now
                 .as_deref()
                 .and_then(|n| reverse_apply(n, d).map(|o| (o, n.to_string())))

@@ -14,7 +14,7 @@ use serde_json::{Value, json};
 use tern_gateway::Gateway;
 use tern_protocol::{Decision, Envelope, Event};
 
-use super::{rpc::Outbox, tool_view};
+use super::{editor_fs::Written, rpc::Outbox, tool_view};
 use crate::agent::Subscriber;
 
 /// Sends one `session/update`.
@@ -69,6 +69,9 @@ pub struct Updates {
     /// The run's gateway, set once the engine is up: its tool table says what each tool is.
     gateway: Arc<OnceLock<Arc<Gateway>>>,
     calls: HashMap<String, Started>,
+    /// What was written through the editor (when its files are used): the text after an
+    /// edit, which the disk may not have yet.
+    written: Option<Written>,
 }
 
 impl Updates {
@@ -77,6 +80,7 @@ impl Updates {
         session_id: Arc<OnceLock<String>>,
         cwd: PathBuf,
         gateway: Arc<OnceLock<Arc<Gateway>>>,
+        written: Option<Written>,
     ) -> Self {
         Self {
             out,
@@ -84,6 +88,7 @@ impl Updates {
             cwd,
             gateway,
             calls: HashMap::new(),
+            written,
         }
     }
 
@@ -95,6 +100,29 @@ impl Updates {
 
     fn entry(&self, tool: &str) -> Option<tern_mcp::ToolEntry> {
         self.gateway.get()?.table().get(tool).cloned()
+    }
+
+    /// The `tool_call_update` ending a call. An edit's file as it is now: the text just written
+    /// through the editor when its files are used, else the disk's.
+    fn finished(
+        &self,
+        call_id: &str,
+        entry: Option<&tern_mcp::ToolEntry>,
+        arguments: &Value,
+        output: &str,
+        diff: Option<&str>,
+        is_error: bool,
+    ) -> Value {
+        let now = |path: &std::path::Path| {
+            let written = self.written.as_ref().and_then(|w| w.take(path));
+            written.or_else(|| std::fs::read_to_string(path).ok())
+        };
+        json!({
+            "sessionUpdate": "tool_call_update",
+            "toolCallId": call_id,
+            "status": if is_error { "failed" } else { "completed" },
+            "content": tool_view::content(&self.cwd, entry, arguments, output, diff, is_error, &now),
+        })
     }
 }
 
@@ -120,24 +148,6 @@ pub fn tool_call(
         "locations": locations,
         "rawInput": arguments,
         "_meta": {"tern/tool": tool},
-    })
-}
-
-/// The `tool_call_update` ending a call.
-pub fn finished(
-    cwd: &std::path::Path,
-    call_id: &str,
-    entry: Option<&tern_mcp::ToolEntry>,
-    arguments: &Value,
-    output: &str,
-    diff: Option<&str>,
-    is_error: bool,
-) -> Value {
-    json!({
-        "sessionUpdate": "tool_call_update",
-        "toolCallId": call_id,
-        "status": if is_error { "failed" } else { "completed" },
-        "content": tool_view::content(cwd, entry, arguments, output, diff, is_error),
     })
 }
 
@@ -209,8 +219,7 @@ impl Subscriber for Updates {
                     Some(s) => (self.entry(&s.tool), s.arguments.clone()),
                     None => (None, Value::Null),
                 };
-                let mut update = finished(
-                    &self.cwd,
+                let mut update = self.finished(
                     call_id,
                     entry.as_ref(),
                     &args,

@@ -80,12 +80,22 @@ pub(crate) fn edit_file(ctx: &Context, deny: &Deny, p: EditFileParams) -> CallTo
             format!("it is {size} bytes; edit_file handles files up to {MAX_EDIT_BYTES} bytes"),
         );
     }
-    let mut bytes = Vec::new();
-    if let Err(e) = file.take(MAX_EDIT_BYTES + 1).read_to_end(&mut bytes) {
-        return failure(ACTION, &p.path, e);
-    }
-    let Ok(before) = String::from_utf8(bytes) else {
-        return failure(ACTION, &p.path, "it is not UTF-8 text");
+    let before = match &ctx.editor {
+        // Confined and checked on disk above; the text edited is the editor's buffer.
+        Some(editor) => match editor.read(resolved.path()) {
+            Ok(text) => text,
+            Err(e) => return failure(ACTION, &p.path, e),
+        },
+        None => {
+            let mut bytes = Vec::new();
+            if let Err(e) = file.take(MAX_EDIT_BYTES + 1).read_to_end(&mut bytes) {
+                return failure(ACTION, &p.path, e);
+            }
+            let Ok(text) = String::from_utf8(bytes) else {
+                return failure(ACTION, &p.path, "it is not UTF-8 text");
+            };
+            text
+        }
     };
     let found = before.matches(p.old_string.as_str()).count();
     let after = match (found, p.replace_all) {
@@ -108,12 +118,19 @@ pub(crate) fn edit_file(ctx: &Context, deny: &Deny, p: EditFileParams) -> CallTo
             );
         }
     };
-    if let Err(e) = replace(
-        resolved.parent(),
-        name,
-        after.as_bytes(),
-        Some(&Unchanged::from(&stat)),
-    ) {
+    let written = match &ctx.editor {
+        Some(editor) => editor
+            .write(resolved.path(), &after)
+            .map_err(|e| e.to_string()),
+        None => replace(
+            resolved.parent(),
+            name,
+            after.as_bytes(),
+            Some(&Unchanged::from(&stat)),
+        )
+        .map_err(|e| e.to_string()),
+    };
+    if let Err(e) = written {
         return failure(ACTION, &p.path, e);
     }
     let path = shown(resolved.path());

@@ -34,6 +34,8 @@ pub(crate) struct Context {
     pub(crate) threads: usize,
     /// The host's deny globs (`--deny-read`), merged per call with `_meta`'s.
     pub(crate) deny: DenyCache,
+    /// `--editor-socket`: file text read and written through the editor (see [`crate::editor`]).
+    pub(crate) editor: Option<crate::editor::Editor>,
 }
 
 impl Context {

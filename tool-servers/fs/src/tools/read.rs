@@ -91,6 +91,14 @@ pub(crate) fn read_file(
     if let Some(why) = deny.refusal(&ctx.roots, &p.path, resolved.path(), Some(&stat)) {
         return failure(ACTION, &p.path, why);
     }
+    if let Some(editor) = &ctx.editor {
+        // Confined and checked on disk above; the text is the editor's (its buffer).
+        drop(file);
+        return match editor.read(resolved.path()) {
+            Ok(text) => read_text(text, &p, budget),
+            Err(e) => failure(ACTION, &p.path, e),
+        };
+    }
     let total_bytes = u64::try_from(stat.st_size).unwrap_or(0);
     let mut head = Vec::with_capacity(SNIFF_BYTES);
     // A small file is read up to the size fstat gave, which spares the read that
@@ -130,6 +138,28 @@ pub(crate) fn read_file(
         render(&mut reader, offset, p.limit, budget, total_bytes)
     };
     match rendered {
+        Ok(r) => finish(total_bytes, offset, budget, r),
+        Err(e) => failure(ACTION, &p.path, e),
+    }
+}
+
+/// A read of text given whole (the editor's buffer): the same checks and page as from disk.
+fn read_text(text: String, p: &ReadFileParams, budget: Budget) -> CallToolResult {
+    const ACTION: &str = "read";
+    let total_bytes = text.len() as u64;
+    if text.as_bytes().contains(&0) {
+        return failure(
+            ACTION,
+            &p.path,
+            format!(
+                "it looks like a binary file ({total_bytes} bytes, a NUL byte in the editor's \
+                 text); read_file shows text only"
+            ),
+        );
+    }
+    let offset = p.offset.unwrap_or(1).max(1);
+    let mut reader = std::io::Cursor::new(text.into_bytes());
+    match render(&mut reader, offset, p.limit, budget, total_bytes) {
         Ok(r) => finish(total_bytes, offset, budget, r),
         Err(e) => failure(ACTION, &p.path, e),
     }

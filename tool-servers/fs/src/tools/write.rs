@@ -61,11 +61,22 @@ pub(crate) fn write_file(ctx: &Context, deny: &Deny, p: WriteFileParams) -> Call
     let keep = resolved.stat().map(Unchanged::from);
     // Read before replacing: afterwards the old content is gone.
     let before = if existed && p.content.len() <= MAX_DIFF_BYTES {
-        old_text(&resolved)
+        match &ctx.editor {
+            Some(editor) => editor.read(resolved.path()).ok(),
+            None => old_text(&resolved),
+        }
     } else {
         None
     };
-    if let Err(e) = replace(resolved.parent(), name, p.content.as_bytes(), keep.as_ref()) {
+    let written = match &ctx.editor {
+        // Through the editor: the user sees the change in their buffer.
+        Some(editor) => editor
+            .write(resolved.path(), &p.content)
+            .map_err(|e| e.to_string()),
+        None => replace(resolved.parent(), name, p.content.as_bytes(), keep.as_ref())
+            .map_err(|e| e.to_string()),
+    };
+    if let Err(e) = written {
         return failure(ACTION, &p.path, e);
     }
     let bytes = p.content.len();
