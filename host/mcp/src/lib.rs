@@ -46,7 +46,7 @@ pub use elicitation::{
 };
 pub use error::{CallError, StartError};
 pub use event::{EventSink, Progress, TaskProgress};
-pub use oauth::{Browser, OAuthOptions, OAuthSpec, may_open};
+pub use oauth::{Browser, ClientKey, KeyError, OAuthOptions, OAuthSpec, SigningAlg, may_open};
 pub use output::{DIFF_MIME, ToolOutput};
 pub use pool::{
     CallOptions, HeldKind, HeldTool, PromptInfo, ServerPool, ServerState, ServerStatus, StrayStdout,

@@ -8,10 +8,11 @@ use std::{
 };
 
 use tern_config::{
-    Builtin, Config, ConfigPaths, Launch, SandboxConfig, ServerConfig, ServerRoots, Transport,
+    Builtin, Config, ConfigPaths, Launch, OAuthConfig, PrivateKeySource, SandboxConfig,
+    ServerConfig, ServerRoots, Transport,
 };
 use tern_mcp::{
-    Browser, DEFAULT_MAX_TOOL_BYTES, ElicitationPolicy, EventSink, Lifecycle, OAuthOptions,
+    Browser, ClientKey, DEFAULT_MAX_TOOL_BYTES, ElicitationPolicy, EventSink, Lifecycle, OAuthOptions,
     OAuthSpec, PoolOptions, RootsSetting, ServerPool, ServerSpec, ToolFilter, TransportSpec,
     pins::PinStore,
 };
@@ -26,6 +27,16 @@ pub enum SpecError {
         server: String,
         key: &'static str,
         var: String,
+    },
+    /// The configured private key of an OAuth client cannot be read or used.
+    #[error("mcp_servers.{server}.oauth.{key} ({at}) {why}")]
+    ClientKey {
+        server: String,
+        key: &'static str,
+        /// The file or variable.
+        at: String,
+        /// What is wrong, with a hint line.
+        why: String,
     },
     /// The pin file is unreadable.
     #[error(transparent)]
@@ -54,7 +65,7 @@ pub fn specs(
         .enabled_servers()
         .filter(|s| only.is_none_or(|o| o == s.name))
         .map(|s| match spec(s, tern_exe, env, config) {
-            Err(e @ SpecError::MissingEnv { .. }) => {
+            Err(e @ (SpecError::MissingEnv { .. } | SpecError::ClientKey { .. })) => {
                 let transport = TransportSpec::Unavailable {
                     kind: match s.transport {
                         Transport::Stdio { .. } => "stdio",
@@ -263,11 +274,60 @@ fn oauth_spec(
     Ok(Some(OAuthSpec {
         client_id: oauth.client_id.clone(),
         client_secret,
+        client_key: client_key(&server.name, oauth, env)?,
         scopes: oauth.scopes.clone(),
         redirect_port: oauth.redirect_port,
         client_metadata_url: oauth.client_metadata_url.clone(),
         resource: oauth.resource.clone(),
     }))
+}
+
+/// The private key `private_key_file` or `private_key_env` names, parsed (so a bad key fails
+/// the server before anything is sent).
+fn client_key(
+    server: &str,
+    oauth: &OAuthConfig,
+    env: &BTreeMap<String, String>,
+) -> Result<Option<ClientKey>, SpecError> {
+    let fail = |key, at: &str, why: String| SpecError::ClientKey {
+        server: server.to_string(),
+        key,
+        at: at.to_string(),
+        why,
+    };
+    let (key, at, pem) = match &oauth.private_key {
+        None => return Ok(None),
+        Some(PrivateKeySource::Env(var)) => {
+            let pem = env.get(var).ok_or_else(|| SpecError::MissingEnv {
+                server: server.to_string(),
+                key: "oauth.private_key_env",
+                var: var.clone(),
+            })?;
+            ("private_key_env", format!("${var}"), pem.clone().into_bytes())
+        }
+        Some(PrivateKeySource::File(path)) => {
+            let full = match (path.strip_prefix("~/"), env.get("HOME")) {
+                (Some(rest), Some(home)) => Path::new(home).join(rest),
+                _ => Path::new(path).to_path_buf(),
+            };
+            let pem = std::fs::read(&full).map_err(|e| {
+                fail(
+                    "private_key_file",
+                    &full.display().to_string(),
+                    format!(
+                        "cannot be read: {e}\nhint: point `private_key_file` at the PEM file of \
+                         the key registered for client `{}`",
+                        oauth.client_id.as_deref().unwrap_or_default()
+                    ),
+                )
+            })?;
+            ("private_key_file", full.display().to_string(), pem)
+        }
+    };
+    let alg = oauth.signing_alg.as_deref().and_then(tern_mcp::SigningAlg::parse);
+    ClientKey::from_pem(&pem, alg, oauth.key_id.clone())
+        .map(Some)
+        .map_err(|e| fail(key, &at, e.to_string()))
 }
 
 /// Called with every token an authorization or a refresh gets during a run, so the redactors

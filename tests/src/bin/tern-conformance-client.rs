@@ -24,7 +24,9 @@
 //!   (the suite's authorization server grants without a person), and a run may authorize again
 //!   by itself (a step-up, a server that moved to another authorization server). The server's
 //!   `oauth` config names tern's Client ID Metadata Document URL (the one the suite expects),
-//!   and the pre-registered client a scenario's context gives (`client_id`, `client_secret`).
+//!   and the pre-registered client a scenario's context gives (`client_id`, and
+//!   `client_secret` or `private_key_pem` + `signing_algorithm`, the key written to a file
+//!   named by `private_key_file`).
 //!
 //! Environment: `TERN_BIN` overrides the `tern` binary (default: next to this executable);
 //! `TERN_CONFORMANCE_KEEP=1` keeps the scratch `$TERN_HOME` and prints its path.
@@ -82,7 +84,18 @@ async fn drive() -> anyhow::Result<()> {
         .unwrap_or(Value::Null);
     let auth = scenario.starts_with("auth/");
     let client_secret = context["client_secret"].as_str().map(str::to_string);
-    std::fs::write(home.join("config.toml"), config(&url, auth, &context))?;
+    let key_file = match context["private_key_pem"].as_str() {
+        Some(pem) => {
+            let path = scratch.path().join("client-key.pem");
+            std::fs::write(&path, pem)?;
+            Some(path)
+        }
+        None => None,
+    };
+    std::fs::write(
+        home.join("config.toml"),
+        config(&url, auth, &context, key_file.as_deref()),
+    )?;
     let env = Env {
         tern: &tern,
         home: &home,
@@ -159,7 +172,7 @@ const SECRET_VAR: &str = "CONFORMANCE_CLIENT_SECRET";
 
 /// tern's config for one scenario: only the scenario's server (the built-ins off); for an
 /// authorization scenario, its `oauth` settings.
-fn config(url: &str, auth: bool, context: &Value) -> String {
+fn config(url: &str, auth: bool, context: &Value, key_file: Option<&Path>) -> String {
     let mut text = format!(
         "[model]\nmax_retries = 0\n\n\
          [mcp_servers.fs]\nenabled = false\n[mcp_servers.shell]\nenabled = false\n\
@@ -174,6 +187,12 @@ fn config(url: &str, auth: bool, context: &Value) -> String {
             text.push_str(&format!("client_id = {id:?}\n"));
             if context["client_secret"].is_string() {
                 text.push_str(&format!("client_secret_env = {SECRET_VAR:?}\n"));
+            }
+            if let Some(file) = key_file {
+                text.push_str(&format!("private_key_file = {:?}\n", file.display().to_string()));
+                if let Some(alg) = context["signing_algorithm"].as_str() {
+                    text.push_str(&format!("signing_alg = {alg:?}\n"));
+                }
             }
         }
     }

@@ -64,6 +64,10 @@ pub(crate) struct RawOAuth {
     pub(crate) redirect_port: Option<u16>,
     pub(crate) client_metadata_url: Option<String>,
     pub(crate) resource: Option<String>,
+    pub(crate) private_key_file: Option<String>,
+    pub(crate) private_key_env: Option<String>,
+    pub(crate) signing_alg: Option<String>,
+    pub(crate) key_id: Option<String>,
 }
 
 impl RawOAuth {
@@ -76,6 +80,10 @@ impl RawOAuth {
             || self.redirect_port.is_some()
             || self.client_metadata_url.is_some()
             || self.resource.is_some()
+            || self.private_key_file.is_some()
+            || self.private_key_env.is_some()
+            || self.signing_alg.is_some()
+            || self.key_id.is_some()
     }
 
     /// Lays `later` over `self`, key by key.
@@ -92,6 +100,10 @@ impl RawOAuth {
         over(&mut self.redirect_port, later.redirect_port);
         over(&mut self.client_metadata_url, later.client_metadata_url);
         over(&mut self.resource, later.resource);
+        over(&mut self.private_key_file, later.private_key_file);
+        over(&mut self.private_key_env, later.private_key_env);
+        over(&mut self.signing_alg, later.signing_alg);
+        over(&mut self.key_id, later.key_id);
     }
 }
 

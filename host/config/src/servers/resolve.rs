@@ -8,7 +8,8 @@ use std::collections::BTreeMap;
 use super::layer::{ServerLayer, ServersLayer, ToolLayer};
 use super::raw::{RawOAuth, RawRoots};
 use super::resolved::{
-    DEFAULT_STARTUP_TIMEOUT, DEFAULT_TOOL_TIMEOUT, Launch, OAuthConfig, ServerConfig, ServerRoots,
+    DEFAULT_STARTUP_TIMEOUT, DEFAULT_TOOL_TIMEOUT, Launch, OAuthConfig, PrivateKeySource, SIGNING_ALGS, ServerConfig,
+    ServerRoots,
     ToolSettings, Transport,
 };
 use crate::check::invalid;
@@ -163,6 +164,7 @@ fn oauth_config(
             "needs `client_id`: a secret belongs to a registered client".to_string(),
         ));
     }
+    let private_key = private_key(&raw)?;
     if raw
         .client_id
         .as_deref()
@@ -207,6 +209,9 @@ fn oauth_config(
         ));
     }
     Ok(Some(OAuthConfig {
+        private_key,
+        signing_alg: raw.signing_alg,
+        key_id: raw.key_id,
         resource: raw.resource,
         client_id: raw.client_id,
         client_secret_env: raw.client_secret_env,
@@ -214,6 +219,75 @@ fn oauth_config(
         redirect_port: raw.redirect_port,
         client_metadata_url: raw.client_metadata_url,
     }))
+}
+
+/// `private_key_file` / `private_key_env` (with `signing_alg`, `key_id`): one key, for a
+/// registered client that has no secret.
+fn private_key(
+    raw: &RawOAuth,
+) -> std::result::Result<Option<PrivateKeySource>, (&'static str, String)> {
+    let source = match (&raw.private_key_file, &raw.private_key_env) {
+        (Some(_), Some(_)) => {
+            return Err((
+                "private_key_env",
+                "and `private_key_file` both name a key; keep one".to_string(),
+            ));
+        }
+        (Some(path), None) => {
+            if !(path.starts_with("~/") || std::path::Path::new(path).is_absolute()) {
+                return Err((
+                    "private_key_file",
+                    format!("{path:?} is relative; write an absolute path or one starting with ~/"),
+                ));
+            }
+            Some(("private_key_file", PrivateKeySource::File(path.clone())))
+        }
+        (None, Some(var)) if var.trim().is_empty() => {
+            return Err(("private_key_env", "is empty".to_string()));
+        }
+        (None, Some(var)) => Some(("private_key_env", PrivateKeySource::Env(var.clone()))),
+        (None, None) => None,
+    };
+    if let Some(alg) = &raw.signing_alg
+        && !SIGNING_ALGS.contains(&alg.as_str())
+    {
+        return Err((
+            "signing_alg",
+            format!(
+                "{alg:?} is not an algorithm tern signs with; expected one of {}",
+                SIGNING_ALGS.join(", ")
+            ),
+        ));
+    }
+    let Some((key, source)) = source else {
+        for (set, name) in [
+            (raw.signing_alg.is_some(), "signing_alg"),
+            (raw.key_id.is_some(), "key_id"),
+        ] {
+            if set {
+                return Err((
+                    name,
+                    "needs `private_key_file` or `private_key_env`: it describes the client's key"
+                        .to_string(),
+                ));
+            }
+        }
+        return Ok(None);
+    };
+    if raw.client_id.is_none() {
+        return Err((
+            key,
+            "needs `client_id`: a private key belongs to a registered client".to_string(),
+        ));
+    }
+    if raw.client_secret_env.is_some() {
+        return Err((
+            key,
+            "and `client_secret_env` are two ways for the client to authenticate; keep one"
+                .to_string(),
+        ));
+    }
+    Ok(Some(source))
 }
 
 /// Expands `${VAR}`s in a server's `args`, `env` values, `url` and `http_headers` values.

@@ -264,7 +264,27 @@ pub struct OAuthConfig {
     /// `resource` (Codex: `oauth_resource`): the RFC 8707 resource to ask a token for, instead
     /// of the one the server's protected resource metadata names.
     pub resource: Option<String>,
+    /// `private_key_file` or `private_key_env`: the PEM private key the client authenticates
+    /// with (`private_key_jwt`, RFC 7523) instead of a secret (read when connecting).
+    pub private_key: Option<PrivateKeySource>,
+    /// `signing_alg`: `RS256`, `PS256`, `ES256` or `ES384`; without it, the key's own (RS256
+    /// for RSA) or one the authorization server lists.
+    pub signing_alg: Option<String>,
+    /// `key_id`: the `kid` sent with each assertion.
+    pub key_id: Option<String>,
 }
+
+/// Where a client's private key is.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum PrivateKeySource {
+    /// `private_key_file`: an absolute path, or one starting with `~/`.
+    File(String),
+    /// `private_key_env`: a variable holding the PEM text.
+    Env(String),
+}
+
+/// The JWS algorithms `signing_alg` takes.
+pub const SIGNING_ALGS: [&str; 4] = ["RS256", "PS256", "ES256", "ES384"];
 
 /// The program a stdio server runs.
 #[derive(Debug, Clone, PartialEq, Eq)]

@@ -408,7 +408,7 @@ impl Authorizer {
         ) else {
             return Err(refused("no token endpoint or client"));
         };
-        let client = with_configured_secret(client, &self.spec);
+        let client = with_configured_secret(client, &self.spec, &issuer);
         match token::refresh(&self.http, &endpoint, &client, &current, &resource).await {
             Ok(new) => {
                 self.told(&new);
@@ -481,12 +481,25 @@ fn strip_configured_secret(auth: &mut ServerAuth, spec: &OAuthSpec) {
     }
 }
 
-/// The stored client, with the configured secret when it is the configured client.
-pub(crate) fn with_configured_secret(mut client: StoredClient, spec: &OAuthSpec) -> StoredClient {
-    if spec.client_id.as_deref() == Some(client.client_id.as_str())
-        && client.client_secret.is_none()
-    {
-        client.client_secret = spec.client_secret.clone();
+/// The stored client, with the configured secret (or private key, signing for `issuer`) when
+/// it is the configured client.
+pub(crate) fn with_configured_secret(
+    mut client: StoredClient,
+    spec: &OAuthSpec,
+    issuer: &str,
+) -> StoredClient {
+    if spec.client_id.as_deref() == Some(client.client_id.as_str()) {
+        if client.client_secret.is_none() {
+            client.client_secret = spec.client_secret.clone();
+        }
+        if client.signer.is_none()
+            && let Some(key) = &spec.client_key
+        {
+            client.signer = Some(super::store::Signer {
+                key: key.clone(),
+                audience: issuer.to_string(),
+            });
+        }
     }
     client
 }

@@ -127,7 +127,7 @@ pub(crate) async fn authorize(
 }
 
 /// A machine-to-machine authorization server: the configured client (`oauth.client_id` and
-/// its secret) gets the token itself with the client credentials grant.
+/// its secret or private key) gets the token itself with the client credentials grant.
 async fn client_credentials(
     cx: &FlowContext<'_>,
     auth: &mut ServerAuth,
@@ -136,10 +136,13 @@ async fn client_credentials(
     resource: String,
     scopes: &[String],
 ) -> Result<(), AuthError> {
-    if cx.spec.client_id.is_none() || cx.spec.client_secret.is_none() {
+    if cx.spec.client_id.is_none()
+        || (cx.spec.client_secret.is_none() && cx.spec.client_key.is_none())
+    {
         return Err(AuthError::Discovery(format!(
             "the authorization server `{}` grants only client credentials: set `oauth.client_id` \
-             and `client_secret_env` for server `{}` (a client registered with it)",
+             and `client_secret_env` (or `private_key_file`) for server `{}` (a client registered \
+             with it)",
             server.issuer, cx.server
         )));
     }

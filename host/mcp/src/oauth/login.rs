@@ -191,7 +191,7 @@ pub async fn logout(
             continue;
         };
         let client = match spec {
-            Some(spec) => with_configured_secret(client.clone(), spec),
+            Some(spec) => with_configured_secret(client.clone(), spec, issuer),
             None => client.clone(),
         };
         let mut pairs = vec![(tokens.access_token.as_str(), "access_token")];

@@ -50,6 +50,9 @@ pub(crate) struct ServerMetadata {
     pub(crate) code_challenge_methods_supported: Option<Vec<String>>,
     #[serde(default)]
     pub(crate) token_endpoint_auth_methods_supported: Option<Vec<String>>,
+    /// The JWS algorithms it takes for `private_key_jwt` assertions.
+    #[serde(default)]
+    pub(crate) token_endpoint_auth_signing_alg_values_supported: Option<Vec<String>>,
     /// Client ID Metadata Documents (an `https` URL as the client id) are accepted.
     #[serde(default)]
     pub(crate) client_id_metadata_document_supported: bool,

@@ -15,6 +15,7 @@
 //! and the opener), [`token`] (code exchange, refresh, revocation), [`flow`] (one whole
 //! authorization), [`http`] (the HTTP client of the MCP transport that carries the token).
 
+mod assertion;
 mod authorizer;
 mod challenge;
 mod flow;
@@ -35,6 +36,7 @@ use std::{
 };
 
 pub(crate) use authorizer::{Authorizer, Mode};
+pub use assertion::{ClientKey, KeyError, SigningAlg};
 pub use login::{LoginReport, login, logout};
 pub use redirect::{Browser, may_open};
 pub use store::stored_secrets;
@@ -53,6 +55,8 @@ pub struct OAuthSpec {
     pub client_id: Option<String>,
     /// Its secret, when it is a confidential client.
     pub client_secret: Option<String>,
+    /// Its private key, when it authenticates with signed assertions (`private_key_jwt`).
+    pub client_key: Option<ClientKey>,
     /// The scopes to ask for, instead of those the server's challenge or metadata name.
     pub scopes: Option<Vec<String>>,
     /// The loopback port of the redirect URI, for a client registered with a fixed one.
@@ -70,6 +74,7 @@ impl std::fmt::Debug for OAuthSpec {
         f.debug_struct("OAuthSpec")
             .field("client_id", &self.client_id)
             .field("client_secret", &self.client_secret.as_ref().map(|_| "…"))
+            .field("client_key", &self.client_key)
             .field("scopes", &self.scopes)
             .field("redirect_port", &self.redirect_port)
             .field("resource", &self.resource)

@@ -2,19 +2,26 @@
 //! config (pre-registration), then a Client ID Metadata Document (an `https` URL as the client
 //! id, when the server supports them and one is configured), then Dynamic Client Registration
 //! (RFC 7591) — and how that client authenticates at the token endpoint
-//! (`client_secret_basic`, `client_secret_post` or `none`).
+//! (`client_secret_basic`, `client_secret_post`, `private_key_jwt` (RFC 7523) or `none`).
 
 use base64::{Engine, engine::general_purpose::STANDARD};
 use serde_json::{Value, json};
 
-use super::{AuthError, OAuthSpec, metadata::ServerMetadata, net, store::StoredClient};
+use super::{
+    AuthError, OAuthSpec,
+    assertion::ASSERTION_TYPE,
+    metadata::ServerMetadata,
+    net,
+    store::{Signer, StoredClient},
+};
 
 /// What the client is called where a person sees it (the consent screen).
 const CLIENT_NAME: &str = "tern";
 
-/// `client_secret_basic`, `client_secret_post`, `none`.
+/// `client_secret_basic`, `client_secret_post`, `private_key_jwt`, `none`.
 pub(crate) const BASIC: &str = "client_secret_basic";
 pub(crate) const POST: &str = "client_secret_post";
+pub(crate) const PRIVATE_KEY_JWT: &str = "private_key_jwt";
 pub(crate) const NONE: &str = "none";
 
 /// The client for `server`: configured, then a metadata document, then one registered before
@@ -28,12 +35,25 @@ pub(crate) async fn client(
     redirect_uri: &str,
 ) -> Result<StoredClient, AuthError> {
     if let Some(client_id) = &spec.client_id {
+        if let Some(key) = &spec.client_key {
+            let alg = key.alg_for(server.token_endpoint_auth_signing_alg_values_supported.as_deref())?;
+            return Ok(StoredClient {
+                client_id: client_id.clone(),
+                auth_method: PRIVATE_KEY_JWT.to_string(),
+                signing_alg: Some(alg.name().to_string()),
+                signer: Some(Signer {
+                    key: key.clone(),
+                    audience: server.issuer.clone(),
+                }),
+                ..StoredClient::default()
+            });
+        }
         let auth_method = method_for(None, spec.client_secret.is_some(), server);
         return Ok(StoredClient {
             client_id: client_id.clone(),
             client_secret: spec.client_secret.clone(),
             auth_method,
-            redirect_uri: None,
+            ..StoredClient::default()
         });
     }
     if let Some(url) = &spec.client_metadata_url
@@ -41,9 +61,8 @@ pub(crate) async fn client(
     {
         return Ok(StoredClient {
             client_id: url.clone(),
-            client_secret: None,
             auth_method: NONE.to_string(),
-            redirect_uri: None,
+            ..StoredClient::default()
         });
     }
     if let Some(known) = known
@@ -118,6 +137,7 @@ async fn register(
         client_secret,
         auth_method,
         redirect_uri: Some(redirect_uri.to_string()),
+        ..StoredClient::default()
     })
 }
 
@@ -140,14 +160,38 @@ fn method_for(registered: Option<&str>, has_secret: bool, server: &ServerMetadat
 }
 
 /// Adds the client's authentication to a token-endpoint request: the `Authorization: Basic`
-/// header (RFC 6749 §2.3.1: id and secret form-encoded first), or `client_id` (and
-/// `client_secret`) in the body.
+/// header (RFC 6749 §2.3.1: id and secret form-encoded first), `client_id` (and
+/// `client_secret`) in the body, or a fresh signed assertion (RFC 7523 §2.2) with the
+/// `client_id`.
 pub(crate) fn authenticate(
     client: &StoredClient,
     request: reqwest::RequestBuilder,
     params: &mut Vec<(&'static str, String)>,
-) -> reqwest::RequestBuilder {
-    match (client.auth_method.as_str(), &client.client_secret) {
+) -> Result<reqwest::RequestBuilder, AuthError> {
+    Ok(match (client.auth_method.as_str(), &client.client_secret) {
+        (PRIVATE_KEY_JWT, _) => {
+            let Some(signer) = &client.signer else {
+                return Err(AuthError::Local(format!(
+                    "client `{}` authenticates with a private key (`private_key_jwt`), and none \
+                     is configured\nhint: set `oauth.private_key_file` or `private_key_env` for \
+                     this server",
+                    client.client_id
+                )));
+            };
+            let alg = match client.signing_alg.as_deref().and_then(super::SigningAlg::parse) {
+                Some(alg) => alg,
+                None => signer.key.alg_for(None)?,
+            };
+            params.push(("client_id", client.client_id.clone()));
+            params.push(("client_assertion_type", ASSERTION_TYPE.to_string()));
+            params.push((
+                "client_assertion",
+                signer
+                    .key
+                    .assertion(&client.client_id, &signer.audience, alg)?,
+            ));
+            request
+        }
         (BASIC, Some(secret)) => {
             let encode =
                 |s: &str| url::form_urlencoded::byte_serialize(s.as_bytes()).collect::<String>();
@@ -166,7 +210,7 @@ pub(crate) fn authenticate(
             params.push(("client_id", client.client_id.clone()));
             request
         }
-    }
+    })
 }
 
 #[cfg(test)]
@@ -196,11 +240,12 @@ mod tests {
             client_id: "id:1".into(),
             client_secret: Some("s e+c".into()),
             auth_method: BASIC.into(),
-            redirect_uri: None,
+            ..StoredClient::default()
         };
         let http = crate::http_client().build().unwrap_or_default();
         let mut params = Vec::new();
         let req = authenticate(&client, http.post("http://127.0.0.1:9/token"), &mut params)
+            .unwrap()
             .build()
             .unwrap();
         let header = req.headers()[reqwest::header::AUTHORIZATION]

@@ -82,16 +82,31 @@ pub(crate) struct IssuerEntry {
 }
 
 /// A client identity at one authorization server.
-#[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
+#[derive(Debug, Clone, Default, Serialize, Deserialize, PartialEq)]
 pub(crate) struct StoredClient {
     pub(crate) client_id: String,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub(crate) client_secret: Option<String>,
-    /// `client_secret_basic`, `client_secret_post` or `none`.
+    /// `client_secret_basic`, `client_secret_post`, `private_key_jwt` or `none`.
     pub(crate) auth_method: String,
     /// The redirect URI it was registered with (a dynamic registration is only good for it).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub(crate) redirect_uri: Option<String>,
+    /// `private_key_jwt`: the algorithm chosen for this authorization server.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub(crate) signing_alg: Option<String>,
+    /// `private_key_jwt`: the configured key and the issuer it signs for. Never saved: the key
+    /// stays where the config names it.
+    #[serde(skip)]
+    pub(crate) signer: Option<Signer>,
+}
+
+/// What signs a `private_key_jwt` client's assertions.
+#[derive(Debug, Clone, PartialEq)]
+pub(crate) struct Signer {
+    pub(crate) key: super::ClientKey,
+    /// The authorization server's issuer identifier: the assertion's `aud`.
+    pub(crate) audience: String,
 }
 
 /// An access token and what came with it.

@@ -161,7 +161,7 @@ async fn post(
     let request = http
         .post(endpoint)
         .header(reqwest::header::ACCEPT, "application/json");
-    let request = authenticate(client, request, &mut params);
+    let request = authenticate(client, request, &mut params)?;
     let request = request
         .header(
             reqwest::header::CONTENT_TYPE,
