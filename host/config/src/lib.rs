@@ -82,7 +82,8 @@ pub use sandbox::SandboxConfig;
 pub use sections::{ModelConfig, ModelServer, Provider, ToolCallMode, WireApi};
 pub use servers::{
     Builtin, DEFAULT_MAX_OUTPUT_CHARS, DEFAULT_STARTUP_TIMEOUT, DEFAULT_TOOL_TIMEOUT, Defer,
-    Launch, OAuthConfig, PrivateKeySource, Protocol, SIGNING_ALGS, ServerConfig, ServerRoots, ToolLimits, ToolSettings, Transport,
+    Launch, OAuthConfig, PrivateKeySource, Protocol, SIGNING_ALGS, ServerConfig, ServerRoots,
+    ToolLimits, ToolSettings, Transport,
 };
 pub use telemetry::{OtlpProtocol, TelemetrySection};
 pub use tern_sandbox::{Mode as SandboxMode, Network as SandboxNetwork};

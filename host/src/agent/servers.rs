@@ -12,9 +12,9 @@ use tern_config::{
     ServerConfig, ServerRoots, Transport,
 };
 use tern_mcp::{
-    Browser, ClientKey, DEFAULT_MAX_TOOL_BYTES, ElicitationPolicy, EventSink, Lifecycle, OAuthOptions,
-    OAuthSpec, PoolOptions, RootsSetting, ServerPool, ServerSpec, ToolFilter, TransportSpec,
-    pins::PinStore,
+    Browser, ClientKey, DEFAULT_MAX_TOOL_BYTES, ElicitationPolicy, EventSink, Lifecycle,
+    OAuthOptions, OAuthSpec, PoolOptions, RootsSetting, ServerPool, ServerSpec, ToolFilter,
+    TransportSpec, pins::PinStore,
 };
 use tern_protocol::Event;
 
@@ -303,7 +303,11 @@ fn client_key(
                 key: "oauth.private_key_env",
                 var: var.clone(),
             })?;
-            ("private_key_env", format!("${var}"), pem.clone().into_bytes())
+            (
+                "private_key_env",
+                format!("${var}"),
+                pem.clone().into_bytes(),
+            )
         }
         Some(PrivateKeySource::File(path)) => {
             let full = match (path.strip_prefix("~/"), env.get("HOME")) {
@@ -324,7 +328,10 @@ fn client_key(
             ("private_key_file", full.display().to_string(), pem)
         }
     };
-    let alg = oauth.signing_alg.as_deref().and_then(tern_mcp::SigningAlg::parse);
+    let alg = oauth
+        .signing_alg
+        .as_deref()
+        .and_then(tern_mcp::SigningAlg::parse);
     ClientKey::from_pem(&pem, alg, oauth.key_id.clone())
         .map(Some)
         .map_err(|e| fail(key, &at, e.to_string()))

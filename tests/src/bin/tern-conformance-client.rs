@@ -189,7 +189,10 @@ fn config(url: &str, auth: bool, context: &Value, key_file: Option<&Path>) -> St
                 text.push_str(&format!("client_secret_env = {SECRET_VAR:?}\n"));
             }
             if let Some(file) = key_file {
-                text.push_str(&format!("private_key_file = {:?}\n", file.display().to_string()));
+                text.push_str(&format!(
+                    "private_key_file = {:?}\n",
+                    file.display().to_string()
+                ));
                 if let Some(alg) = context["signing_algorithm"].as_str() {
                     text.push_str(&format!("signing_alg = {alg:?}\n"));
                 }

@@ -8,9 +8,8 @@ use std::collections::BTreeMap;
 use super::layer::{ServerLayer, ServersLayer, ToolLayer};
 use super::raw::{RawOAuth, RawRoots};
 use super::resolved::{
-    DEFAULT_STARTUP_TIMEOUT, DEFAULT_TOOL_TIMEOUT, Launch, OAuthConfig, PrivateKeySource, SIGNING_ALGS, ServerConfig,
-    ServerRoots,
-    ToolSettings, Transport,
+    DEFAULT_STARTUP_TIMEOUT, DEFAULT_TOOL_TIMEOUT, Launch, OAuthConfig, PrivateKeySource,
+    SIGNING_ALGS, ServerConfig, ServerRoots, ToolSettings, Transport,
 };
 use crate::check::invalid;
 use crate::error::{ConfigError, Result};

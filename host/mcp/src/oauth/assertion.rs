@@ -211,7 +211,12 @@ impl ClientKey {
         };
         let input = format!("{}.{}", part(&header)?, part(claims)?);
         let rng = SystemRandom::new();
-        let failed = |_| AuthError::Local(format!("signing the client assertion ({}) failed", alg.name()));
+        let failed = |_| {
+            AuthError::Local(format!(
+                "signing the client assertion ({}) failed",
+                alg.name()
+            ))
+        };
         let signature = match (&*self.pair, alg) {
             (Pair::Rsa(pair), SigningAlg::Rs256 | SigningAlg::Ps256) => {
                 let padding: &'static dyn signature::RsaEncoding = if alg == SigningAlg::Rs256 {
@@ -290,8 +295,14 @@ fn part<T: Serialize>(value: &T) -> Result<String, AuthError> {
 fn pkcs8_pair(der: &[u8]) -> Result<Pair, KeyError> {
     let rng = SystemRandom::new();
     let ec = [
-        (&signature::ECDSA_P256_SHA256_FIXED_SIGNING, SigningAlg::Es256),
-        (&signature::ECDSA_P384_SHA384_FIXED_SIGNING, SigningAlg::Es384),
+        (
+            &signature::ECDSA_P256_SHA256_FIXED_SIGNING,
+            SigningAlg::Es256,
+        ),
+        (
+            &signature::ECDSA_P384_SHA384_FIXED_SIGNING,
+            SigningAlg::Es384,
+        ),
     ];
     let mut why = Vec::new();
     for (curve, alg) in ec {
@@ -380,10 +391,7 @@ fn pem_why(e: &rustls::pki_types::pem::Error) -> String {
 }
 
 fn names(algs: &[SigningAlg]) -> String {
-    algs.iter()
-        .map(|a| a.name())
-        .collect::<Vec<_>>()
-        .join(", ")
+    algs.iter().map(|a| a.name()).collect::<Vec<_>>().join(", ")
 }
 
 #[cfg(test)]

@@ -76,7 +76,9 @@ fn an_assertion_names_the_client_the_issuer_and_lives_five_minutes() {
     assert!(iat.abs_diff(now()) <= 5, "{claims}");
     assert_eq!(claims["exp"].as_u64().unwrap(), iat + 300);
     // A fresh jti every time: an assertion is never replayable as another.
-    let again = key.assertion("cc-client", "https://as.example/tenant", alg).unwrap();
+    let again = key
+        .assertion("cc-client", "https://as.example/tenant", alg)
+        .unwrap();
     let (_, claims2) = verified(&again, P256_PUBLIC, &ECDSA_P256_SHA256_FIXED);
     assert_eq!(claims["jti"].as_str().unwrap().len(), 43);
     assert_ne!(claims["jti"], claims2["jti"]);
@@ -85,7 +87,9 @@ fn an_assertion_names_the_client_the_issuer_and_lives_five_minutes() {
 #[test]
 fn every_key_format_signs_its_algorithms() {
     let (_, c) = verified(
-        &key(P256_SEC1).assertion("c", "https://as", SigningAlg::Es256).unwrap(),
+        &key(P256_SEC1)
+            .assertion("c", "https://as", SigningAlg::Es256)
+            .unwrap(),
         P256_PUBLIC,
         &ECDSA_P256_SHA256_FIXED,
     );
@@ -93,7 +97,9 @@ fn every_key_format_signs_its_algorithms() {
     let p384 = key(P384_PKCS8);
     assert_eq!(p384.alg_for(None).unwrap(), SigningAlg::Es384);
     let (h, _) = verified(
-        &p384.assertion("c", "https://as", SigningAlg::Es384).unwrap(),
+        &p384
+            .assertion("c", "https://as", SigningAlg::Es384)
+            .unwrap(),
         P384_PUBLIC,
         &ECDSA_P384_SHA384_FIXED,
     );
@@ -121,8 +127,14 @@ fn the_algorithm_follows_the_config_then_what_the_server_lists() {
         rsa.alg_for(Some(&offered(&["PS256", "ES256"]))).unwrap(),
         SigningAlg::Ps256
     );
-    let err = rsa.alg_for(Some(&offered(&["ES256"]))).unwrap_err().to_string();
-    assert!(err.contains("signed with ES256 only") && err.contains("RS256, PS256"), "{err}");
+    let err = rsa
+        .alg_for(Some(&offered(&["ES256"])))
+        .unwrap_err()
+        .to_string();
+    assert!(
+        err.contains("signed with ES256 only") && err.contains("RS256, PS256"),
+        "{err}"
+    );
     let pinned = ClientKey::from_pem(RSA_PKCS8, Some(SigningAlg::Rs256), None).unwrap();
     assert!(pinned.alg_for(Some(&offered(&["PS256"]))).is_err());
     assert_eq!(pinned.alg_for(None).unwrap(), SigningAlg::Rs256);
@@ -133,14 +145,20 @@ fn unusable_keys_say_why_and_what_to_do() {
     let err = |pem: &[u8], alg| ClientKey::from_pem(pem, alg, None).unwrap_err();
     assert!(matches!(err(b"not a key", None), KeyError::NotPem(_)));
     let cut = &P256_PKCS8[..P256_PKCS8.len() - 30];
-    assert!(matches!(err(cut, None), KeyError::NotPem(_)), "{:?}", err(cut, None));
+    assert!(
+        matches!(err(cut, None), KeyError::NotPem(_)),
+        "{:?}",
+        err(cut, None)
+    );
     let public_only = b"-----BEGIN PUBLIC KEY-----\nMAA=\n-----END PUBLIC KEY-----\n";
     assert!(matches!(err(public_only, None), KeyError::NotPem(m) if m.contains("no private key")));
     let encrypted =
         b"-----BEGIN ENCRYPTED PRIVATE KEY-----\nMAA=\n-----END ENCRYPTED PRIVATE KEY-----\n";
     assert_eq!(err(encrypted, None), KeyError::Encrypted);
     assert!(matches!(err(ED25519, None), KeyError::Unsupported(_)));
-    assert!(matches!(err(P256_SEC1_NO_PUBLIC, None), KeyError::Unsupported(m) if m.contains("without its public key")));
+    assert!(
+        matches!(err(P256_SEC1_NO_PUBLIC, None), KeyError::Unsupported(m) if m.contains("without its public key"))
+    );
     let wrong = err(P256_PKCS8, Some(SigningAlg::Rs256));
     assert_eq!(
         wrong,
@@ -150,7 +168,12 @@ fn unusable_keys_say_why_and_what_to_do() {
             fits: "ES256".into()
         }
     );
-    for e in [err(ED25519, None), wrong, KeyError::Encrypted, err(b"x", None)] {
+    for e in [
+        err(ED25519, None),
+        wrong,
+        KeyError::Encrypted,
+        err(b"x", None),
+    ] {
         assert!(e.to_string().contains("\nhint: "), "{e}");
     }
 }
@@ -160,5 +183,8 @@ fn keys_compare_by_their_bytes_and_never_print_them() {
     assert_eq!(key(P256_PKCS8), key(P256_PKCS8));
     assert_ne!(key(P256_PKCS8), key(P384_PKCS8));
     let shown = format!("{:?}", key(RSA_PKCS8));
-    assert!(shown.contains("an RSA") && !shown.contains("MII"), "{shown}");
+    assert!(
+        shown.contains("an RSA") && !shown.contains("MII"),
+        "{shown}"
+    );
 }

@@ -35,8 +35,8 @@ use std::{
     sync::{Arc, Mutex},
 };
 
-pub(crate) use authorizer::{Authorizer, Mode};
 pub use assertion::{ClientKey, KeyError, SigningAlg};
+pub(crate) use authorizer::{Authorizer, Mode};
 pub use login::{LoginReport, login, logout};
 pub use redirect::{Browser, may_open};
 pub use store::stored_secrets;

@@ -36,7 +36,11 @@ pub(crate) async fn client(
 ) -> Result<StoredClient, AuthError> {
     if let Some(client_id) = &spec.client_id {
         if let Some(key) = &spec.client_key {
-            let alg = key.alg_for(server.token_endpoint_auth_signing_alg_values_supported.as_deref())?;
+            let alg = key.alg_for(
+                server
+                    .token_endpoint_auth_signing_alg_values_supported
+                    .as_deref(),
+            )?;
             return Ok(StoredClient {
                 client_id: client_id.clone(),
                 auth_method: PRIVATE_KEY_JWT.to_string(),
@@ -178,7 +182,11 @@ pub(crate) fn authenticate(
                     client.client_id
                 )));
             };
-            let alg = match client.signing_alg.as_deref().and_then(super::SigningAlg::parse) {
+            let alg = match client
+                .signing_alg
+                .as_deref()
+                .and_then(super::SigningAlg::parse)
+            {
                 Some(alg) => alg,
                 None => signer.key.alg_for(None)?,
             };
