@@ -1,6 +1,6 @@
 //! `[mcp_servers.NAME.oauth]`: strict, layered key by key, and only where it means something.
 
-use tern_config::{ConfigError, OAuthConfig, Transport};
+use tern_config::{ConfigError, OAuthConfig, PrivateKeySource, Transport};
 
 use super::Fixture;
 
@@ -32,8 +32,30 @@ fn every_http_server_may_authorize_and_the_keys_parse() {
             scopes: Some(vec!["read".into(), "write".into()]),
             redirect_port: Some(8976),
             client_metadata_url: Some("https://tern.example/client.json".into()),
-            resource: None,
+            ..OAuthConfig::default()
         })
+    );
+    let jwt = "[mcp_servers.m]\nurl = \"https://h/mcp\"\n\n[mcp_servers.m.oauth]\n\
+               client_id = \"svc\"\nprivate_key_file = \"~/keys/svc.pem\"\n\
+               signing_alg = \"ES256\"\nkey_id = \"k-2026\"\n";
+    assert_eq!(
+        oauth_of(jwt, "m"),
+        Some(OAuthConfig {
+            client_id: Some("svc".into()),
+            private_key: Some(PrivateKeySource::File("~/keys/svc.pem".into())),
+            signing_alg: Some("ES256".into()),
+            key_id: Some("k-2026".into()),
+            ..OAuthConfig::default()
+        })
+    );
+    assert_eq!(
+        oauth_of(
+            "[mcp_servers.m]\nurl = \"https://h/mcp\"\n\
+             oauth = { client_id = \"svc\", private_key_env = \"SVC_KEY\" }\n",
+            "m"
+        )
+        .and_then(|o| o.private_key),
+        Some(PrivateKeySource::Env("SVC_KEY".into()))
     );
     // Off: explicitly, or because a static token is configured.
     assert_eq!(
@@ -79,7 +101,7 @@ fn oauth_mistakes_name_file_line_and_key() {
     let cases = [
         (
             "[mcp_servers.r]\nurl = \"https://h\"\n[mcp_servers.r.oauth]\nclient = \"x\"\n",
-            ":4:1: unknown key \"client\" in [mcp_servers.r.oauth]; expected one of enabled, client_id, client_secret_env, scopes, redirect_port, client_metadata_url",
+            ":4:1: unknown key \"client\" in [mcp_servers.r.oauth]; expected one of enabled, client_id, client_secret_env, scopes, redirect_port, client_metadata_url, resource, private_key_file, private_key_env, signing_alg, key_id",
         ),
         (
             "[mcp_servers.s]\ncommand = \"x\"\noauth = { client_id = \"a\" }\n",
@@ -104,6 +126,30 @@ fn oauth_mistakes_name_file_line_and_key() {
         (
             "[mcp_servers.r]\nurl = \"https://h\"\noauth = { client_metadata_url = \"http://x/c.json\" }\n",
             "mcp_servers.r.oauth.client_metadata_url: must be an https URL",
+        ),
+        (
+            "[mcp_servers.r]\nurl = \"https://h\"\noauth = { private_key_file = \"/k.pem\" }\n",
+            "mcp_servers.r.oauth.private_key_file: needs `client_id`",
+        ),
+        (
+            "[mcp_servers.r]\nurl = \"https://h\"\noauth = { client_id = \"a\", private_key_file = \"keys/k.pem\" }\n",
+            "mcp_servers.r.oauth.private_key_file: \"keys/k.pem\" is relative; write an absolute path or one starting with ~/",
+        ),
+        (
+            "[mcp_servers.r]\nurl = \"https://h\"\noauth = { client_id = \"a\", private_key_file = \"/k\", private_key_env = \"K\" }\n",
+            "mcp_servers.r.oauth.private_key_env: and `private_key_file` both name a key",
+        ),
+        (
+            "[mcp_servers.r]\nurl = \"https://h\"\noauth = { client_id = \"a\", client_secret_env = \"S\", private_key_env = \"K\" }\n",
+            "mcp_servers.r.oauth.private_key_env: and `client_secret_env` are two ways",
+        ),
+        (
+            "[mcp_servers.r]\nurl = \"https://h\"\noauth = { client_id = \"a\", private_key_env = \"K\", signing_alg = \"HS256\" }\n",
+            "mcp_servers.r.oauth.signing_alg: \"HS256\" is not an algorithm tern signs with; expected one of RS256, PS256, ES256, ES384",
+        ),
+        (
+            "[mcp_servers.r]\nurl = \"https://h\"\noauth = { client_id = \"a\", key_id = \"k\" }\n",
+            "mcp_servers.r.oauth.key_id: needs `private_key_file` or `private_key_env`",
         ),
     ];
     for (text, want) in cases {
