@@ -21,10 +21,32 @@ pub(crate) async fn editor(env: &RunEnv, plan: Value) -> Value {
     let mut plan = plan;
     plan["tern"] = json!(bin("tern"));
     plan["cwd"] = json!(env.dir.path());
+    let report = client_report(env, "node", "tests/acp/client.mjs", &plan).await;
+    assert_eq!(report["errors"], json!([]), "{report:#}");
+    assert_eq!(report["exit"]["code"], 0, "tern acp exit: {report:#}");
+    report
+}
+
+/// Runs the Python SDK client (`tests/acp/py_client.py`) with `plan` as given (its `tern` and
+/// `cwd` included); its report.
+pub(crate) async fn python_editor(env: &RunEnv, plan: &Value) -> Value {
+    let python = dep("venv/bin/python");
+    client_report(
+        env,
+        &python.to_string_lossy(),
+        "tests/acp/py_client.py",
+        plan,
+    )
+    .await
+}
+
+/// Runs an ACP client `script` with `program` against the env's mock model: the JSON report it
+/// prints, after checking it exited 0.
+async fn client_report(env: &RunEnv, program: &str, script: &str, plan: &Value) -> Value {
     let out = tokio::time::timeout(
         Duration::from_secs(120),
-        tokio::process::Command::new("node")
-            .arg(workspace_root().join("tests/acp/client.mjs"))
+        tokio::process::Command::new(program)
+            .arg(workspace_root().join(script))
             .arg(plan.to_string())
             .env("TERN_HOME", env.home.path())
             .env("ANTHROPIC_API_KEY", tern_e2e::run_env::CANARY)
@@ -36,7 +58,7 @@ pub(crate) async fn editor(env: &RunEnv, plan: Value) -> Value {
             .output(),
     )
     .await
-    .expect("the ACP client did not finish in 120 s")
+    .unwrap_or_else(|_| panic!("the ACP client {script} did not finish in 120 s"))
     .unwrap();
     let stdout = String::from_utf8_lossy(&out.stdout);
     assert!(
@@ -44,11 +66,8 @@ pub(crate) async fn editor(env: &RunEnv, plan: Value) -> Value {
         "client failed: {stdout}\n{}",
         String::from_utf8_lossy(&out.stderr)
     );
-    let report: Value = serde_json::from_str(stdout.trim())
-        .unwrap_or_else(|e| panic!("{e}: {stdout}\n{}", String::from_utf8_lossy(&out.stderr)));
-    assert_eq!(report["errors"], json!([]), "{report:#}");
-    assert_eq!(report["exit"]["code"], 0, "tern acp exit: {report:#}");
-    report
+    serde_json::from_str(stdout.trim())
+        .unwrap_or_else(|e| panic!("{e}: {stdout}\n{}", String::from_utf8_lossy(&out.stderr)))
 }
 
 pub(crate) fn updates<'a>(report: &'a Value, kind: &str) -> Vec<&'a Value> {
@@ -606,29 +625,9 @@ async fn the_python_sdk_drives_a_session_too() {
         "answers": ["allow_once", "reject_always"],
         "prompts": ["edit a.txt"],
     });
-    let out = tokio::time::timeout(
-        Duration::from_secs(120),
-        tokio::process::Command::new(dep("venv/bin/python"))
-            .arg(workspace_root().join("tests/acp/py_client.py"))
-            .arg(plan.to_string())
-            .env("TERN_HOME", env.home.path())
-            .env("ANTHROPIC_API_KEY", tern_e2e::run_env::CANARY)
-            .env("ANTHROPIC_BASE_URL", env.server.url())
-            .env_remove("OPENAI_API_KEY")
-            .env_remove("OPENAI_BASE_URL")
-            .kill_on_drop(true)
-            .output(),
-    )
-    .await
-    .expect("the Python client did not finish")
-    .unwrap();
-    let stdout = String::from_utf8_lossy(&out.stdout);
-    assert!(
-        out.status.success(),
-        "{stdout}\n{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    let report: Value = serde_json::from_str(stdout.trim()).unwrap();
+    let report = python_editor(&env, &plan).await;
+    // Everything the editor was sent, as it printed it.
+    let stdout = report.to_string();
     assert_eq!(report["initialize"]["protocolVersion"], 1);
     assert_eq!(report["prompts"][0]["stopReason"], "end_turn", "{report:#}");
     assert_eq!(report["exit"], 0, "{report:#}");

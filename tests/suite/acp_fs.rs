@@ -6,13 +6,11 @@
 //! client without both capabilities leaves tern-fs on the disk. The official Python SDK
 //! (`tests/acp/py_client.py`) plays the same editor once.
 
-use std::time::Duration;
-
 use serde_json::{Value, json};
-use tern_e2e::{bin, dep, run_env::RunEnv, workspace_root};
+use tern_e2e::{bin, run_env::RunEnv};
 use tern_model::mock::script::AnthropicTurn;
 
-use super::acp::{audit, call, editor, rule_of, turn, updates};
+use super::acp::{audit, call, editor, python_editor, rule_of, turn, updates};
 
 /// What the model was given as the result of call `id` (every request it received searched).
 fn tool_result(env: &RunEnv, id: &str) -> String {
@@ -200,29 +198,7 @@ async fn the_python_sdk_offers_its_buffers_too() {
         "buffers": { n: "buffer one\ntwo\n" },
         "prompts": ["edit notes.txt"],
     });
-    let out = tokio::time::timeout(
-        Duration::from_secs(120),
-        tokio::process::Command::new(dep("venv/bin/python"))
-            .arg(workspace_root().join("tests/acp/py_client.py"))
-            .arg(plan.to_string())
-            .env("TERN_HOME", env.home.path())
-            .env("ANTHROPIC_API_KEY", tern_e2e::run_env::CANARY)
-            .env("ANTHROPIC_BASE_URL", env.server.url())
-            .env_remove("OPENAI_API_KEY")
-            .env_remove("OPENAI_BASE_URL")
-            .kill_on_drop(true)
-            .output(),
-    )
-    .await
-    .expect("the Python client did not finish")
-    .unwrap();
-    let stdout = String::from_utf8_lossy(&out.stdout);
-    assert!(
-        out.status.success(),
-        "{stdout}\n{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    let report: Value = serde_json::from_str(stdout.trim()).unwrap();
+    let report = python_editor(&env, &plan).await;
     assert_eq!(report["prompts"][0]["stopReason"], "end_turn", "{report:#}");
     assert!(tool_result(&env, "r1").contains("buffer one"));
     assert_eq!(report["buffers"][n], "buffer one\n2\n", "{report:#}");
