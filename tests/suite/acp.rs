@@ -280,6 +280,7 @@ async fn an_editor_drives_a_session_with_permissions_diffs_cancel_modes_and_load
     for o in [
         "allow_once:allow_once",
         "allow_always:allow_always",
+        "allow_always_user:allow_always",
         "reject_once:reject_once",
     ] {
         assert!(options.as_array().unwrap().contains(&json!(o)), "{options}");
@@ -309,11 +310,14 @@ async fn an_editor_drives_a_session_with_permissions_diffs_cancel_modes_and_load
     assert_eq!(rule_of(&audit, "t4"), "acp:deny");
     assert_eq!(rule_of(&audit, "t5"), "acp:always");
     assert!(rule_of(&audit, "t8").starts_with("mode:"), "{audit:#?}");
-    let config = std::fs::read_to_string(env.home.path().join("config.toml")).unwrap();
+    // "Allow always" is the project's rule: saved to its `.tern/config.toml`, not the user's.
+    let config = std::fs::read_to_string(dir.join(".tern/config.toml")).unwrap();
     assert!(
         config.contains("extra__echo"),
-        "allow always saves the rule: {config}"
+        "allow always saves the rule in the project: {config}"
     );
+    let user = std::fs::read_to_string(env.home.path().join("config.toml")).unwrap_or_default();
+    assert!(!user.contains("extra__echo"), "{user}");
     assert_eq!(
         env.server.pending(),
         0,

@@ -81,3 +81,73 @@ async fn tern_slash_commands_are_offered_and_answered_without_the_model() {
         assert!(!names.contains(&name), "{name} is terminal-only: {names:?}");
     }
 }
+
+/// ACP v1 cannot tell an editor that a session's id changed, so over ACP `/clear` keeps the id
+/// and starts the conversation anew inside it: the next request has none of the cleared
+/// conversation, the events keep the editor's id, and `session/load` of that id replays only
+/// what came after the clear.
+#[tokio::test]
+async fn clear_over_acp_keeps_the_editors_session_id_and_forgets_the_conversation() {
+    let env = RunEnv::new().await;
+    env.answer("Noted the alpha marker.");
+    env.answer("Fresh start.");
+    let report = editor(
+        &env,
+        json!({"prompts": [
+            {"text": "remember alpha-marker-1"},
+            {"text": "/clear"},
+            {"text": "what do you remember?"},
+        ]}),
+    )
+    .await;
+    for (i, p) in report["prompts"].as_array().unwrap().iter().enumerate() {
+        assert_eq!(p["stopReason"], "end_turn", "prompt {i}: {report:#}");
+    }
+    let session_id = report["session"]["sessionId"].as_str().unwrap().to_string();
+    let requests = env.server.model_requests();
+    assert_eq!(requests.len(), 2, "/clear never reaches the model");
+    let after = requests[1].json()["messages"].to_string();
+    assert!(after.contains("what do you remember?"), "{after}");
+    assert!(
+        !after.contains("alpha-marker-1"),
+        "the cleared conversation was sent again: {after}"
+    );
+    // Every event of the run, before and after the clear, names the editor's session.
+    let events_dir = env.home.path().join("runs");
+    let mut ids = std::collections::BTreeSet::new();
+    for run in std::fs::read_dir(&events_dir).unwrap().flatten() {
+        let Ok(text) = std::fs::read_to_string(run.path().join("events.jsonl")) else {
+            continue;
+        };
+        for line in text.lines() {
+            let v: serde_json::Value = serde_json::from_str(line).unwrap();
+            if let Some(id) = v["session_id"].as_str() {
+                ids.insert(id.to_string());
+            }
+        }
+    }
+    assert_eq!(
+        ids.into_iter().collect::<Vec<_>>(),
+        [session_id.clone()],
+        "events took another session id"
+    );
+
+    // Loading the editor's id brings back the conversation after the clear only.
+    env.answer("Still fresh.");
+    let loaded = editor(
+        &env,
+        json!({
+            "scenario": "load",
+            "sessionId": session_id,
+            "prompts": [{"text": "and now?"}],
+        }),
+    )
+    .await;
+    assert_eq!(loaded["prompts"][0]["stopReason"], "end_turn", "{loaded:#}");
+    let replayed = text_of(&loaded, "user_message_chunk");
+    assert!(replayed.contains("what do you remember?"), "{replayed}");
+    assert!(!replayed.contains("alpha-marker-1"), "{replayed}");
+    let last = env.server.model_requests().last().unwrap().json()["messages"].to_string();
+    assert!(!last.contains("alpha-marker-1"), "{last}");
+    assert!(last.contains("what do you remember?"), "{last}");
+}

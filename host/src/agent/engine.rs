@@ -57,6 +57,11 @@ pub struct EngineOptions {
     /// Who answers a server's request for input (the REPL asks the person); `None`: the
     /// `--accept-elicitation-defaults` policy.
     pub elicitor: Option<Arc<dyn tern_mcp::Elicitor>>,
+    /// `/clear` keeps the session id and starts the conversation anew inside it. An ACP
+    /// editor names the session by the id it was given, and ACP v1 has no way to tell it of a
+    /// new one: with a fresh id its `session/load` would bring back the conversation the
+    /// person cleared.
+    pub clear_in_place: bool,
 }
 
 impl std::fmt::Debug for EngineOptions {
@@ -70,6 +75,7 @@ impl std::fmt::Debug for EngineOptions {
             .field("tool_allow", &self.tool_allow)
             .field("server_grace", &self.server_grace)
             .field("elicitor", &self.elicitor.as_ref().map(|_| "…"))
+            .field("clear_in_place", &self.clear_in_place)
             .finish()
     }
 }
@@ -122,6 +128,8 @@ pub struct Engine {
     resolved: Option<tern_model::ResolvedModelConfig>,
     /// `[model.price]`: a configured price holds for every model of the run.
     configured_price: Option<Price>,
+    /// [`EngineOptions::clear_in_place`].
+    clear_in_place: bool,
 }
 
 mod history;
@@ -340,6 +348,7 @@ impl Engine {
             end_reason: hook_points::EndReason::Other,
             session_context: None,
             subagent: opts.parent_run_id.is_some(),
+            clear_in_place: opts.clear_in_place,
             extension_dirs: ws.config.extension_dirs.clone(),
             skills_servers: config
                 .enabled_servers()

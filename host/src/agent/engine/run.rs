@@ -213,19 +213,30 @@ impl Engine {
     /// Starts a fresh conversation (a new session); returns its id. The hooks see the old
     /// session end (`SessionEnd`, reason `clear`) and the new one start (`SessionStart`,
     /// source `clear`), as in Claude Code.
+    ///
+    /// With [`EngineOptions::clear_in_place`] (ACP) the id stays: the session file gets an
+    /// empty snapshot line, so loading it gives the cleared conversation (what a rewind of the
+    /// conversation does), and the session's todo list is emptied.
+    ///
+    /// [`EngineOptions::clear_in_place`]: super::EngineOptions::clear_in_place
     pub async fn clear(&mut self) -> &str {
         self.session_end(hook_points::EndReason::Clear).await;
         self.conv.transcript.clear();
         self.conv.budget.forget_from(0);
-        self.session_id = session::new_session_id();
-        self.bus.set_session_id(&self.session_id);
-        // The todo list follows the session: the running todo server reads the new file (none
-        // yet: an empty list) from its next call, and the old session keeps its own.
-        let state = todo_state_path(&self.sessions_dir, &self.session_id);
-        if let Err(e) = point_todo_at(&self.todo_pointer, &state) {
-            self.bus.emit(Event::Notice {
-                message: format!("the todo list still shows the old session's: {e}"),
-            });
+        self.conv.compacted = false;
+        if self.clear_in_place {
+            self.clear_session_file();
+        } else {
+            self.session_id = session::new_session_id();
+            self.bus.set_session_id(&self.session_id);
+            // The todo list follows the session: the running todo server reads the new file
+            // (none yet: an empty list) from its next call, and the old session keeps its own.
+            let state = todo_state_path(&self.sessions_dir, &self.session_id);
+            if let Err(e) = point_todo_at(&self.todo_pointer, &state) {
+                self.bus.emit(Event::Notice {
+                    message: format!("the todo list still shows the old session's: {e}"),
+                });
+            }
         }
         self.agent.tools.forget_todo();
         if let Ok(mut id) = self.hook_session.lock() {
@@ -233,6 +244,27 @@ impl Engine {
         }
         self.session_start(hook_points::StartSource::Clear).await;
         &self.session_id
+    }
+
+    /// `/clear` in place: an empty snapshot ends the session's old conversation, and its todo
+    /// file goes (a missing file is an empty list to the todo server, from its next call).
+    fn clear_session_file(&mut self) {
+        let redactor = self.redactor.clone();
+        let redact = |line: &str| redactor.redact(line);
+        if let Err(e) = session::append_snapshot(&self.sessions_dir, &self.session_id, &[], &redact)
+        {
+            self.bus.emit(Event::Error {
+                message: format!("session not saved: {e}"),
+            });
+        }
+        let state = todo_state_path(&self.sessions_dir, &self.session_id);
+        match std::fs::remove_file(&state) {
+            Ok(()) => {}
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => {}
+            Err(e) => self.bus.emit(Event::Notice {
+                message: format!("the todo list still shows the cleared conversation's: {e}"),
+            }),
+        }
     }
 
     /// Says why the session ends, for the `SessionEnd` hooks (default `other`): the REPL's

@@ -3,9 +3,11 @@
 //! gateway audits it with rule `acp:once`, `acp:always` or `acp:deny` (the approver's name).
 //!
 //! - allow once → [`Approval::Once`];
-//! - allow always → [`Approval::Always`]: the gateway adds the rule it named to this run and
-//!   saves it to the user's `config.toml`, exactly as the REPL's "always" does (offered only when
-//!   a rule can allow the call);
+//! - allow always (project) → [`Approval::AlwaysInProject`]: the gateway adds the rule it named
+//!   to this run and saves it to the project's `.tern/config.toml` (renewing its trust when it
+//!   was trusted), exactly as the REPL's "in this project" does; allow always (all projects,
+//!   option `allow_always_user`) → [`Approval::Always`], saved to `$TERN_HOME/config.toml`. Both
+//!   are offered only when a rule can allow the call;
 //! - reject once → a deny, with the reason sent to the model;
 //! - reject always → a deny, and every later request of this session that the same rule would
 //!   have allowed is denied without asking.
@@ -23,6 +25,7 @@ use super::rpc::Outbox;
 /// Option ids tern offers (ACP `PermissionOptionId`s).
 pub const ALLOW_ONCE: &str = "allow_once";
 pub const ALLOW_ALWAYS: &str = "allow_always";
+pub const ALLOW_ALWAYS_USER: &str = "allow_always_user";
 pub const REJECT_ONCE: &str = "reject_once";
 pub const REJECT_ALWAYS: &str = "reject_always";
 
@@ -48,16 +51,20 @@ impl AcpApprover {
         let mut options =
             vec![json!({"optionId": ALLOW_ONCE, "name": "Allow once", "kind": "allow_once"})];
         if let Some(rule) = request.always_rules.first() {
+            // Both scopes, as the REPL offers them; project first (ACP's "allow always" is
+            // the project's rule in the issue's terms). A trusted project config stays trusted:
+            // the gateway renews its `tern trust` hash after its own write.
             options.push(json!({
                 "optionId": ALLOW_ALWAYS,
-                // User scope: a rule written into the project's `.tern/config.toml` would change
-                // the file `tern trust` pinned by its sha256, and the whole project config
-                // would stop applying at the next run.
-                "name": format!("Always allow `{rule}` (all projects, user config)"),
+                "name": format!("Always allow `{rule}` in this project (.tern/config.toml)"),
                 "kind": "allow_always",
-                "_meta": {"tern/scope": "user", "tern/note": "saved to $TERN_HOME/config.toml; \
-                    project scope is not offered over ACP because writing .tern/config.toml would \
-                    break its `tern trust` hash"},
+                "_meta": {"tern/scope": "project"},
+            }));
+            options.push(json!({
+                "optionId": ALLOW_ALWAYS_USER,
+                "name": format!("Always allow `{rule}` in all projects ($TERN_HOME/config.toml)"),
+                "kind": "allow_always",
+                "_meta": {"tern/scope": "user"},
             }));
         }
         options.push(json!({"optionId": REJECT_ONCE, "name": "Reject", "kind": "reject_once"}));
@@ -107,7 +114,8 @@ pub fn decide(answer: Option<Result<Value, Value>>) -> (Option<&'static str>, Ap
     let outcome = &result["outcome"];
     match (outcome["outcome"].as_str(), outcome["optionId"].as_str()) {
         (Some("selected"), Some(ALLOW_ONCE)) => (Some(ALLOW_ONCE), Approval::Once),
-        (Some("selected"), Some(ALLOW_ALWAYS)) => (Some(ALLOW_ALWAYS), Approval::Always),
+        (Some("selected"), Some(ALLOW_ALWAYS)) => (Some(ALLOW_ALWAYS), Approval::AlwaysInProject),
+        (Some("selected"), Some(ALLOW_ALWAYS_USER)) => (Some(ALLOW_ALWAYS_USER), Approval::Always),
         (Some("selected"), Some(REJECT_ALWAYS)) => (
             Some(REJECT_ALWAYS),
             deny("the user rejected this call in the editor (always, for this session)"),
@@ -172,7 +180,8 @@ mod tests {
     #[test]
     fn each_option_is_a_decision() {
         assert_eq!(decide(selected(ALLOW_ONCE)).1, Approval::Once);
-        assert_eq!(decide(selected(ALLOW_ALWAYS)).1, Approval::Always);
+        assert_eq!(decide(selected(ALLOW_ALWAYS)).1, Approval::AlwaysInProject);
+        assert_eq!(decide(selected(ALLOW_ALWAYS_USER)).1, Approval::Always);
         assert!(matches!(
             decide(selected(REJECT_ONCE)).1,
             Approval::Deny { .. }

@@ -242,6 +242,7 @@ impl Session {
         let options = EngineOptions {
             goal: "(acp)".into(),
             session: resume,
+            clear_in_place: true,
             ..EngineOptions::default()
         };
         let outputs =
