@@ -376,3 +376,43 @@ async fn cancelling_a_python_sdk_servers_task_cancels_it_there() {
     }
     h.pool.shutdown().await;
 }
+
+/// In the REPL a call the server runs as a task shows the task's state and its status message
+/// on the spinner line while it works (issue 23 item 5: "long tool calls show as tasks in the
+/// terminal"), and the result follows as for any call.
+#[tokio::test]
+async fn the_repl_shows_a_running_task_on_the_spinner_line() {
+    let env = RunEnv::new().await;
+    env.add_servers(&format!(
+        "[mcp_servers.shell]\nenabled = false\n[mcp_servers.ts]\ncommand = {:?}\nargs = [\"--tasks\"]\nrequired = true\n",
+        tern_e2e::bin("tern-test-server").to_string_lossy(),
+    ));
+    env.server.enqueue(
+        AnthropicTurn::new()
+            .tool_use("toolu_1", "ts__job", &[r#"{"steps": 8, "step_ms": 400}"#])
+            .finish("tool_use"),
+    );
+    env.answer("The job finished.");
+    let script = json!([
+        {"expect": "tern> "},
+        {"send": "run the job\r"},
+        {"expect": "task working: step ", "timeout": 20},
+        {"screen": "task working: step ", "hold": 0.3},
+        {"expect": "The job finished.", "timeout": 20},
+        {"expect": "tern> "},
+        {"send": "/exit\r"},
+    ]);
+    let report = super::repl::drive_with(&env, &script, &["--mode", "yolo"]).await;
+    let output = report["output"].as_str().unwrap_or_default();
+    // The spinner followed the task through its steps (at least two different ones).
+    let steps: std::collections::BTreeSet<&str> = output
+        .match_indices("task working: step ")
+        .filter_map(|(i, m)| output[i + m.len()..].split_whitespace().next())
+        .collect();
+    assert!(steps.len() >= 2, "steps seen: {steps:?}\n{output}");
+    let last = env.server.model_requests().pop().unwrap();
+    assert!(
+        String::from_utf8_lossy(&last.body).contains("job done after 8 steps"),
+        "the model did not get the task's result"
+    );
+}
