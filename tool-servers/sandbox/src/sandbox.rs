@@ -387,11 +387,16 @@ impl Sandbox {
                 let mut ns = namespaces(flags, mount_proc, loopback, read_only);
                 ns.join = self.shared.clone();
                 if let Some(plan) = &self.view {
+                    let inherited = cmd.get_current_dir().is_none();
                     let cwd = match cmd.get_current_dir() {
                         Some(dir) => std::path::absolute(dir),
                         None => std::env::current_dir(),
                     }?;
-                    ns.view = Some(self.view_for(plan, session, hidden, c_path(&cwd)?)?);
+                    let mut view = self.view_for(plan, session, hidden, c_path(&cwd)?)?;
+                    if inherited {
+                        view.cwd_fallback = Some(self.fallback_cwd()?);
+                    }
+                    ns.view = Some(view);
                     cmd.env("TMPDIR", "/tmp");
                 }
                 Some(ns)
@@ -516,7 +521,21 @@ impl Sandbox {
             tty: session == Session::Inherit,
             writable_tmp: self.policy.mode == Mode::WorkspaceWrite,
             cwd,
+            cwd_fallback: None,
         })
+    }
+
+    /// Where a command whose inherited directory the view hides starts instead: the first
+    /// writable root (the workspace), else `/`. A caller that named a directory
+    /// (`Command::current_dir`) gets the error instead, since it asked for that place.
+    fn fallback_cwd(&self) -> Result<std::ffi::CString, SandboxError> {
+        let root = self
+            .policy
+            .writable_roots
+            .iter()
+            .filter_map(|r| r.canonicalize().ok())
+            .find(|r| r.is_dir());
+        c_path(root.as_deref().unwrap_or(Path::new("/")))
     }
 }
 

@@ -72,6 +72,7 @@ impl Support {
                     tty: false,
                     writable_tmp: true,
                     cwd: c"/".to_owned(),
+                    cwd_fallback: None,
                 });
                 probe(Some(ns), None)
             }

@@ -66,6 +66,10 @@ pub(crate) struct View {
     /// built: `Command` changes directory before our hook runs, so the
     /// directory it holds is the host's, outside the view.
     pub cwd: CString,
+    /// Entered when `cwd` is not in the view and was only inherited (the host's /tmp is
+    /// replaced by a private one, so a process started from a directory under it would
+    /// otherwise fail to start with ENOENT).
+    pub cwd_fallback: Option<CString>,
 }
 
 /// Most mounts one view re-attaches (writable roots plus allowed sockets):
@@ -182,7 +186,16 @@ pub(crate) fn set_up(view: &View) -> io::Result<()> {
 
 /// Enters the working directory inside the finished view.
 pub(crate) fn enter_cwd(view: &View) -> io::Result<()> {
-    check(unsafe { libc::chdir(view.cwd.as_ptr()) }).map(drop)
+    match check(unsafe { libc::chdir(view.cwd.as_ptr()) }) {
+        Ok(_) => Ok(()),
+        Err(e) if matches!(e.raw_os_error(), Some(libc::ENOENT | libc::ENOTDIR)) => {
+            match &view.cwd_fallback {
+                Some(fallback) => check(unsafe { libc::chdir(fallback.as_ptr()) }).map(drop),
+                None => Err(e),
+            }
+        }
+        Err(e) => Err(e),
+    }
 }
 
 /// Covers the denied paths with the empty file or directory of `/dev`'s
