@@ -172,4 +172,40 @@ mod tests {
         let m = menu(&[line.clone(), line], 1, 60, false);
         assert!(m.lines().nth(1).unwrap().starts_with("›  2."), "{m}");
     }
+
+    /// The whole picker screen, as `tern resume --all` draws it at 80 columns.
+    #[test]
+    fn the_picker_screen() {
+        let now = SystemTime::UNIX_EPOCH + std::time::Duration::from_secs(400_000);
+        let session =
+            |id: &str, dir: Option<&str>, ago: u64, first: &str, turns, cost| SessionSummary {
+                id: id.into(),
+                workspace: dir.map(Into::into),
+                modified: now - std::time::Duration::from_secs(ago),
+                first_message: first.into(),
+                turns,
+                cost_usd: cost,
+            };
+        let sessions = [
+            session(
+                "a",
+                Some("/work/api"),
+                90,
+                "fix the failing login test",
+                4,
+                Some(0.0412),
+            ),
+            session(
+                "b",
+                Some("/work/web"),
+                7_200,
+                "rename Config to Settings\nacross the tree",
+                12,
+                Some(1.25),
+            ),
+            session("c", None, 200_000, "", 1, None),
+        ];
+        let rows: Vec<String> = sessions.iter().map(|s| row(s, now, true)).collect();
+        insta::assert_snapshot!(menu(&rows, 0, 80, false));
+    }
 }
