@@ -219,3 +219,41 @@ async fn a_blank_or_invalid_model_or_tool_is_a_clear_error_and_nothing_runs() {
     );
     assert!(env.server.model_requests().is_empty(), "nothing was sent");
 }
+
+/// In the REPL: a command's `model` is used for its turn only, and its `allowed-tools` let its
+/// shell call run without an approval prompt; the next turn is back on the session's model.
+#[tokio::test]
+async fn the_repl_runs_a_commands_turn_on_its_model_then_returns_to_the_sessions() {
+    let env = RunEnv::new().await;
+    user_command(
+        &env,
+        "quick",
+        "---\nmodel: claude-haiku-4-5\nallowed-tools: Bash(touch:*)\n---\nTouch $1.\n",
+    );
+    shell_call(&env, "toolu_q", "touch quick.txt");
+    env.answer("Touched.");
+    env.answer("Plain answer.");
+    let script = serde_json::json!([
+        {"expect": "tern> "},
+        {"send": "/quick quick.txt\r"},
+        {"expect": "Touched."},
+        {"expect": "tern> "},
+        {"send": "and now?\r"},
+        {"expect": "Plain answer."},
+        {"expect": "tern> "},
+        {"send": "/exit\r"},
+    ]);
+    let report = super::repl::drive_with(&env, &script, &[]).await;
+    assert_eq!(report["status"], 0, "{}", report["output"]);
+    assert!(env.dir.path().join("quick.txt").is_file(), "ran unasked");
+    let models: Vec<String> = env
+        .server
+        .model_requests()
+        .iter()
+        .map(|r| r.json()["model"].as_str().unwrap_or_default().to_string())
+        .collect();
+    assert_eq!(models.len(), 3, "{models:?}");
+    assert_eq!(models[0], "claude-haiku-4-5");
+    assert_eq!(models[1], "claude-haiku-4-5", "the whole turn");
+    assert_ne!(models[2], "claude-haiku-4-5", "the next turn: {models:?}");
+}
