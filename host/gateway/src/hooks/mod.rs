@@ -42,6 +42,17 @@ fn dedup<'a>(hooks: impl Iterator<Item = &'a HookConfig>) -> Vec<HookConfig> {
     out
 }
 
+/// Aborts the hook tasks of a [`Hooks::run`] that is dropped before they end.
+struct AbortOnDrop(Vec<tokio::task::AbortHandle>);
+
+impl Drop for AbortOnDrop {
+    fn drop(&mut self) {
+        for handle in &self.0 {
+            handle.abort();
+        }
+    }
+}
+
 /// The configured hooks of a run, ready to run.
 pub struct Hooks {
     hooks: Vec<(HookConfig, Matcher)>,
@@ -165,6 +176,9 @@ impl Hooks {
                 )
             })
             .collect();
+        // Dropped before they finish (the call was cancelled): the tasks are aborted, which
+        // drops their children, which kills them (`kill_on_drop`) — as when they ran inline.
+        let _abort = AbortOnDrop(running.iter().map(|h| h.abort_handle()).collect());
         for (hook, handle) in hooks.iter().zip(running) {
             let finished = handle.await.unwrap_or_else(|e| process::Finished {
                 exit: process::Exit::SpawnFailed(e.to_string()),
