@@ -294,6 +294,7 @@ impl Engine {
                 todo: Default::default(),
                 gate: gate.clone(),
                 plan: Default::default(),
+                stop: Default::default(),
             }),
             bus: bus.clone(),
             settings: AgentSettings {

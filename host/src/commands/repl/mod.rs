@@ -259,6 +259,7 @@ pub async fn run(ws: &Workspace, session: Option<String>) -> anyhow::Result<i32>
             continue;
         }
         let _ = editor.add_history_entry(input);
+        let mut command = None;
         let text = match input.strip_prefix('/') {
             Some(cmd) => {
                 let (name, arg) = cmd.split_once(' ').unwrap_or((cmd, ""));
@@ -272,6 +273,11 @@ pub async fn run(ws: &Workspace, session: Option<String>) -> anyhow::Result<i32>
                     Next::Exit => break,
                     Next::Prompt => continue,
                     Next::Send(text) => text,
+                    Next::Run(invocation) => {
+                        let text = invocation.text.clone();
+                        command = Some(invocation);
+                        text
+                    }
                 }
             }
             None => match attach(&engine, &ws.cwd, input, &mut out).await? {
@@ -298,7 +304,11 @@ pub async fn run(ws: &Workspace, session: Option<String>) -> anyhow::Result<i32>
             // kept for the next prompt. The reader is stopped (joined) before anything reads the
             // terminal again (the prompt, or a plan's review).
             let reading = keys.reading(Some(cancel.clone()));
-            let outcome = engine.submit(&text, &cancel).await;
+            // A custom command's model and allowed-tools hold for its own turn only.
+            let outcome = match command.take() {
+                Some(invocation) => engine.submit_with(&invocation, &cancel).await,
+                None => engine.submit(&text, &cancel).await,
+            };
             drop(reading);
             ctrl_c.abort();
             keep = keys.take_typed_ahead();
