@@ -29,6 +29,7 @@ pub mod env;
 pub mod exec;
 mod group;
 mod limits;
+mod live;
 mod server;
 
 use std::path::{Path, PathBuf};
