@@ -201,7 +201,11 @@ impl ToolExecutor for GatewayTools {
         let call_id = call.id.clone();
         let redactor = self.gateway.redactor();
         let forward = tokio::spawn(async move {
+            let mut last_tail = None;
             while let Some(p) = rx.recv().await {
+                let Some(p) = thin_tails(&mut last_tail, p, std::time::Instant::now()) else {
+                    continue;
+                };
                 for event in progress_events(&call_id, p, &redactor) {
                     bus.emit(event);
                 }
@@ -249,6 +253,29 @@ impl ToolExecutor for GatewayTools {
         }
         outcome.result
     }
+}
+
+/// The shortest time between two `tool_output_tail` events of one call: a server sending more
+/// often (tern-shell sends at most ten a second) has the extra ones dropped; each tail replaces
+/// the last, so a dropped one is only a frame not drawn.
+const MIN_TAIL_GAP: std::time::Duration = std::time::Duration::from_millis(50);
+
+/// `p` without its tail when the call's last tail (at `last`) came less than [`MIN_TAIL_GAP`]
+/// ago; `None` when nothing is then left to report.
+fn thin_tails(
+    last: &mut Option<std::time::Instant>,
+    mut p: tern_mcp::Progress,
+    now: std::time::Instant,
+) -> Option<tern_mcp::Progress> {
+    if p.tail.is_none() {
+        return Some(p);
+    }
+    if last.is_some_and(|t| now.duration_since(t) < MIN_TAIL_GAP) {
+        p.tail = None;
+        return p.message.is_some().then_some(p);
+    }
+    *last = Some(now);
+    Some(p)
 }
 
 /// The events one progress notification of call `call_id` becomes: a task's new state, a live
@@ -330,5 +357,21 @@ mod tests {
         assert!(
             matches!(plain.as_slice(), [Event::ToolProgress { message: Some(m), .. }] if m == "2 s")
         );
+    }
+
+    #[test]
+    fn a_server_flooding_tails_is_thinned_to_one_per_gap() {
+        let t0 = std::time::Instant::now();
+        let mut last = None;
+        let tail_only = || progress(None, Some(&["x"]));
+        assert!(thin_tails(&mut last, tail_only(), t0).is_some());
+        let soon = t0 + MIN_TAIL_GAP / 2;
+        assert!(thin_tails(&mut last, tail_only(), soon).is_none());
+        // A message still goes through, without the tail.
+        let kept = thin_tails(&mut last, progress(Some("1 s"), Some(&["x"])), soon);
+        assert!(kept.is_some_and(|p| p.tail.is_none() && p.message.is_some()));
+        assert!(thin_tails(&mut last, tail_only(), t0 + MIN_TAIL_GAP).is_some());
+        // Progress without a tail is never held back.
+        assert!(thin_tails(&mut last, progress(None, None), t0 + MIN_TAIL_GAP).is_some());
     }
 }

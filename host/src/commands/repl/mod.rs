@@ -313,7 +313,10 @@ pub async fn run(ws: &Workspace, session: Option<String>) -> anyhow::Result<i32>
                 break outcome;
             };
             let sessions = ws.paths.sessions_dir();
+            // The plan's question is read by the line editor too: news goes above it.
+            let prompting = notices.as_ref().map(|n| screen.above_prompt(n.printer()));
             let (ed, next) = plan::review(editor, &engine, &sessions, &plan, &mut out).await?;
+            drop(prompting);
             editor = ed;
             match next {
                 Some(next) => text = next,
