@@ -30,6 +30,7 @@ pub mod exec;
 mod group;
 mod limits;
 mod live;
+mod progress;
 mod server;
 
 use std::path::{Path, PathBuf};
