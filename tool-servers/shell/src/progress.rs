@@ -25,8 +25,9 @@ pub(crate) struct Notifier {
     queue: tokio::sync::mpsc::Sender<ProgressNotificationParam>,
     token: ProgressToken,
     total: f64,
-    /// Progress counted to the millisecond (tails come several a second, and the value must rise with
-    /// each notification); whole seconds, as before, for a client that asked for no tail.
+    /// Progress counted to the millisecond (tails come several a second, and the value must
+    /// rise with each notification); whole seconds, as before, for a client that asked for no
+    /// tail.
     fine: bool,
     last: f64,
 }
