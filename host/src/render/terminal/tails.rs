@@ -10,6 +10,10 @@ use super::style::{DIM, sanitize};
 /// Lines of a running call's output shown under it.
 pub(super) const LIVE_LINES: usize = 5;
 
+/// Rows the live block may take at most (several calls' tails at once): it is redrawn by moving
+/// up over its rows, which must all still be on screen.
+const MAX_BLOCK_ROWS: usize = 12;
+
 /// Lines of a failed server's stderr shown under its notice (`tern mcp list` shows more).
 pub(super) const STDERR_LINES: usize = 5;
 
@@ -85,7 +89,8 @@ impl TerminalPrinter {
                 block.push(self.paint(DIM, &fit(&format!("    {line}"), width)));
             }
         }
-        self.screen.live(&block);
+        let skip = block.len().saturating_sub(MAX_BLOCK_ROWS);
+        self.screen.live(&block[skip..]);
     }
 
     /// The last lines a failed server wrote to stderr (already redacted, like every event a
@@ -261,6 +266,7 @@ mod tests {
         );
         let text = out.text();
         let last = &text[text.rfind("\x1b[J").unwrap_or(0)..];
+        assert_eq!(last.lines().count(), 4, "{last:?}");
         assert_eq!(
             last.matches("⎿ shell__run(for i in 1 2 3; do echo").count(),
             2,
