@@ -36,6 +36,7 @@ mod pool;
 mod repl;
 mod repl_approval;
 mod repl_input;
+mod repl_notices;
 mod repl_notify;
 mod repl_output;
 mod repl_sessions;

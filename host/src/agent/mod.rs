@@ -31,3 +31,9 @@ pub use engine::{Engine, EngineOptions};
 pub use executor::ToolExecutor;
 pub use resources::{Outputs, RunResources};
 pub use run_loop::{Agent, AgentSettings, TurnOutcome, summary};
+
+/// The redactor a run in `ws` would use (the environment's keys, the stored OAuth tokens), for
+/// commands that show what servers print without running an agent (`tern mcp list`).
+pub fn redactor_for(ws: &crate::workspace::Workspace) -> tern_gateway::Redactor {
+    tern_gateway::Redactor::new(secrets::for_run(ws))
+}

@@ -9,6 +9,7 @@ mod external_editor;
 mod files;
 mod keys;
 mod mentions;
+mod notices;
 mod picker;
 mod plan;
 mod prompt;
@@ -158,6 +159,8 @@ pub async fn run(ws: &Workspace, session: Option<String>) -> anyhow::Result<i32>
     keys.on_back_tab(Arc::new(move || {
         gateway.set_mode(prompt::next_mode(gateway.mode()));
     }));
+    // Background notices (a server that failed) print above the prompt, not into the line.
+    let notices = notices::AbovePrompt::start(&mut editor);
     let first_model = engine.model_name().to_string();
     let mut out = std::io::stdout();
     writeln!(
@@ -177,11 +180,13 @@ pub async fn run(ws: &Workspace, session: Option<String>) -> anyhow::Result<i32>
             Some(model.as_str()).filter(|m| *m != first_model),
         );
         let ask = shown.clone();
+        let prompting = notices.as_ref().map(|n| screen.above_prompt(n.printer()));
         let (ed, line) = tokio::task::spawn_blocking(move || {
-            let line = editor.readline_with_initial(&ask, (&initial, ""));
+            let line = editor.readline_with_initial(ask.as_str(), (&initial, ""));
             (editor, line)
         })
         .await?;
+        drop(prompting);
         editor = ed;
         let line = match line {
             Ok(l) => {
@@ -318,7 +323,10 @@ pub async fn run(ws: &Workspace, session: Option<String>) -> anyhow::Result<i32>
                 break outcome;
             };
             let sessions = ws.paths.sessions_dir();
+            // The plan's question is read by the line editor too: news goes above it.
+            let prompting = notices.as_ref().map(|n| screen.above_prompt(n.printer()));
             let (ed, next) = plan::review(editor, &engine, &sessions, &plan, &mut out).await?;
+            drop(prompting);
             editor = ed;
             match next {
                 Some(next) => text = next,
