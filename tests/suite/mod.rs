@@ -19,6 +19,8 @@ mod harbor_agent;
 mod honesty;
 mod hooks;
 mod http_faults;
+mod images;
+mod images_repl;
 mod interop_clients;
 mod interop_servers;
 mod local_models;

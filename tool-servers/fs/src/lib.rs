@@ -79,6 +79,11 @@ pub struct Args {
     /// Bytes of file content one read_file call returns at most.
     #[arg(long, value_name = "BYTES", default_value_t = 512 * 1024)]
     pub max_read_bytes: usize,
+    /// Bytes of an image file (PNG, JPEG, GIF, WebP) read_file returns at most, as an image
+    /// block. The default, 3.75 MiB, is what Anthropic's 5 MB-of-base64 limit per image
+    /// leaves; OpenAI takes up to 20 MB.
+    #[arg(long, value_name = "BYTES", default_value_t = 3_932_160)]
+    pub max_image_bytes: usize,
     /// Entries glob and list_dir return at most.
     #[arg(long, value_name = "N", default_value_t = 1000)]
     pub max_glob_results: usize,
@@ -110,6 +115,7 @@ impl Args {
             max_read_bytes: self.max_read_bytes,
             max_entries: self.max_glob_results,
             max_matches: self.max_grep_results,
+            max_image_bytes: self.max_image_bytes,
         }
     }
 }

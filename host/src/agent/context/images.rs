@@ -1,0 +1,115 @@
+//! Images in the transcript on their way out: left out for a model known to take none (a
+//! session continued on a text-only model, a tool that returned a screenshot), and kept out of
+//! the `model_request` event, whose readers (replay, trace, ATIF) need the shape, not megabytes
+//! of base64 on every step.
+
+use serde_json::Value;
+use tern_model::{Message, UserContent};
+
+/// `messages` with every image (attached by the person, or returned by a tool) replaced by a
+/// one-line note, so a text-only model is never sent one.
+pub fn without_images(messages: Vec<Message>) -> Vec<Message> {
+    messages
+        .into_iter()
+        .map(|m| match m {
+            Message::User { content } => Message::User {
+                content: content
+                    .into_iter()
+                    .map(|c| match c {
+                        UserContent::Image(i) => UserContent::Text {
+                            text: format!(
+                                "[an image was attached here ({}); this model takes no images]",
+                                crate::agent::attach::describe(&i)
+                            ),
+                        },
+                        UserContent::ToolResult(mut r) if !r.images.is_empty() => {
+                            r.content.push_str(&format!(
+                                "\n[{} image(s) left out: this model takes no images]",
+                                r.images.len()
+                            ));
+                            r.images.clear();
+                            UserContent::ToolResult(r)
+                        }
+                        other => other,
+                    })
+                    .collect(),
+            },
+            other => other,
+        })
+        .collect()
+}
+
+/// Replaces the `data` of every image in a serialised neutral request with a note of its size.
+pub fn elide_image_data(request: &mut Value) {
+    let Some(messages) = request.get_mut("messages").and_then(Value::as_array_mut) else {
+        return;
+    };
+    let elide = |image: &mut Value| {
+        if let Some(data) = image.get_mut("data")
+            && let Some(text) = data.as_str()
+        {
+            *data = Value::String(format!("<{} base64 characters>", text.len()));
+        }
+    };
+    for message in messages {
+        let Some(content) = message.get_mut("content").and_then(Value::as_array_mut) else {
+            continue;
+        };
+        for block in content {
+            match block["type"].as_str() {
+                Some("image") => elide(block),
+                Some("tool_result") => {
+                    if let Some(images) = block.get_mut("images").and_then(Value::as_array_mut) {
+                        images.iter_mut().for_each(elide);
+                    }
+                }
+                _ => {}
+            }
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use tern_protocol::{Image, ToolResult};
+
+    fn png() -> Image {
+        Image {
+            mime_type: "image/png".into(),
+            data: "iVBORw0KGgo=".into(),
+        }
+    }
+
+    #[test]
+    fn text_only_models_get_notes_and_events_get_sizes() {
+        let messages = vec![Message::User {
+            content: vec![
+                UserContent::Image(png()),
+                UserContent::Text { text: "what is this?".into() },
+                UserContent::ToolResult(ToolResult {
+                    images: vec![png()],
+                    ..ToolResult::text("c1", "shot")
+                }),
+            ],
+        }];
+        let mut json = serde_json::json!({ "messages": messages.clone() });
+        elide_image_data(&mut json);
+        let text = json.to_string();
+        assert!(!text.contains("iVBORw0KGgo"), "{text}");
+        assert_eq!(text.matches("<12 base64 characters>").count(), 2, "{text}");
+        assert_eq!(json["messages"][0]["content"][0]["mime_type"], "image/png");
+
+        let Message::User { content } = &without_images(messages)[0] else {
+            panic!()
+        };
+        let UserContent::Text { text } = &content[0] else {
+            panic!("{content:?}")
+        };
+        assert!(text.contains("image/png") && text.contains("takes no images"), "{text}");
+        let UserContent::ToolResult(r) = &content[2] else {
+            panic!()
+        };
+        assert!(r.images.is_empty() && r.content.contains("1 image(s) left out"));
+    }
+}
