@@ -80,59 +80,54 @@ pub fn image_support(
     }
 }
 
-/// Families that take images (first match wins, so specific names come before their family).
-const VISION: &[&str] = &[
-    "claude-3",
-    "claude-opus",
-    "claude-sonnet",
-    "claude-haiku",
-    "gpt-4o",
-    "gpt-4.1",
-    "gpt-4-turbo",
-    "gpt-4.5",
-    "gpt-5",
-    "chatgpt-4o",
-    "o1-pro",
-    "o3",
-    "o4",
-    "llama4",
-    "gemma3",
-    "mistral-small3.1",
-    "mistral-small3.2",
-    "mistral-medium",
-    "minicpm-v",
-    "moondream",
-    "gemini",
+/// Families, most specific prefix first (the first match wins): `true` takes images, `false`
+/// is known to be text-only (a model here refuses images before anything is sent).
+const FAMILIES: &[(&str, bool)] = &[
+    ("claude-2", false),
+    ("claude-instant", false),
+    ("claude", true),
+    ("o1-mini", false),
+    ("o1-preview", false),
+    ("o1", true),
+    ("o3-mini", false),
+    ("o3", true),
+    ("o4", true),
+    ("gpt-3.5", false),
+    ("gpt-4o", true),
+    ("gpt-4.1", true),
+    ("gpt-4.5", true),
+    ("gpt-4-turbo", true),
+    ("gpt-4", false),
+    ("gpt-5", true),
+    ("chatgpt-4o", true),
+    ("gemini", true),
+    ("gemma3", true),
+    ("llama4", true),
+    ("mistral-small3.1", true),
+    ("mistral-small3.2", true),
+    ("mistral-medium", true),
+    ("minicpm-v", true),
+    ("moondream", true),
+    ("deepseek", false),
+    ("qwq", false),
+    ("qwen", false),
+    ("llama3", false),
+    ("llama-3", false),
+    ("llama2", false),
+    ("codellama", false),
+    ("codestral", false),
+    ("devstral", false),
+    ("mixtral", false),
+    ("mistral-nemo", false),
+    ("mistral-large", false),
+    ("phi3", false),
+    ("phi4", false),
+    ("starcoder", false),
 ];
 
-/// Families known to be text-only: a model here refuses images before anything is sent.
-const TEXT_ONLY: &[&str] = &[
-    "claude-2",
-    "claude-instant",
-    "o1-mini",
-    "o3-mini",
-    "gpt-3.5",
-    "gpt-4",
-    "deepseek",
-    "qwq",
-    "qwen",
-    "llama3",
-    "llama-3",
-    "llama2",
-    "codellama",
-    "codestral",
-    "devstral",
-    "mixtral",
-    "mistral-nemo",
-    "mistral-large",
-    "phi3",
-    "phi4",
-    "starcoder",
-];
-
-/// What the catalog knows about `model`'s eyes. `o1` (not `o1-mini`) takes images; names with
-/// `vision`, `-vl`, `llava` or `pixtral` in them are vision variants of text families
-/// (`llama3.2-vision`, `qwen2.5-vl`, `qwen2.5vl`).
+/// What the catalog knows about `model`'s eyes. Names with `vision`, `-vl`, `llava` or
+/// `pixtral` in them are vision variants of text families (`llama3.2-vision`, `qwen2.5-vl`,
+/// `qwen2.5vl`) and are checked first.
 fn known(model: &str) -> Takes {
     let name = model
         .rsplit('/')
@@ -145,14 +140,12 @@ fn known(model: &str) -> Takes {
         .iter()
         .any(|m| name.contains(m))
         || name.ends_with("vl");
-    if vision_variant || VISION.iter().any(|p| name.starts_with(p)) {
+    if vision_variant {
         return Takes::Yes;
     }
-    if name == "o1" || name.starts_with("o1-2") {
-        return Takes::Yes;
-    }
-    match TEXT_ONLY.iter().find(|p| name.starts_with(*p)) {
-        Some(family) => Takes::No {
+    match FAMILIES.iter().find(|(p, _)| name.starts_with(p)) {
+        Some((_, true)) => Takes::Yes,
+        Some((family, false)) => Takes::No {
             why: format!("`{model}` is a text-only model (tern's catalog: the {family} family)"),
         },
         None => Takes::Unknown,

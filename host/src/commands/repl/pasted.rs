@@ -72,7 +72,7 @@ fn words(line: &str) -> Vec<(String, String)> {
         while i < chars.len() && !chars[i].is_whitespace() {
             let c = chars[i];
             match c {
-                '\'' | '"' => match chars[i + 1..].iter().position(|&x| x == c) {
+                '\'' | '"' => match closing(&chars[i + 1..], c) {
                     Some(len) => {
                         let inner = &chars[i + 1..i + 1 + len];
                         if c == '"' {
@@ -100,6 +100,20 @@ fn words(line: &str) -> Vec<(String, String)> {
         out.push((chars[start..i].iter().collect(), word));
     }
     out
+}
+
+/// Where the quote `q` that opened `rest` closes: inside double quotes a backslash escapes
+/// the next character (so `\"` does not close them); single quotes end at the next `'`.
+fn closing(rest: &[char], q: char) -> Option<usize> {
+    let mut j = 0;
+    while j < rest.len() {
+        match rest[j] {
+            '\\' if q == '"' => j += 2,
+            c if c == q => return Some(j),
+            _ => j += 1,
+        }
+    }
+    None
 }
 
 /// Backslash escapes inside double quotes (`\"`, `\\`).
