@@ -128,7 +128,7 @@ async fn clear_over_acp_keeps_the_editors_session_id_and_forgets_the_conversatio
     }
     assert_eq!(
         ids.into_iter().collect::<Vec<_>>(),
-        [session_id.clone()],
+        std::slice::from_ref(&session_id),
         "events took another session id"
     );
 

@@ -127,7 +127,12 @@ async fn run_image_sends_chat_completions_image_url_parts() {
     std::fs::write(env.dir.path().join("pic.png"), png()).unwrap();
     env.server
         .enqueue(OpenAiTurn::new().text(&["A pixel."]).finish("stop"));
-    let out = run_openai(&env, "gpt-4o", &["run", "describe it", "--image", "pic.png"]).await;
+    let out = run_openai(
+        &env,
+        "gpt-4o",
+        &["run", "describe it", "--image", "pic.png"],
+    )
+    .await;
     assert_exit(&out, 0);
     let sent = env.server.model_requests();
     assert_eq!(sent.len(), 1);
@@ -181,14 +186,22 @@ async fn a_text_only_model_refuses_images_and_sends_nothing() {
     let stderr = String::from_utf8_lossy(&out.stderr);
     assert!(stderr.contains("cannot take images"), "{stderr}");
     assert!(stderr.contains("`[model] vision = false`"), "{stderr}");
-    assert!(stderr.contains("hint: switch to a model that takes images"), "{stderr}");
+    assert!(
+        stderr.contains("hint: switch to a model that takes images"),
+        "{stderr}"
+    );
     assert!(env.server.model_requests().is_empty(), "nothing was sent");
     let events = env.events();
     assert_eq!(events.last().unwrap()["status"], "error");
 
     let env = RunEnv::new().await;
     std::fs::write(env.dir.path().join("pic.png"), png()).unwrap();
-    let out = run_openai(&env, "deepseek-chat", &["run", "describe it", "--image", "pic.png"]).await;
+    let out = run_openai(
+        &env,
+        "deepseek-chat",
+        &["run", "describe it", "--image", "pic.png"],
+    )
+    .await;
     assert_exit(&out, 2);
     let stderr = String::from_utf8_lossy(&out.stderr);
     assert!(stderr.contains("text-only model"), "{stderr}");
@@ -218,12 +231,18 @@ async fn a_file_that_is_no_image_is_refused_clearly() {
     let out = env.run(&["run", "look", "--image", &arg]).await;
     assert_exit(&out, 2);
     let stderr = String::from_utf8_lossy(&out.stderr);
-    assert!(stderr.contains("its first bytes are 7f 45 4c 46"), "{stderr}");
+    assert!(
+        stderr.contains("its first bytes are 7f 45 4c 46"),
+        "{stderr}"
+    );
 
     let out = env.run(&["run", "look", "--image", "missing.png"]).await;
     assert_exit(&out, 2);
     let stderr = String::from_utf8_lossy(&out.stderr);
-    assert!(stderr.contains("--image missing.png: no such file"), "{stderr}");
+    assert!(
+        stderr.contains("--image missing.png: no such file"),
+        "{stderr}"
+    );
     assert!(env.server.model_requests().is_empty());
 }
 

@@ -78,7 +78,10 @@ async fn at_image_and_a_pasted_path_attach_images_in_the_repl() {
         .iter()
         .filter(|e| e["type"] == "audit" && e["record"]["tool"] == "fs__read_file")
         .count();
-    assert_eq!(reads, 2, "@pic.png twice (sent, then refused), the dragged file never");
+    assert_eq!(
+        reads, 2,
+        "@pic.png twice (sent, then refused), the dragged file never"
+    );
 }
 
 /// An editor sends an image block: `promptCapabilities.image` is true for a model that takes
@@ -99,8 +102,7 @@ async fn an_editor_sends_an_image_through_the_typescript_sdk() {
     )
     .await;
     assert_eq!(
-        report["initialize"]["agentCapabilities"]["promptCapabilities"]["image"],
-        true,
+        report["initialize"]["agentCapabilities"]["promptCapabilities"]["image"], true,
         "{report:#}"
     );
     assert_eq!(report["prompts"][0]["stopReason"], "end_turn", "{report:#}");
@@ -133,8 +135,7 @@ async fn an_editor_sends_an_image_through_the_typescript_sdk() {
     )
     .await;
     assert_eq!(
-        report["initialize"]["agentCapabilities"]["promptCapabilities"]["image"],
-        false,
+        report["initialize"]["agentCapabilities"]["promptCapabilities"]["image"], false,
         "{report:#}"
     );
     assert_eq!(report["prompts"][0]["code"], -32602, "{report:#}");

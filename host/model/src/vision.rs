@@ -9,8 +9,8 @@
 //! Per-image size limits, each from the provider's own documentation:
 //! * Anthropic Messages: "5 MB per image" for the API (vision guide, "Image size limits",
 //!   https://platform.claude.com/docs/en/build-with-claude/vision). The API measures the
-//!   base64 text (Claude Code's `constants/apiLimits.ts`, `API_IMAGE_MAX_BASE64_SIZE = 5 * 1024
-//!   * 1024`, notes that it is the base64 length, not raw bytes), so a file may have at most
+//!   base64 text (Claude Code's `constants/apiLimits.ts` sets `API_IMAGE_MAX_BASE64_SIZE` to
+//!   5 MiB and notes that it is the base64 length, not raw bytes), so a file may have at most
 //!   3.75 MiB.
 //! * OpenAI (Chat Completions and Responses): "Up to 20MB per image", "up to 50 MB image bytes
 //!   per request" ("Images and vision" guide, image input requirements,
@@ -191,7 +191,12 @@ mod tests {
         }
         assert_eq!(takes("local-model"), Takes::Unknown);
         // `[model] vision` wins both ways.
-        let s = image_support(Provider::Anthropic, WireApi::Chat, "claude-sonnet-4-5", Some(false));
+        let s = image_support(
+            Provider::Anthropic,
+            WireApi::Chat,
+            "claude-sonnet-4-5",
+            Some(false),
+        );
         assert!(matches!(s.takes, Takes::No { why } if why.contains("vision = false")));
         let s = image_support(Provider::Openai, WireApi::Chat, "deepseek-chat", Some(true));
         assert_eq!(s.takes, Takes::Yes);
@@ -199,7 +204,12 @@ mod tests {
 
     #[test]
     fn limits_follow_the_provider() {
-        let a = image_support(Provider::Anthropic, WireApi::Chat, "claude-sonnet-4-5", None);
+        let a = image_support(
+            Provider::Anthropic,
+            WireApi::Chat,
+            "claude-sonnet-4-5",
+            None,
+        );
         // 3.75 MiB of file is exactly 5 MiB of base64.
         assert_eq!(a.max_image_bytes, 3_932_160);
         assert_eq!(

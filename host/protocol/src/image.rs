@@ -106,8 +106,14 @@ mod tests {
 
     #[test]
     fn magic_bytes_decide_the_format() {
-        assert_eq!(sniff(b"\x89PNG\r\n\x1a\n\0\0\0\rIHDR"), Some(ImageFormat::Png));
-        assert_eq!(sniff(&[0xFF, 0xD8, 0xFF, 0xE0, 0, 0x10]), Some(ImageFormat::Jpeg));
+        assert_eq!(
+            sniff(b"\x89PNG\r\n\x1a\n\0\0\0\rIHDR"),
+            Some(ImageFormat::Png)
+        );
+        assert_eq!(
+            sniff(&[0xFF, 0xD8, 0xFF, 0xE0, 0, 0x10]),
+            Some(ImageFormat::Jpeg)
+        );
         assert_eq!(sniff(b"GIF89a\x01\0\x01\0"), Some(ImageFormat::Gif));
         assert_eq!(sniff(b"RIFF\x24\0\0\0WEBPVP8 "), Some(ImageFormat::Webp));
         // A RIFF that is not WebP (a WAV), text, a truncated PNG signature, nothing.

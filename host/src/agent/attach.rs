@@ -153,7 +153,7 @@ pub fn read_outside(
 fn not_an_image(name: &str, head: &[u8], len: u64) -> AttachError {
     let what = if len == 0 {
         "the file is empty".to_string()
-    } else if std::str::from_utf8(head).is_ok() {
+    } else if !head.contains(&0) && std::str::from_utf8(head).is_ok() {
         "it is text".to_string()
     } else {
         let hex: Vec<String> = head.iter().take(8).map(|b| format!("{b:02x}")).collect();
@@ -240,13 +240,13 @@ impl Engine {
                 cwd: cwd.display().to_string(),
             });
         }
-        let read = self
-            .read_mentioned_file(&rel)
-            .await
-            .map_err(|reason| AttachError::Unreadable {
-                name: name.clone(),
-                reason,
-            })?;
+        let read =
+            self.read_mentioned_file(&rel)
+                .await
+                .map_err(|reason| AttachError::Unreadable {
+                    name: name.clone(),
+                    reason,
+                })?;
         let Some(image) = read.images.into_iter().next() else {
             return Err(AttachError::NotAnImage {
                 name,
@@ -298,7 +298,10 @@ mod tests {
         std::fs::write(&txt, "just some notes\n").unwrap();
         let err = read_outside("notes.png", &txt, &support(1_000)).unwrap_err();
         let msg = err.to_string();
-        assert!(msg.contains("not a PNG, JPEG, GIF or WebP image (it is text)"), "{msg}");
+        assert!(
+            msg.contains("not a PNG, JPEG, GIF or WebP image (it is text)"),
+            "{msg}"
+        );
         assert!(msg.contains("hint:"), "{msg}");
 
         let err = read_outside("dir", dir.path(), &support(1_000)).unwrap_err();
@@ -319,8 +322,7 @@ mod tests {
         let (_, inside) = locate(&other.path().join("b.png"), ws.path(), ws.path());
         assert_eq!(inside, None);
         // A link inside the workspace to a file outside it is outside.
-        std::os::unix::fs::symlink(other.path().join("b.png"), ws.path().join("link.png"))
-            .unwrap();
+        std::os::unix::fs::symlink(other.path().join("b.png"), ws.path().join("link.png")).unwrap();
         let (_, inside) = locate(Path::new("link.png"), ws.path(), ws.path());
         assert_eq!(inside, None);
     }

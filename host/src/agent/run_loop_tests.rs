@@ -261,7 +261,12 @@ async fn attached_images_reach_a_vision_model_and_become_notes_for_a_text_only_o
         let (agent, events) = agent(model.clone(), Arc::new(FakeTools::default()));
         let mut conv = conversation();
         let out = agent
-            .run_turn_with_images(&mut conv, "what is it?", vec![png.clone()], &CancellationToken::new())
+            .run_turn_with_images(
+                &mut conv,
+                "what is it?",
+                vec![png.clone()],
+                &CancellationToken::new(),
+            )
             .await;
         assert_eq!(out.status, RunStatus::Success);
         // The transcript keeps the image either way (a later model may take it).

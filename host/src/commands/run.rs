@@ -142,12 +142,12 @@ pub async fn run(
                 engine.submit_with_images(&input, images, &cancel).await
             }
             Err(message) => {
-                // Nothing was sent: a usage problem, said like one (exit 2).
-                engine.report_error(message.clone());
-                let outcome = TurnOutcome::failed(message);
+                // Nothing was sent: a usage problem, said like one on stderr (exit 2); the
+                // events record it in `run_finished`.
+                let outcome = TurnOutcome::failed(message.clone());
                 ctrl_c.abort();
                 engine.finish(outcome.status, Some(&outcome)).await;
-                return Ok(2);
+                return Err(UsageError(message).into());
             }
         },
     };

@@ -149,7 +149,8 @@ fn push_message(out: &mut Vec<Value>, m: &Message) {
                     UserContent::Image(i) => said.push(UserPart::Image(i)),
                 }
             }
-            let only_text = images.is_empty() && said.iter().all(|p| matches!(p, UserPart::Text(_)));
+            let only_text =
+                images.is_empty() && said.iter().all(|p| matches!(p, UserPart::Text(_)));
             if only_text {
                 // Plain string content: what every compatible server (and chat template) takes.
                 if let Some(UserPart::Text(text)) = said.first() {

@@ -93,7 +93,10 @@ fn chat_completions_sends_image_url_parts_and_plain_text_stays_a_string() {
         ..request()
     };
     let body = chat::build_body("m", 100, chat::MaxTokensField::MaxTokens, &plain);
-    assert_eq!(body["messages"][1], json!({"role": "user", "content": "hi"}));
+    assert_eq!(
+        body["messages"][1],
+        json!({"role": "user", "content": "hi"})
+    );
 }
 
 #[test]

@@ -20,7 +20,8 @@ pub const SUMMARY_MARKER: &str = "tern:compact";
 pub const HEAD_MARKER: &str = "[tern: the earlier conversation was compacted]";
 
 /// Starts the note that replaces images the person attached in a compacted part.
-pub const IMAGES_DROPPED_MARKER: &str = "[tern: images attached earlier were dropped by compaction:";
+pub const IMAGES_DROPPED_MARKER: &str =
+    "[tern: images attached earlier were dropped by compaction:";
 
 /// Tool results shorter than this are left alone: eliding them saves nothing.
 const ELIDE_MIN_CHARS: usize = 200;
@@ -412,7 +413,10 @@ mod tests {
         let cut = t.len() - 2;
         // The summarizer is told an image was there, not sent its base64.
         let ask = render(&t, cut, 10_000);
-        assert!(ask.contains("USER: [attached an image: image/png, 3 KB]"), "{ask}");
+        assert!(
+            ask.contains("USER: [attached an image: image/png, 3 KB]"),
+            "{ask}"
+        );
         assert!(!ask.contains("AAAA"), "{ask}");
         apply_summary(&mut t, cut, "Goal: fix the button.");
         let Message::User { content } = &t[0] else {

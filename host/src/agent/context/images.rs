@@ -86,7 +86,9 @@ mod tests {
         let messages = vec![Message::User {
             content: vec![
                 UserContent::Image(png()),
-                UserContent::Text { text: "what is this?".into() },
+                UserContent::Text {
+                    text: "what is this?".into(),
+                },
                 UserContent::ToolResult(ToolResult {
                     images: vec![png()],
                     ..ToolResult::text("c1", "shot")
@@ -106,7 +108,10 @@ mod tests {
         let UserContent::Text { text } = &content[0] else {
             panic!("{content:?}")
         };
-        assert!(text.contains("image/png") && text.contains("takes no images"), "{text}");
+        assert!(
+            text.contains("image/png") && text.contains("takes no images"),
+            "{text}"
+        );
         let UserContent::ToolResult(r) = &content[2] else {
             panic!()
         };

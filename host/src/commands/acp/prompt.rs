@@ -147,8 +147,14 @@ mod tests {
         const PNG: &[u8] = b"\x89PNG\r\n\x1a\n\0\0\0\rIHDR";
         let data = base64::engine::general_purpose::STANDARD.encode(PNG);
         let block = json!({"type": "image", "mimeType": "image/png", "data": data, "uri": "file:///w/shot.png"});
-        let p = to_prompt(&[json!({"type": "text", "text": "what is it?"}), block.clone()], true)
-            .unwrap();
+        let p = to_prompt(
+            &[
+                json!({"type": "text", "text": "what is it?"}),
+                block.clone(),
+            ],
+            true,
+        )
+        .unwrap();
         assert_eq!(p.text, "what is it?");
         assert_eq!(p.images.len(), 1);
         assert_eq!(p.images[0].name, "shot.png");

@@ -343,7 +343,6 @@ impl Session {
         text: &str,
         images: Vec<crate::agent::attach::Attachment>,
     ) -> Result<&'static str, RpcError> {
-
         let cancel = {
             let mut turn = self.turn.lock().map_err(|_| RpcError::internal("lock"))?;
             if turn.is_some() {

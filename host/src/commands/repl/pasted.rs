@@ -189,7 +189,10 @@ mod tests {
         let dir = tempfile::tempdir().unwrap();
         std::fs::write(dir.path().join("a b.png"), b"x").unwrap();
         let path = dir.path().join("a b.png").display().to_string();
-        assert!(starts_with_path(&format!("{} what?", path.replace(' ', "\\ ")), dir.path()));
+        assert!(starts_with_path(
+            &format!("{} what?", path.replace(' ', "\\ ")),
+            dir.path()
+        ));
         assert!(starts_with_path(&format!("'{path}'"), dir.path()));
         assert!(!starts_with_path("/cost", dir.path()));
         assert!(!starts_with_path("/", dir.path()));

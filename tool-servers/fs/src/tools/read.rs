@@ -5,9 +5,9 @@ use std::io::{BufRead, BufReader, Read};
 
 use base64::Engine as _;
 use rmcp::model::{CallToolResult, ContentBlock};
-use tern_protocol::image::{self, ImageFormat};
 use schemars::JsonSchema;
 use serde::Deserialize;
+use tern_protocol::image::{self, ImageFormat};
 
 use super::output::ReadOutput;
 use super::{Context, failure, resolve, success};
@@ -106,7 +106,14 @@ pub(crate) fn read_file(
         return failure(ACTION, &p.path, e);
     }
     if let Some(format) = image::sniff(&head) {
-        return read_image(file, head, format, total_bytes, &p, ctx.limits.max_image_bytes);
+        return read_image(
+            file,
+            head,
+            format,
+            total_bytes,
+            &p,
+            ctx.limits.max_image_bytes,
+        );
     }
     if let Some(editor) = &ctx.editor {
         // Confined and checked on disk above; the text is the editor's (its buffer).

@@ -142,7 +142,10 @@ async fn read_file_returns_an_image_file_as_an_image_block() {
         assert_eq!(image.mime_type, "image/png");
         assert_eq!(image.data, PNG_B64);
         let st = r.structured_content.unwrap();
-        assert_eq!(st["content"], note, "the text mirrors the structured result");
+        assert_eq!(
+            st["content"], note,
+            "the text mirrors the structured result"
+        );
         assert_eq!(st["mime_type"], "image/png");
         assert_eq!(st["total_bytes"], 70);
         assert_eq!(st["lines_shown"], 0);
