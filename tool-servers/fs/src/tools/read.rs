@@ -203,7 +203,7 @@ fn read_image(
     }
     let size = bytes.len() as u64;
     let text = format!(
-        "[image: {}, {} bytes; the image itself follows as an image block]\n",
+        "[image: {}, {} bytes; sent as an image content block]\n",
         format.mime_type(),
         size
     );

@@ -136,7 +136,7 @@ async fn read_file_returns_an_image_file_as_an_image_block() {
         let note = r.content[0].as_text().unwrap().text.clone();
         assert_eq!(
             note,
-            "[image: image/png, 70 bytes; the image itself follows as an image block]\n"
+            "[image: image/png, 70 bytes; sent as an image content block]\n"
         );
         let image = r.content[1].as_image().expect("an image block");
         assert_eq!(image.mime_type, "image/png");
