@@ -112,6 +112,20 @@ async fn run_image_sends_anthropic_image_blocks_read_through_the_gateway() {
             .unwrap()
             .starts_with("user-mention-")
     );
+    // The read outside the workspace is in the events file, said as such.
+    let notices: Vec<&Value> = of_type(&events, "notice")
+        .into_iter()
+        .filter(|n| n["message"].as_str().unwrap().contains("photo.dat"))
+        .collect();
+    assert_eq!(notices.len(), 1, "{events:#?}");
+    assert!(
+        notices[0]["message"]
+            .as_str()
+            .unwrap()
+            .contains("(image/jpeg, 22 B) outside the workspace"),
+        "{}",
+        notices[0]
+    );
     // The event keeps the shape of the request, not the megabytes.
     let request = &of_type(&events, "model_request")[0]["request"];
     let text = request.to_string();

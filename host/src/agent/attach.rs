@@ -232,7 +232,17 @@ impl Engine {
         let (full, inside) = locate(path, cwd, &self.workspace);
         let support = self.image_support();
         let Some(rel) = inside else {
-            return read_outside(&name, &full, &support);
+            let attached = read_outside(&name, &full, &support)?;
+            // No gateway call records this read: the events file does.
+            self.bus.emit(tern_protocol::Event::Notice {
+                message: format!(
+                    "read {} ({}) outside the workspace for the user's message: named by the \
+                     user",
+                    full.display(),
+                    describe(&attached.image)
+                ),
+            });
+            return Ok(attached);
         };
         if !full.exists() {
             return Err(AttachError::NotFound {
