@@ -4,6 +4,7 @@
 //! of base64 on every step.
 
 use serde_json::Value;
+use tern_gateway::Redactor;
 use tern_model::{Message, UserContent};
 
 /// `messages` with every image (attached by the person, or returned by a tool) replaced by a
@@ -69,11 +70,97 @@ pub fn elide_image_data(request: &mut Value) {
     }
 }
 
+/// A session line (JSON) redacted everywhere but inside image data. The redactor's key shapes
+/// can match inside base64 by chance (`/` or `+`, then `AIza` and 30 more letters: about once
+/// in 1.4 billion characters, so one 5 MB screenshot in a few hundred), and a changed byte makes
+/// the image one the provider refuses on every later turn of the session.
+pub fn redact_keeping_images(redactor: &Redactor, line: &str) -> String {
+    if !line.contains("\"mime_type\":\"image/") {
+        return redactor.redact(line);
+    }
+    let Ok(mut value) = serde_json::from_str::<Value>(line) else {
+        return redactor.redact(line);
+    };
+    redact_value(redactor, &mut value);
+    serde_json::to_string(&value).unwrap_or_else(|_| redactor.redact(line))
+}
+
+/// Every string in `value` redacted, except the `data` of an object whose `mime_type` is an
+/// image's (a user's attached image, an image in a tool result).
+fn redact_value(redactor: &Redactor, value: &mut Value) {
+    match value {
+        Value::String(s) => *s = redactor.redact(s),
+        Value::Array(items) => items.iter_mut().for_each(|v| redact_value(redactor, v)),
+        Value::Object(map) => {
+            let image = map
+                .get("mime_type")
+                .and_then(Value::as_str)
+                .is_some_and(|m| m.starts_with("image/"));
+            for (key, v) in map.iter_mut() {
+                if !(image && key == "data") {
+                    redact_value(redactor, v);
+                }
+            }
+        }
+        Value::Null | Value::Bool(_) | Value::Number(_) => {}
+    }
+}
+
 #[cfg(test)]
 mod tests {
-    use super::*;
     use tern_protocol::{Image, ToolResult};
 
+    use super::*;
+
+    #[test]
+    fn session_lines_keep_image_data_whole_and_redact_the_rest() {
+        let redactor = Redactor::new([]);
+        // Base64 that happens to hold a Google-key shape, and the same shape in the text.
+        let data = format!("iVBORw0K{}/AIzaSyA{}+xyz==", "Q".repeat(10), "b".repeat(33));
+        let key = format!("AIzaSyA{}", "b".repeat(33));
+        assert_ne!(
+            redactor.redact(&data),
+            data,
+            "the shape alone would be redacted"
+        );
+        let line = serde_json::to_string(&Message::User {
+            content: vec![
+                UserContent::Image(Image {
+                    mime_type: "image/png".into(),
+                    data: data.clone(),
+                }),
+                UserContent::Text {
+                    text: format!("my key is {key}"),
+                },
+                UserContent::ToolResult(ToolResult {
+                    images: vec![Image {
+                        mime_type: "image/png".into(),
+                        data: data.clone(),
+                    }],
+                    ..ToolResult::text("c1", format!("found {key}"))
+                }),
+            ],
+        })
+        .unwrap();
+        let saved = redact_keeping_images(&redactor, &line);
+        let back: Message = serde_json::from_str(&saved).unwrap();
+        let Message::User { content } = back else {
+            panic!()
+        };
+        assert!(matches!(&content[0], UserContent::Image(i) if i.data == data));
+        assert!(matches!(&content[1], UserContent::Text { text } if !text.contains(&key)));
+        let UserContent::ToolResult(r) = &content[2] else {
+            panic!()
+        };
+        assert_eq!(r.images[0].data, data);
+        assert!(!r.content.contains(&key), "{}", r.content);
+        // A line without images is redacted as before, byte for byte.
+        let plain = format!("{{\"text\":\"{key}\"}}");
+        assert_eq!(
+            redact_keeping_images(&redactor, &plain),
+            redactor.redact(&plain)
+        );
+    }
     fn png() -> Image {
         Image {
             mime_type: "image/png".into(),
