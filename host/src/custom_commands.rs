@@ -2,12 +2,30 @@
 //! `NAME.md` from a trusted project's `.tern/commands` or `.claude/commands`, or from
 //! `$TERN_HOME/commands` or `~/.claude/commands`, the way Claude Code does: `$ARGUMENTS` is the
 //! whole argument line, `$1`…`$9` its words; optional frontmatter gives `description`,
-//! `argument-hint`, `model` and `allowed-tools`. A neutral helper: the REPL (dispatch, `/help`,
-//! Tab completion) and `tern run "/NAME args"` read the same list.
+//! `argument-hint`, `model` and `allowed-tools`
+//! (<https://code.claude.com/docs/en/slash-commands>, "Frontmatter"). A neutral helper: the
+//! REPL (dispatch, `/help`, Tab completion), `tern run "/NAME args"` and `tern acp` read the
+//! same list, and hand the engine the same [`Invocation`].
+//!
+//! `model` and `allowed-tools` hold for the command's own turn only ([`TurnScope`]): the
+//! engine talks to that model for the turn and returns to the session's afterwards, and the
+//! gateway lets the turn's calls that match `allowed-tools` run without asking — allow rules
+//! that never outrank a deny or ask rule, the managed policy, or `plan`/`read-only` mode.
 
 use std::path::{Path, PathBuf};
 
-use tern_config::ExtensionDirs;
+use tern_config::{
+    ExtensionDirs,
+    claude_tools::{Converted, split_list, to_rules},
+};
+use tern_gateway::TurnRule;
+
+/// A frontmatter value and the line of the file it is on (1-based).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Field<T> {
+    pub value: T,
+    pub line: usize,
+}
 
 /// One command file.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -16,14 +34,50 @@ pub struct CustomCommand {
     pub name: String,
     pub description: String,
     pub argument_hint: String,
-    /// `model:` as written (reported; the run's model is not switched).
-    pub model: Option<String>,
-    /// `allowed-tools:` as written (reported; never widens what the rules allow).
-    pub allowed_tools: Option<String>,
-    /// `project` or `user`.
+    /// `model:` as written: the model of the command's turn.
+    pub model: Option<Field<String>>,
+    /// `allowed-tools:` entries as written (a comma- or space-separated string, or a list).
+    pub allowed_tools: Option<Field<Vec<String>>>,
+    /// `project`, `user` or `plugin: NAME`.
     pub source: String,
     pub path: PathBuf,
     body: String,
+}
+
+/// What holds for the one turn a command starts.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct TurnScope {
+    /// Talk to this model for the turn (the session's model comes back after it).
+    pub model: Option<String>,
+    /// Allow rules for the turn's calls, in tern's rule language, each naming its file:line.
+    pub allow: Vec<TurnRule>,
+    /// Entries that allow nothing in tern (a Claude Code tool tern does not have), said once.
+    pub notes: Vec<String>,
+}
+
+impl TurnScope {
+    /// Nothing changes for the turn.
+    pub fn is_empty(&self) -> bool {
+        self.model.is_none() && self.allow.is_empty()
+    }
+}
+
+/// A command ready to run: the text to send and what holds for its turn.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Invocation {
+    pub text: String,
+    pub scope: TurnScope,
+}
+
+/// A command file whose frontmatter cannot be applied.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("{}:{line}: {key}: {message}", file.display())]
+pub struct CommandError {
+    pub file: PathBuf,
+    pub line: usize,
+    pub key: &'static str,
+    /// What is wrong; may end with a `hint:` line.
+    pub message: String,
 }
 
 impl CustomCommand {
@@ -46,6 +100,74 @@ impl CustomCommand {
         }
         text.trim().to_string()
     }
+
+    /// [`Self::expand`] and the command's [`TurnScope`]; an error names the file, line and key
+    /// of a `model` or `allowed-tools` that cannot be applied (nothing runs then).
+    pub fn invoke(&self, args: &str) -> Result<Invocation, CommandError> {
+        Ok(Invocation {
+            text: self.expand(args),
+            scope: self.scope()?,
+        })
+    }
+
+    /// What `model` and `allowed-tools` say, checked.
+    pub fn scope(&self) -> Result<TurnScope, CommandError> {
+        let mut scope = TurnScope::default();
+        if let Some(model) = &self.model {
+            scope.model = turn_model(&model.value).map_err(|message| CommandError {
+                file: self.path.clone(),
+                line: model.line,
+                key: "model",
+                message,
+            })?;
+        }
+        if let Some(tools) = &self.allowed_tools {
+            let origin = format!("{}:{}", self.path.display(), tools.line);
+            for entry in &tools.value {
+                let converted = to_rules(entry).map_err(|message| CommandError {
+                    file: self.path.clone(),
+                    line: tools.line,
+                    key: "allowed-tools",
+                    message,
+                })?;
+                match converted {
+                    Converted::Rules(rules) => {
+                        scope.allow.extend(rules.into_iter().map(|rule| TurnRule {
+                            rule,
+                            origin: origin.clone(),
+                        }))
+                    }
+                    Converted::Skipped(note) => scope.notes.push(format!("{origin}: {note}")),
+                }
+            }
+        }
+        Ok(scope)
+    }
+}
+
+/// A command's `model:`: `None` for `inherit` (Claude Code's word for the session's model).
+fn turn_model(value: &str) -> Result<Option<String>, String> {
+    let value = value.trim();
+    if value.is_empty() {
+        return Err(
+            "is empty\nhint: remove the line to keep the session's model, or name one \
+                    (e.g. `model: claude-sonnet-4-5`)"
+                .to_string(),
+        );
+    }
+    if value == "inherit" {
+        return Ok(None);
+    }
+    if !value
+        .chars()
+        .all(|c| c.is_ascii_alphanumeric() || matches!(c, '-' | '.' | '_' | ':' | '/' | '@' | '+'))
+    {
+        return Err(format!(
+            "`{value}` is not a model name (letters, digits and - . _ : / @ + only)\nhint: \
+             name the model as the provider does, e.g. `model: claude-sonnet-4-5`"
+        ));
+    }
+    Ok(Some(value.to_string()))
 }
 
 /// Every command in `dirs`, the first of a name winning (the project's over the user's), by
@@ -134,20 +256,44 @@ fn parse(name: String, text: &str, source: String, path: PathBuf) -> CustomComma
         let front = &rest[..end];
         let after = &rest[end + 4..];
         command.body = after.trim_start_matches(['\r', '\n']).to_string();
-        for line in front.lines() {
+        let lines: Vec<&str> = front.lines().collect();
+        let mut i = 0;
+        while i < lines.len() {
+            // The first line of the file is `---`: frontmatter line `i` is file line `i + 2`.
+            let line_no = i + 2;
+            let line = lines[i];
+            i += 1;
             let Some((key, value)) = line.split_once(':') else {
                 continue;
             };
-            let value = value
-                .trim()
-                .trim_matches('"')
-                .trim_matches('\'')
-                .to_string();
+            if line.starts_with([' ', '\t']) {
+                continue;
+            }
+            let value = value.trim();
             match key.trim() {
-                "description" => command.description = value,
-                "argument-hint" => command.argument_hint = value,
-                "model" => command.model = Some(value),
-                "allowed-tools" => command.allowed_tools = Some(value),
+                "description" => command.description = unquote(value),
+                "argument-hint" => command.argument_hint = unquote(value),
+                "model" => {
+                    command.model = Some(Field {
+                        value: unquote(value),
+                        line: line_no,
+                    })
+                }
+                "allowed-tools" => {
+                    let mut entries = list_value(value);
+                    // A YAML block list on the lines below: `  - Bash(git add:*)`.
+                    while value.is_empty()
+                        && let Some(item) =
+                            lines.get(i).and_then(|l| l.trim_start().strip_prefix("- "))
+                    {
+                        entries.push(unquote(item.trim()));
+                        i += 1;
+                    }
+                    command.allowed_tools = Some(Field {
+                        value: entries.into_iter().filter(|e| !e.is_empty()).collect(),
+                        line: line_no,
+                    });
+                }
                 _ => {}
             }
         }
@@ -168,6 +314,22 @@ fn parse(name: String, text: &str, source: String, path: PathBuf) -> CustomComma
     command
 }
 
+fn unquote(value: &str) -> String {
+    value
+        .trim()
+        .trim_matches('"')
+        .trim_matches('\'')
+        .to_string()
+}
+
+/// `a, b`, `a b` or a YAML flow list `["a", "b"]`.
+fn list_value(value: &str) -> Vec<String> {
+    match value.strip_prefix('[').and_then(|v| v.strip_suffix(']')) {
+        Some(inner) => split_list(inner).iter().map(|e| unquote(e)).collect(),
+        None => split_list(&unquote(value)),
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -183,7 +345,10 @@ mod tests {
         );
         assert_eq!(c.description, "Fix an issue");
         assert_eq!(c.argument_hint, "[number] [priority]");
-        assert_eq!(c.model.as_deref(), Some("m"));
+        assert_eq!(
+            c.model.as_ref().map(|m| (m.value.as_str(), m.line)),
+            Some(("m", 4))
+        );
         assert_eq!(
             c.expand("123 high"),
             "Fix issue #123 with priority high. All: 123 high"
@@ -198,6 +363,59 @@ mod tests {
         assert_eq!(
             plain.expand("src/"),
             "# Review the diff\nBe strict.\n\nsrc/"
+        );
+    }
+
+    #[test]
+    fn model_and_allowed_tools_make_the_turns_scope() {
+        let c = parse(
+            "commit".into(),
+            "---\nmodel: inherit\nallowed-tools: [\"Bash(git add:*)\", \"WebSearch\", Read]\n---\nGo",
+            "user".into(),
+            "/c/commit.md".into(),
+        );
+        let scope = c.scope().unwrap();
+        assert_eq!(scope.model, None, "inherit keeps the session's model");
+        let rules: Vec<(&str, &str)> = scope
+            .allow
+            .iter()
+            .map(|r| (r.rule.as_str(), r.origin.as_str()))
+            .collect();
+        assert_eq!(
+            rules,
+            [
+                ("shell__run(git add *)", "/c/commit.md:3"),
+                ("fs__read_file", "/c/commit.md:3")
+            ]
+        );
+        assert_eq!(
+            scope.notes.len(),
+            1,
+            "WebSearch is skipped: {:?}",
+            scope.notes
+        );
+        let c = parse(
+            "m".into(),
+            "---\nmodel: claude-haiku-4-5\nallowed-tools:\n  - Read\n  - Bsh\n---\nGo",
+            "user".into(),
+            "/c/m.md".into(),
+        );
+        let err = c.invoke("").unwrap_err();
+        assert_eq!((err.line, err.key), (3, "allowed-tools"));
+        assert!(
+            err.to_string()
+                .starts_with("/c/m.md:3: allowed-tools: `Bsh`"),
+            "{err}"
+        );
+        let c = parse(
+            "m".into(),
+            "---\nmodel: claude-haiku-4-5\n---\nGo",
+            "user".into(),
+            "m.md".into(),
+        );
+        assert_eq!(
+            c.scope().unwrap().model.as_deref(),
+            Some("claude-haiku-4-5")
         );
     }
 

@@ -4,6 +4,10 @@
 //! local base URL) and `openai` with `wire_api = "responses"`. Goal: openai within 10 % of
 //! anthropic. Not a timed test: prints a table of medians.
 //!
+//! A second table reports the CPU a turn costs on each path (issue 23's "CPU per turn on the
+//! Responses path vs chat", no goal): the process tree's CPU for a run of 1 + 20 steps (each a
+//! `fs__read_file` call and its result) less that of a 1-step run, over 20.
+//!
 //! Run: `cargo build --release --workspace --bins && cargo bench -p tern-e2e --bench
 //! provider_startup` (`TERN_BENCH_PROFILE=debug` measures the debug binaries instead;
 //! `TERN_BENCH_OPENAI_MODEL` picks the openai model, default `gpt-4o`).
@@ -60,8 +64,42 @@ fn children_cpu_ms() -> f64 {
     (ticks(16) + ticks(17)) * 10.0
 }
 
-/// (ms to the first model request, CPU ms of the whole run).
+/// Extra steps of the CPU-per-turn runs.
+const STEPS: usize = 20;
+
+/// The answer of one step: a tool call (`call` = Some(i)) or the final text.
+fn turn(api: Api, call: Option<usize>) -> MockResponse {
+    let args = r#"{"path":"notes.txt"}"#;
+    match (api, call) {
+        (Api::Anthropic, Some(i)) => AnthropicTurn::new()
+            .text(&["Reading."])
+            .tool_use(&format!("toolu_{i}"), "fs__read_file", &[args])
+            .finish("tool_use"),
+        (Api::Chat, Some(i)) => OpenAiTurn::new()
+            .text(&["Reading."])
+            .tool_call(0, &format!("call_{i}"), "fs__read_file", &[args])
+            .finish("tool_calls"),
+        (Api::Responses, Some(i)) => ResponsesTurn::new()
+            .message(&format!("m{i}"), &["Reading."])
+            .function_call(
+                &format!("fc_{i}"),
+                &format!("call_{i}"),
+                "fs__read_file",
+                &[args],
+            )
+            .completed(),
+        (Api::Anthropic, None) => AnthropicTurn::new().text(&["ok"]).finish("end_turn"),
+        (Api::Chat, None) => OpenAiTurn::new().text(&["ok"]).finish("stop"),
+        (Api::Responses, None) => ResponsesTurn::new().message("m", &["ok"]).completed(),
+    }
+}
+
+/// (ms to the first model request, CPU ms of the whole run) for a run of `1 + calls` steps.
 async fn once(api: Api) -> (f64, f64) {
+    run(api, 0).await
+}
+
+async fn run(api: Api, calls: usize) -> (f64, f64) {
     let home = tempfile::tempdir().unwrap();
     let dir = tempfile::tempdir().unwrap();
     let mut config =
@@ -70,23 +108,33 @@ async fn once(api: Api) -> (f64, f64) {
         config.push_str("[model]\nwire_api = \"responses\"\n");
     }
     std::fs::write(home.path().join("config.toml"), config).unwrap();
+    std::fs::write(
+        dir.path().join("notes.txt"),
+        "a line of notes for the model to read\n".repeat(40),
+    )
+    .unwrap();
     let server = MockModelServer::start().await.unwrap();
-    let answer: MockResponse = match api {
-        Api::Anthropic => AnthropicTurn::new().text(&["ok"]).finish("end_turn"),
-        Api::Chat => OpenAiTurn::new().text(&["ok"]).finish("stop"),
-        Api::Responses => ResponsesTurn::new().message("m", &["ok"]).completed(),
-    };
-    server.enqueue(answer);
+    for i in 0..calls {
+        server.enqueue(turn(api, Some(i)));
+    }
+    server.enqueue(turn(api, None));
     let mut cmd = tokio::process::Command::new(bin("tern"));
-    cmd.args(["run", "hi", "--output-format", "jsonl"])
-        .current_dir(dir.path())
-        .env("TERN_HOME", home.path())
-        .env_remove("ANTHROPIC_API_KEY")
-        .env_remove("OPENAI_API_KEY")
-        .env_remove("OPENAI_BASE_URL")
-        .env_remove("ANTHROPIC_BASE_URL")
-        .stdout(std::process::Stdio::null())
-        .stderr(std::process::Stdio::null());
+    cmd.args([
+        "run",
+        "hi",
+        "--output-format",
+        "jsonl",
+        "--allow",
+        "fs__read_file",
+    ])
+    .current_dir(dir.path())
+    .env("TERN_HOME", home.path())
+    .env_remove("ANTHROPIC_API_KEY")
+    .env_remove("OPENAI_API_KEY")
+    .env_remove("OPENAI_BASE_URL")
+    .env_remove("ANTHROPIC_BASE_URL")
+    .stdout(std::process::Stdio::null())
+    .stderr(std::process::Stdio::null());
     match api {
         Api::Anthropic => {
             cmd.env("ANTHROPIC_API_KEY", "sk-ant-bench-0123456789")
@@ -143,4 +191,20 @@ async fn main() {
         ratio * 100.0,
         if ratio <= 1.10 { "met" } else { "MISSED" }
     );
+
+    println!(
+        "\nCPU per turn (process tree: tern and its servers), (run of 1 + {STEPS} steps − run of \
+         1 step) / {STEPS}, median of {RUNS}; report, no goal\n"
+    );
+    println!("| {:<36} | {:>14} |", "provider", "CPU per turn");
+    println!("|{:-<38}|{:->16}|", "", "");
+    for (label, api) in rows {
+        let mut per = Vec::new();
+        for _ in 0..RUNS {
+            let (_, short) = run(api, 0).await;
+            let (_, long) = run(api, STEPS).await;
+            per.push((long - short) / STEPS as f64);
+        }
+        println!("| {label:<36} | {:>11.2} ms |", median(per));
+    }
 }

@@ -151,3 +151,81 @@ async fn clear_over_acp_keeps_the_editors_session_id_and_forgets_the_conversatio
     assert!(!last.contains("alpha-marker-1"), "{last}");
     assert!(last.contains("what do you remember?"), "{last}");
 }
+
+/// A custom command over ACP (issue 19): offered in `available_commands_update` with its
+/// description and hint, run by `/NAME args` with its `model` for that turn only (the next
+/// turn goes back to the session's model) and its `allowed-tools` for that turn only (the same
+/// kind of call in the next turn asks the editor).
+#[tokio::test]
+async fn custom_commands_are_offered_and_run_with_their_model_and_tools_for_one_turn() {
+    let env = RunEnv::new().await;
+    let dir = env.home.path().join("commands");
+    std::fs::create_dir_all(&dir).unwrap();
+    std::fs::write(
+        dir.join("ship.md"),
+        "---\ndescription: Ship a marker\nargument-hint: [file]\nmodel: claude-haiku-4-5\n\
+         allowed-tools: Bash(touch:*)\n---\nTouch $1 and report.\n",
+    )
+    .unwrap();
+    let touch = |id: &str, file: &str| {
+        AnthropicTurn::new()
+            .tool_use(
+                id,
+                "shell__run",
+                &[&json!({ "command": format!("touch {file}") }).to_string()],
+            )
+            .finish("tool_use")
+    };
+    env.server.enqueue(touch("c1", "one.txt"));
+    env.answer("Shipped.");
+    env.server.enqueue(touch("c2", "two.txt"));
+    env.answer("Not shipped.");
+    let report = editor(
+        &env,
+        json!({"answers": ["reject_once"], "prompts": [
+            {"text": "/ship one.txt"},
+            {"text": "touch two.txt"},
+        ]}),
+    )
+    .await;
+    for (i, p) in report["prompts"].as_array().unwrap().iter().enumerate() {
+        assert_eq!(p["stopReason"], "end_turn", "prompt {i}: {report:#}");
+    }
+    let offered = updates(&report, "available_commands_update");
+    let ship = offered.last().expect("an available_commands_update")["availableCommands"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|c| c["name"] == "ship")
+        .cloned()
+        .unwrap_or_else(|| panic!("ship offered: {report:#}"));
+    assert_eq!(ship["description"], "Ship a marker");
+    assert_eq!(ship["input"]["hint"], "[file]");
+
+    let requests = env.server.model_requests();
+    assert_eq!(requests.len(), 4, "{report:#}");
+    let models: Vec<String> = requests
+        .iter()
+        .map(|r| r.json()["model"].as_str().unwrap_or_default().to_string())
+        .collect();
+    assert_eq!(models[0], "claude-haiku-4-5", "{models:?}");
+    assert_eq!(models[1], "claude-haiku-4-5", "{models:?}");
+    assert_ne!(models[2], "claude-haiku-4-5", "{models:?}");
+    assert_eq!(models[2], models[3]);
+    assert!(
+        requests[0].json()["messages"]
+            .to_string()
+            .contains("Touch one.txt and report."),
+        "the expansion was sent"
+    );
+    // The command's call ran without asking; the next turn's was asked (and rejected).
+    assert!(env.dir.path().join("one.txt").is_file());
+    assert!(!env.dir.path().join("two.txt").exists());
+    let asked: Vec<&str> = report["permissions"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter_map(|p| p["toolCallId"].as_str())
+        .collect();
+    assert_eq!(asked, ["c2"], "{report:#}");
+}

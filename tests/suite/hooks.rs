@@ -11,7 +11,7 @@ use tern_model::mock::script::AnthropicTurn;
 use super::run::tool_results;
 
 /// Writes an executable script into the project and returns its path.
-fn script(env: &RunEnv, name: &str, body: &str) -> String {
+pub(super) fn script(env: &RunEnv, name: &str, body: &str) -> String {
     let dir = env.dir.path().join("hooks");
     std::fs::create_dir_all(&dir).unwrap();
     let path = dir.join(name);
@@ -23,11 +23,11 @@ fn script(env: &RunEnv, name: &str, body: &str) -> String {
 }
 
 /// The user's config with `hooks` (TOML) added.
-fn with_hooks(env: &RunEnv, hooks: &str) {
+pub(super) fn with_hooks(env: &RunEnv, hooks: &str) {
     env.add_servers(hooks);
 }
 
-fn shell_call(env: &RunEnv, id: &str, command: &str) {
+pub(super) fn shell_call(env: &RunEnv, id: &str, command: &str) {
     env.server.enqueue(
         AnthropicTurn::new()
             .tool_use(
@@ -39,7 +39,7 @@ fn shell_call(env: &RunEnv, id: &str, command: &str) {
     );
 }
 
-fn audit_hooks(env: &RunEnv) -> Vec<Value> {
+pub(super) fn audit_hooks(env: &RunEnv) -> Vec<Value> {
     let text = std::fs::read_to_string(env.home.path().join("audit.jsonl")).unwrap_or_default();
     text.lines()
         .filter_map(|l| serde_json::from_str::<Value>(l).ok())

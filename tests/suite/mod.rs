@@ -18,6 +18,7 @@ mod examples;
 mod harbor_agent;
 mod honesty;
 mod hooks;
+mod hooks_fidelity;
 mod http_faults;
 mod images;
 mod images_repl;

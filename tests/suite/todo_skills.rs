@@ -164,3 +164,71 @@ async fn slash_skills_lists_each_skill_with_its_source_and_the_broken_ones() {
         "nothing reached the model"
     );
 }
+
+/// `[skills] honor_allowed_tools` (issue 19, item 2): once the model loads a skill whose
+/// `allowed-tools` is `Read Bash(echo:*)`, a shell call outside that list is denied naming the
+/// skill — though `--allow shell__run` would let it run — and one inside still runs. Off (the
+/// default), the same calls both run: the list never narrows, and never widens either way.
+#[tokio::test]
+async fn a_loaded_skills_allowed_tools_narrow_the_turn_only_when_the_user_opts_in() {
+    for honor in [true, false] {
+        let env = RunEnv::new().await;
+        let skills = env.home.path().join("skills/echo-only");
+        std::fs::create_dir_all(&skills).unwrap();
+        std::fs::write(
+            skills.join("SKILL.md"),
+            "---\nname: echo-only\ndescription: Say things, touch nothing.\n\
+             allowed-tools: Read Bash(echo:*)\n---\nOnly echo.\n",
+        )
+        .unwrap();
+        let call = |id: &str, tool: &str, args: &str| {
+            AnthropicTurn::new()
+                .tool_use(id, tool, &[args])
+                .finish("tool_use")
+        };
+        env.server
+            .enqueue(call("s1", "skills__load", r#"{"name":"echo-only"}"#));
+        env.server.enqueue(call(
+            "c1",
+            "shell__run",
+            r#"{"command":"touch outside.txt"}"#,
+        ));
+        env.server
+            .enqueue(call("c2", "shell__run", r#"{"command":"echo inside"}"#));
+        env.answer("Done.");
+        let flag = format!("skills.honor_allowed_tools={honor}");
+        let out = env
+            .run(&["-c", &flag, "run", "use the skill", "--allow", "shell__run"])
+            .await;
+        assert_eq!(
+            out.status.code(),
+            Some(0),
+            "{}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        let requests = env.server.requests();
+        let outside = super::run::tool_results(&requests[2]);
+        let inside = super::run::tool_results(&requests[3]);
+        assert!(!inside[0].2, "inside the list: {inside:?}");
+        assert!(inside[0].1.contains("inside"), "{inside:?}");
+        if honor {
+            assert!(!env.dir.path().join("outside.txt").exists());
+            let (_, text, is_error) = &outside[0];
+            assert!(*is_error, "{text}");
+            assert!(
+                text.contains("the skill `echo-only` is active")
+                    && text.contains("Read Bash(echo:*)"),
+                "{text}"
+            );
+            let decided = tern_e2e::run_env::of_type(&env.events(), "permission_decided")
+                .into_iter()
+                .find(|d| d["call_id"] == "c1")
+                .cloned()
+                .unwrap();
+            assert_eq!(decided["rule"], "skill:echo-only", "{decided}");
+        } else {
+            assert!(env.dir.path().join("outside.txt").is_file());
+            assert!(!outside[0].2, "{outside:?}");
+        }
+    }
+}

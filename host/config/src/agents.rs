@@ -143,6 +143,19 @@ impl AgentsLayer {
         Ok(Self { profiles })
     }
 
+    /// The profile names this layer defines.
+    pub(crate) fn names(&self) -> Vec<String> {
+        self.profiles.keys().cloned().collect()
+    }
+
+    /// Whether a profile `name` is defined with a description (a layer that only switches a
+    /// shipped profile off or changes one key defines none).
+    pub(crate) fn defines(&self, name: &str) -> bool {
+        self.profiles
+            .get(name)
+            .is_some_and(|p| p.description.is_some())
+    }
+
     /// Lays `later` over these, key by key within each profile.
     pub(crate) fn merge(&mut self, later: AgentsLayer) {
         for (name, later) in later.profiles {

@@ -28,6 +28,7 @@ pub(crate) struct Layer {
     pub(crate) checkpoints: crate::checkpoints::CheckpointsLayer,
     pub(crate) lsp: crate::lsp::LspLayer,
     pub(crate) ui: crate::ui::UiLayer,
+    pub(crate) skills: crate::skills::SkillsLayer,
     pub(crate) servers: ServersLayer,
     pub(crate) agents: crate::agents::AgentsLayer,
     pub(crate) hooks: crate::hooks::HooksLayer,
@@ -68,6 +69,9 @@ impl Layer {
         if let Some(ui) = raw.ui {
             layer.ui = crate::ui::UiLayer::from_raw(ui, source)?;
         }
+        if let Some(skills) = raw.skills {
+            layer.skills = crate::skills::SkillsLayer::from_raw(skills, source)?;
+        }
         Ok(layer)
     }
 
@@ -82,6 +86,7 @@ impl Layer {
         self.checkpoints.merge(later.checkpoints);
         self.lsp.merge(later.lsp);
         self.ui.merge(later.ui);
+        self.skills.merge(later.skills);
         self.agents.merge(later.agents);
         self.servers.merge(later.servers);
         self.hooks.merge(later.hooks);

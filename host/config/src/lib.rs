@@ -29,6 +29,7 @@ mod agent;
 mod agents;
 mod check;
 mod checkpoints;
+pub mod claude_tools;
 mod context;
 mod error;
 mod expand;
@@ -47,6 +48,7 @@ mod raw;
 mod sandbox;
 mod sections;
 mod servers;
+mod skills;
 mod telemetry;
 mod trust;
 mod ui;
@@ -85,6 +87,7 @@ pub use servers::{
     Launch, OAuthConfig, PrivateKeySource, Protocol, SIGNING_ALGS, ServerConfig, ServerRoots,
     ToolLimits, ToolSettings, Transport,
 };
+pub use skills::SkillsSection;
 pub use telemetry::{OtlpProtocol, TelemetrySection};
 pub use tern_sandbox::{Mode as SandboxMode, Network as SandboxNetwork};
 pub use trust::{TrustStatus, TrustStore, config_hash};

@@ -209,6 +209,8 @@ pub struct Config {
     pub ui: crate::ui::UiSection,
     /// `[lsp]`: diagnostics after an edit.
     pub lsp: crate::lsp::LspSection,
+    /// `[skills]`: whether a loaded skill's `allowed-tools` narrows the turn.
+    pub skills: crate::skills::SkillsSection,
     /// `[agents.NAME]`: the enabled agent profiles, by name.
     pub agents: BTreeMap<String, crate::agents::AgentProfile>,
     /// `[[hooks.EVENT]]`: every layer's hooks (a project's only once it is trusted).
@@ -437,6 +439,7 @@ fn resolve(
         checkpoints: merged.checkpoints.resolve(),
         ui: merged.ui.resolve(),
         lsp: merged.lsp.resolve(),
+        skills: merged.skills.resolve(),
         hooks: merged.hooks.resolve(),
         extension_dirs: Default::default(),
         plugins: Vec::new(),

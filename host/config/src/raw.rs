@@ -28,6 +28,7 @@ pub(crate) struct RawConfig {
     pub(crate) checkpoints: Option<crate::checkpoints::RawCheckpoints>,
     pub(crate) lsp: Option<crate::lsp::RawLsp>,
     pub(crate) ui: Option<crate::ui::RawUi>,
+    pub(crate) skills: Option<crate::skills::RawSkills>,
     pub(crate) hooks: Option<crate::hooks::RawHooks>,
 }
 

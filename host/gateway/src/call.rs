@@ -45,6 +45,9 @@ pub struct CallMeta {
     /// The result's `_meta` (redacted), when it gave one (e.g. `tern/usage`: tokens a
     /// sub-agent spent on the call).
     pub result_meta: Option<serde_json::Value>,
+    /// A hook answered `continue: false`: the run stops after this call, for this reason
+    /// (Claude Code's `stopReason`, shown to the person, not the model).
+    pub stop: Option<String>,
 }
 
 /// What one gateway call produced: the result for the model, and the facts about the call.

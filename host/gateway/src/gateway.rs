@@ -89,6 +89,8 @@ pub struct Gateway {
     pub(crate) redactor: Arc<Redactor>,
     /// `[[hooks.EVENT]]` (the gateway runs `PreToolUse` and `PostToolUse`).
     pub(crate) hooks: Option<Arc<crate::hooks::Hooks>>,
+    /// What holds for the running turn only: a custom command's allow rules, loaded skills.
+    pub(crate) turn: RwLock<crate::turn_rules::TurnState>,
 }
 
 /// What the stages learned, for the audit line.
@@ -99,6 +101,10 @@ pub(crate) struct Trace {
     pub rule: Option<String>,
     /// The full result text (redacted) the audit hashes.
     pub full_text: String,
+    /// A `PreToolUse` hook's `additionalContext`, shown to the model next to the result.
+    pub context: Vec<String>,
+    /// A hook's `continue: false` reason.
+    pub stop: Option<String>,
 }
 
 /// A tool call whose permission is being decided.
@@ -152,6 +158,7 @@ impl Gateway {
             audit,
             redactor,
             hooks: None,
+            turn: RwLock::default(),
         })
     }
 
@@ -221,13 +228,21 @@ impl Gateway {
         let started = Instant::now();
         let mut trace = Trace::default();
         let mut meta = CallMeta::default();
-        let result = match self.stages(&call, &ctx, &mut trace, &mut meta).await {
+        let mut result = match self.stages(&call, &ctx, &mut trace, &mut meta).await {
             Ok(result) => result,
             Err(result) => *result,
         };
         if trace.full_text.is_empty() {
             trace.full_text = result.content.clone();
         }
+        // Claude Code puts a PreToolUse hook's `additionalContext` next to the tool result.
+        for line in &trace.context {
+            result.content.push_str(&format!(
+                "\n\n[PreToolUse hook] {}",
+                self.redactor.redact(line)
+            ));
+        }
+        meta.stop = meta.stop.take().or(trace.stop.take());
         meta.duration = started.elapsed();
         meta.decision = trace.decision;
         meta.rule = trace.rule.clone();
@@ -284,7 +299,7 @@ impl Gateway {
             && let Some(hooks) = self.hooks_for(tern_config::HookEvent::PreToolUse, &entry.name)
         {
             verdict = self
-                .pre_tool_use(&hooks, call, entry, &policy, &mut args, verdict, ctx)
+                .pre_tool_use(&hooks, call, entry, &policy, &mut args, verdict, ctx, trace)
                 .await?;
         }
         let pending = self.pending(call, entry, &args, &policy);
@@ -312,6 +327,9 @@ impl Gateway {
             Ok(out) => {
                 meta.structured = out.structured.map(|s| self.redactor.redact_json(&s));
                 meta.result_meta = out.raw.get("_meta").map(|m| self.redactor.redact_json(m));
+                if !out.is_error {
+                    self.observe_skill(&policy, meta.result_meta.as_ref());
+                }
                 ToolResult {
                     is_error: out.is_error,
                     images: out.images,
@@ -465,8 +483,10 @@ impl Gateway {
                     p.entry.name
                 ),
             }
+        } else if let Some(narrowed) = self.skill_verdict(p) {
+            narrowed
         } else {
-            let session = self.session.read().map(|s| s.clone()).unwrap_or_default();
+            let session = self.extra_allows();
             let tool = ToolFacts {
                 annotations: &p.entry.def.annotations,
                 trusted: p.policy.trusted,

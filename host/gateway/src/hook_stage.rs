@@ -13,7 +13,7 @@ use tern_protocol::{ToolCall, ToolResult};
 
 use crate::{
     call::{CallContext, CallMeta},
-    gateway::Gateway,
+    gateway::{Gateway, Trace},
     hooks::{HookInput, Hooks, Permission},
     permission::Verdict,
     settings::ToolPolicy,
@@ -43,6 +43,7 @@ impl Gateway {
         args: &mut Map<String, Value>,
         verdict: Verdict,
         ctx: &CallContext,
+        trace: &mut Trace,
     ) -> Result<Verdict, Box<ToolResult>> {
         let mut fields = Map::new();
         fields.insert("tool_input".into(), Value::Object(args.clone()));
@@ -57,6 +58,11 @@ impl Gateway {
                 },
             )
             .await;
+        trace.context.extend(effect.context);
+        if let Some(reason) = &effect.stop {
+            // `continue: false`: not this call only — the run stops after it.
+            trace.stop = Some(format!("a PreToolUse hook stopped the run: {reason}"));
+        }
         if let Some(reason) = effect.block.or(effect.stop) {
             return Ok(Verdict::Deny {
                 rule: HOOK_RULE.into(),
@@ -109,7 +115,9 @@ impl Gateway {
     }
 
     /// Runs the `PostToolUse` hooks on a successful result; returns the text to append to it
-    /// for the model (a hook's block reason or `additionalContext`), if any.
+    /// for the model (a hook's block reason or `additionalContext`), if any. A hook's
+    /// `continue: false` goes to `meta.stop`: the run stops after this call (Claude Code:
+    /// "`continue: false` takes precedence over any `decision: block`").
     #[allow(clippy::too_many_arguments)]
     pub(crate) async fn post_tool_use(
         &self,
@@ -118,7 +126,7 @@ impl Gateway {
         entry: &ToolEntry,
         args: Map<String, Value>,
         result: &ToolResult,
-        meta: &CallMeta,
+        meta: &mut CallMeta,
         ctx: &CallContext,
     ) -> Option<String> {
         let mut fields = Map::new();
@@ -140,6 +148,9 @@ impl Gateway {
                 },
             )
             .await;
+        if let Some(reason) = &effect.stop {
+            meta.stop = Some(format!("a PostToolUse hook stopped the run: {reason}"));
+        }
         let mut text = String::new();
         for line in effect.block.into_iter().chain(effect.context) {
             text.push_str(&format!(

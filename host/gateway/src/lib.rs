@@ -68,6 +68,7 @@ pub mod rules;
 mod session_rules;
 mod settings;
 pub mod shell;
+mod turn_rules;
 pub mod validate;
 mod wildcard;
 
@@ -85,3 +86,4 @@ pub use settings::{GatewaySettings, ProjectRules, ToolPolicy};
 pub use tern_protocol::{
     Decision, ErrorKind, Event, EventSink, ToolCall, ToolResult, ignore_events,
 };
+pub use turn_rules::TurnRule;

@@ -198,7 +198,7 @@ pub fn decide(
 }
 
 /// The origin(s) of the allow rules that together cover the call, if they do.
-fn allowed_by(f: &CallFacts<'_>, rules: &RuleSet, session: &RuleSet) -> Option<String> {
+pub(crate) fn allowed_by(f: &CallFacts<'_>, rules: &RuleSet, session: &RuleSet) -> Option<String> {
     let n = f.shell.map_or(0, |a| a.commands.len());
     let mut covered = vec![None::<&str>; n];
     for rule in rules.allow.iter().chain(session.allow.iter()) {

@@ -83,6 +83,9 @@ pub struct GatewaySettings {
     /// The managed policy's file, when there is one: an ask from one of its rules is the
     /// administrator's, so a hook's `allow` does not answer it (only a person does).
     pub managed_policy: Option<PathBuf>,
+    /// `[skills] honor_allowed_tools`: a skill loaded in a turn narrows the rest of the turn to
+    /// its `allowed-tools` (see `turn_rules`).
+    pub honor_skill_tools: bool,
 }
 
 impl GatewaySettings {
@@ -101,6 +104,7 @@ impl GatewaySettings {
             after_edit: tern_config::AfterEdit::Errors,
             after_edit_wait_ms: tern_config::LspSection::default().after_edit_wait_ms,
             managed_policy: None,
+            honor_skill_tools: false,
         }
     }
 
@@ -134,6 +138,7 @@ impl GatewaySettings {
             after_edit_wait_ms: config.lsp.after_edit_wait_ms,
             project_config,
             managed_policy: config.managed.as_ref().map(|m| m.path.clone()),
+            honor_skill_tools: config.skills.honor_allowed_tools,
             ..Self::new(scope)
         }
     }

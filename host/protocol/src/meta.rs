@@ -34,6 +34,11 @@ pub const USAGE: &str = "tern/usage";
 /// ([`crate::todo::TodoList`]), which the host shows and keeps across compaction.
 pub const TODO: &str = "tern/todo";
 
+/// `tools/call` result `_meta` of the skills server's `load`: `{"name", "directory",
+/// "allowed_tools"}` of the skill just loaded (`[skills] honor_allowed_tools` narrows the rest
+/// of the turn to its `allowed_tools`).
+pub const SKILL: &str = "tern/skill";
+
 /// JSON-RPC error `data`: marks an error made by tern's own client (a reply too large, a server
 /// gone), not one the server sent.
 pub const LOCAL: &str = "tern/local";
@@ -78,6 +83,11 @@ pub const KEYS: &[(&str, Carrier, &str)] = &[
         TODO,
         Carrier::Result,
         "the todo list after the call (and whether it changed)",
+    ),
+    (
+        SKILL,
+        Carrier::Result,
+        "the Agent Skill a `load` call loaded, with its allowed-tools",
     ),
     (
         LOCAL,
@@ -156,7 +166,7 @@ mod tests {
             assert!(!what.is_empty());
             assert!(seen.insert(*key), "{key} listed twice");
         }
-        assert_eq!(seen.len(), 7);
+        assert_eq!(seen.len(), 8);
     }
 
     #[test]

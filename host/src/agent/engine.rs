@@ -169,21 +169,19 @@ impl Engine {
         };
         let run_id = session::new_run_id();
         let trace_context = outputs.exporter.is_some();
-        // The model family's vocabulary (when it has a public one) loads in the background while
-        // the servers start; counts are estimates until it is ready (see `context::budget`). The
-        // thread runs at a lower priority, so on a busy machine the servers and the first request
-        // come first.
         let tokenizer = Tokenizer::for_model(resolved.provider, model.name());
-        if tokenizer.is_exact() {
-            std::thread::spawn(move || {
-                // Linux: `who = 0` is this thread only. Failing leaves the default priority.
-                let _ = rustix::process::setpriority_process(None, 10);
-                tokenizer.load();
-            });
-        }
 
         // 1. Resources.
         let res = RunResources::open(ws, &run_id, &session_id, outputs)?;
+        // The model family's vocabulary (when it has a public one) is built once the first
+        // request is on its way: counts are estimates until it is ready (see `context::budget`),
+        // so nothing before the first request waits for it or shares the CPU with it.
+        if tokenizer.is_exact() {
+            res.bus
+                .subscribe(Box::new(phases::VocabularyAfterFirstRequest::new(
+                    tokenizer,
+                )));
+        }
 
         // 2. Pool.
         let catalog = ws.paths.run_dir(&run_id).join("catalog.json");
@@ -298,6 +296,7 @@ impl Engine {
                 todo: Default::default(),
                 gate: gate.clone(),
                 plan: Default::default(),
+                stop: Default::default(),
             }),
             bus: bus.clone(),
             settings: AgentSettings {

@@ -38,6 +38,11 @@ pub trait ToolExecutor: Send + Sync {
     fn take_plan(&self) -> Option<String> {
         None
     }
+    /// A hook's `continue: false` on one of the step's calls since the last call of this
+    /// (taken: the loop ends the turn with it).
+    fn take_stop(&self) -> Option<String> {
+        None
+    }
     /// Runs one call. Must return a result for every call, whatever happens.
     async fn call(&self, call: &ToolCall, cancel: CancellationToken) -> ToolResult;
 }

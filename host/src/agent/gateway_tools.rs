@@ -122,6 +122,8 @@ pub struct GatewayTools {
     pub gate: Arc<super::checkpoints::Gate>,
     /// The plan the last successful `plan__exit` carried, until the loop takes it.
     pub plan: Mutex<Option<String>>,
+    /// A hook's `continue: false` on a call of this step, until the loop takes it.
+    pub stop: Mutex<Option<String>>,
 }
 
 impl GatewayTools {
@@ -190,6 +192,10 @@ impl ToolExecutor for GatewayTools {
         self.plan.lock().ok().and_then(|mut p| p.take())
     }
 
+    fn take_stop(&self) -> Option<String> {
+        self.stop.lock().ok().and_then(|mut s| s.take())
+    }
+
     async fn call(&self, call: &ToolCall, cancel: CancellationToken) -> ToolResult {
         match self.gateway.command_of(call) {
             // A command can change any file: the state just before it is a point of its own.
@@ -236,6 +242,9 @@ impl ToolExecutor for GatewayTools {
         }
         if !outcome.result.is_error {
             self.observe_todo(outcome.meta.result_meta.as_ref());
+        }
+        if let (Some(reason), Ok(mut slot)) = (outcome.meta.stop.clone(), self.stop.lock()) {
+            slot.get_or_insert(reason);
         }
         if !outcome.result.is_error && self.gateway.is_plan_tool(&call.name) {
             // The plan server's declared output (`{"plan": "…"}`); the gateway let the call

@@ -24,7 +24,39 @@ pub enum ModelSwapError {
     Adapter { name: String, reason: String },
 }
 
+/// What [`Engine::set_model`] changes, kept so a one-turn model (a custom command's `model:`)
+/// can be taken back exactly — the window a local server reported included, which the
+/// catalog could not give again.
+pub(crate) struct ModelSnapshot {
+    model: Arc<dyn tern_model::ModelAdapter>,
+    resolved: Option<tern_model::ResolvedModelConfig>,
+    price: Option<tern_protocol::Price>,
+    window: Option<u64>,
+}
+
 impl Engine {
+    /// The model as it is now, for [`Self::restore_model`].
+    pub(crate) fn model_snapshot(&self) -> ModelSnapshot {
+        ModelSnapshot {
+            model: self.agent.model.clone(),
+            resolved: self.resolved.clone(),
+            price: self.price,
+            window: self.conv.budget.limits().window,
+        }
+    }
+
+    /// Back to the model of `snapshot` from the next request on.
+    pub(crate) fn restore_model(&mut self, snapshot: ModelSnapshot) {
+        let name = snapshot.model.name().to_string();
+        self.agent.model = snapshot.model;
+        self.resolved = snapshot.resolved;
+        self.price = snapshot.price;
+        self.conv.budget.restore_window(snapshot.window);
+        self.bus.emit(Event::Notice {
+            message: format!("model: {name} again (the command's turn is over)"),
+        });
+    }
+
     /// The model the next request goes to.
     pub fn model_name(&self) -> &str {
         self.agent.model.name()

@@ -379,6 +379,16 @@ impl Agent {
             }
             conv.transcript.push(Message::User { content });
             self.bus.emit(Event::TurnEnd { step });
+            if let Some(reason) = self.tools.take_stop() {
+                // A hook's `continue: false`: every call has its result (the transcript stays
+                // valid), and no further request goes out.
+                self.bus.emit(Event::Error {
+                    message: reason.clone(),
+                });
+                out.status = RunStatus::Error;
+                out.error = Some(reason);
+                return out;
+            }
             if let Some(plan) = self.tools.take_plan() {
                 // Planning is over: the user decides what comes next, not the model.
                 self.bus.emit(Event::PlanProposed { plan: plan.clone() });

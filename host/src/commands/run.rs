@@ -38,17 +38,24 @@ pub fn read_goal(arg: Option<String>) -> Result<String, UsageError> {
     Ok(goal)
 }
 
-/// `/NAME args` names a custom command: its expansion is the goal (as in the REPL).
-fn expand_custom(engine: &Engine, goal: &str) -> String {
+/// `/NAME args` names a custom command: its expansion is the goal (as in the REPL), run with
+/// the command's `model` and `allowed-tools` for that turn. A command whose frontmatter cannot
+/// be applied is a usage error before anything starts.
+fn custom_invocation(
+    ws: &Workspace,
+    goal: &str,
+) -> Result<Option<crate::custom_commands::Invocation>, UsageError> {
     let Some(line) = goal.trim_start().strip_prefix('/') else {
-        return goal.to_string();
+        return Ok(None);
     };
     let (name, args) = line.split_once(char::is_whitespace).unwrap_or((line, ""));
-    engine
-        .custom_commands()
-        .into_iter()
-        .find(|c| c.name == name)
-        .map_or_else(|| goal.to_string(), |c| c.expand(args))
+    let Some(command) = crate::custom_commands::find(&ws.config.extension_dirs, name) else {
+        return Ok(None);
+    };
+    command
+        .invoke(args)
+        .map(Some)
+        .map_err(|e| UsageError(format!("custom command /{name}: {e}")))
 }
 
 /// Refuses `--image` files that do not exist before anything starts (their content is
@@ -109,6 +116,7 @@ pub async fn run(
         OutputFormat::Jsonl => Box::new(JsonlPrinter),
         OutputFormat::Text => Box::new(TerminalPrinter::auto(Mode::Headless).in_workspace(&ws.cwd)),
     };
+    let command = custom_invocation(ws, &goal)?;
     // Headless: "ask" becomes "deny", and the result says which --allow would permit it.
     let approver: Arc<dyn Approver> = Arc::new(HeadlessApprover);
     let options = EngineOptions {
@@ -137,10 +145,10 @@ pub async fn run(
             TurnOutcome::failed(message)
         }
         None => match attach_images(&engine, ws, &images).await {
-            Ok(images) => {
-                let input = expand_custom(&engine, &goal);
-                engine.submit_with_images(&input, images, &cancel).await
-            }
+            Ok(images) => match &command {
+                Some(invocation) => engine.submit_with(invocation, images, &cancel).await,
+                None => engine.submit_with_images(&goal, images, &cancel).await,
+            },
             Err(message) => {
                 // Nothing was sent: a usage problem, said like one on stderr (exit 2); the
                 // events record it in `run_finished`.

@@ -49,6 +49,7 @@ mod policy;
 mod sandbox;
 mod seccomp;
 mod support;
+mod view_plan;
 
 pub use git_guard::GitGuard;
 pub use policy::{GIT_CONTROL_ENTRIES, GitWrites, Mode, Network, Policy, builtin_protected};

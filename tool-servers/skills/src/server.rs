@@ -22,8 +22,9 @@ use crate::discover::{Catalog, MAX_SKILL_MD_BYTES, Notice, Scope, Searched, Skil
 use crate::{files, frontmatter, render};
 
 /// The result `_meta` key of a loaded skill: `{"name", "directory", "allowed_tools"}`, so a
-/// host knows which skill is active (and what it declares) without parsing text.
-pub const SKILL_META: &str = "tern/skill";
+/// host knows which skill is active (and what it declares) without parsing text — tern's
+/// gateway narrows the turn to `allowed_tools` with `[skills] honor_allowed_tools`.
+pub const SKILL_META: &str = tern_tool_common::meta::SKILL;
 
 /// Largest file `read_file` reads; bigger ones are for the shell (`head`, `grep`).
 const MAX_FILE_BYTES: u64 = 4 * 1024 * 1024;

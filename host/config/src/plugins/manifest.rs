@@ -77,7 +77,8 @@ pub struct PluginContents {
     pub command_dirs: Vec<PathBuf>,
     /// The commands' names (`dir:name` for one in a subfolder).
     pub commands: Vec<String>,
-    /// Agent files found (not used by tern yet; listed so nobody is surprised).
+    /// The agents' names: each is an agent profile (`[agents.NAME]`) while the plugin is
+    /// enabled, a `profile` of `agent__run`.
     pub agents: Vec<String>,
     /// What was skipped, one readable line each.
     pub warnings: Vec<String>,
@@ -205,6 +206,35 @@ pub(crate) fn read_plugin_layer(
         toml_text = report.config_text;
         contents.warnings.extend(report.warnings);
     }
+    // Agents, each a `[agents.NAME]` profile of the same layer.
+    for part in from("agents", manifest.agents, "agents")? {
+        let Component2::File(path) = part else {
+            return Err(plugin_error(format!(
+                "{}: `agents` must name folders or files",
+                manifest_path.display()
+            )));
+        };
+        let mut files = Vec::new();
+        if path.is_dir() {
+            markdown_files(&path, &mut files);
+        } else {
+            files.push(path);
+        }
+        for file in files {
+            let agent = super::agent_file::read_agent(&file).map_err(plugin_error)?;
+            if contents.agents.contains(&agent.name) {
+                return Err(plugin_error(format!(
+                    "{}: a second agent named `{}` in this plugin",
+                    file.display(),
+                    agent.name
+                )));
+            }
+            toml_text.push('\n');
+            toml_text.push_str(&agent.toml);
+            contents.warnings.extend(agent.warnings);
+            contents.agents.push(agent.name);
+        }
+    }
     let mut layer = parse_layer(
         &SourceName::File(super::plugin_source(&contents.name)),
         &toml_text,
@@ -282,17 +312,6 @@ pub(crate) fn read_plugin_layer(
         }
         markdown_names(&path, &path, &mut contents.commands);
         contents.command_dirs.push(path);
-    }
-    for part in from("agents", manifest.agents, "agents")? {
-        if let Component2::File(path) = part {
-            markdown_names(&path, &path, &mut contents.agents);
-        }
-    }
-    if !contents.agents.is_empty() {
-        contents.warnings.push(format!(
-            "agents ({}) are not used by tern yet",
-            contents.agents.join(", ")
-        ));
     }
     Ok((contents, layer))
 }
@@ -440,6 +459,23 @@ fn subfolders_with(dir: &Path, file: &str) -> Vec<String> {
         .collect();
     names.sort();
     names
+}
+
+/// The `*.md` files under `dir`, sorted (symlinked folders are not followed).
+fn markdown_files(dir: &Path, out: &mut Vec<PathBuf>) {
+    let Ok(entries) = std::fs::read_dir(dir) else {
+        return;
+    };
+    let mut entries: Vec<_> = entries.flatten().collect();
+    entries.sort_by_key(|e| e.file_name());
+    for entry in entries {
+        let path = entry.path();
+        if entry.file_type().is_ok_and(|t| t.is_dir()) {
+            markdown_files(&path, out);
+        } else if path.extension().is_some_and(|e| e == "md") {
+            out.push(path);
+        }
+    }
 }
 
 /// `*.md` under `dir`, as `sub:name`, sorted (symlinked folders are not followed).

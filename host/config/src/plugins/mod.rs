@@ -24,10 +24,12 @@
 //!
 //! A plugin becomes one config layer, between the user's config and a project's: its servers
 //! join `[mcp_servers]` (so pins, trust, `tern mcp doctor` and `tern mcp list` treat them like
-//! any other, sourced `plugin: NAME`), its hooks `[[hooks.EVENT]]`, and its folders go to the
+//! any other, sourced `plugin: NAME`), its hooks `[[hooks.EVENT]]`, its `agents/*.md` (Claude
+//! Code sub-agents) `[agents.NAME]` profiles for `agent__run`, and its folders go to the
 //! skills server and the custom commands. Disabling or removing it removes the layer, hence
 //! everything it added.
 
+mod agent_file;
 mod manifest;
 mod marketplace;
 mod state;
@@ -112,6 +114,20 @@ pub(crate) fn load_enabled(
                 }));
             }
             owner.insert(server.clone(), name.clone());
+        }
+        for agent in layer.agents.names() {
+            if merged.agents.defines(&agent) {
+                let other = owner
+                    .get(&format!("agent {agent}"))
+                    .map(|p| format!("plugin {p}"))
+                    .unwrap_or_else(|| "your config (or tern's defaults)".to_owned());
+                return Err(broken(crate::ConfigError::Plugin {
+                    message: format!(
+                        "its agent `{agent}` clashes with the agent profile of that name in {other}"
+                    ),
+                }));
+            }
+            owner.insert(format!("agent {agent}"), name.clone());
         }
         merged.merge(layer);
         layers.push(crate::LoadedLayer {

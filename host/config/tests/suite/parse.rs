@@ -485,3 +485,33 @@ fn checkpoints_and_lsp_sections_are_strict_and_resolve_their_units() {
     assert_eq!(config.lsp.after_edit, tern_config::AfterEdit::Off);
     assert_eq!(config.lsp.after_edit_wait_ms, 100);
 }
+
+#[test]
+fn skills_honor_allowed_tools_is_off_unless_set_and_its_table_is_strict() {
+    let fx = Fixture::new();
+    assert!(
+        !fx.load(&Default::default())
+            .unwrap()
+            .skills
+            .honor_allowed_tools
+    );
+    fx.user_config("[skills]\nhonor_allowed_tools = true\n");
+    assert!(
+        fx.load(&Default::default())
+            .unwrap()
+            .skills
+            .honor_allowed_tools
+    );
+    let (message, _, file) = user_error("[skills]\nhonor_allowed_tool = true\n");
+    assert!(
+        message.starts_with(&format!(
+            "{}:2:1: unknown key \"honor_allowed_tool\" in [skills]",
+            file.display()
+        )),
+        "{message}"
+    );
+    assert!(
+        message.contains("hint: did you mean `honor_allowed_tools`?"),
+        "{message}"
+    );
+}

@@ -210,3 +210,54 @@ fn marketplace_sources_resolve_to_folders_or_git_urls() {
         .to_string();
     assert!(err.contains("must stay inside the marketplace"), "{err}");
 }
+
+/// A plugin's `agents/*.md` are profiles of its layer (disabled: gone); a name a profile
+/// already has (tern's shipped `explore`) is a clash; a broken agent file names its line.
+#[test]
+fn a_plugins_agents_are_profiles_and_a_clash_or_a_broken_file_is_an_error() {
+    let fx = Fixture::new();
+    let dir = codex_plugin(&fx);
+    fx.write(
+        "home/.tern/plugins/tools@2.0.0/agents/checker.md",
+        "---\nname: checker\ndescription: Checks things.\ntools: Read, Glob\n---\nCheck.\n",
+    );
+    record(&fx, &dir, true);
+    let config = fx.load(&LoadOptions::default()).unwrap();
+    let profile = &config.agents["checker"];
+    assert_eq!(profile.description, "Checks things.");
+    assert_eq!(profile.instructions.as_deref(), Some("Check."));
+    assert_eq!(
+        profile.tools.as_deref(),
+        Some(&["fs__read_file".to_string(), "fs__glob".to_string()][..])
+    );
+    assert_eq!(profile.defined_at.file, Path::new("plugin: tools"));
+    assert!(config.agents.contains_key("explore"), "shipped ones stay");
+
+    record(&fx, &dir, false);
+    let config = fx.load(&LoadOptions::default()).unwrap();
+    assert!(
+        !config.agents.contains_key("checker"),
+        "disabled: no profile"
+    );
+
+    record(&fx, &dir, true);
+    fx.write(
+        "home/.tern/plugins/tools@2.0.0/agents/explore.md",
+        "---\nname: explore\ndescription: Mine.\n---\n",
+    );
+    let err = fx.load(&LoadOptions::default()).unwrap_err().to_string();
+    assert!(err.contains("its agent `explore` clashes"), "{err}");
+    std::fs::remove_file(dir.join("agents/explore.md")).unwrap();
+
+    fx.write(
+        "home/.tern/plugins/tools@2.0.0/agents/broken.md",
+        "---\nname: broken\ndescription: x\nmaxTurns: lots\n---\n",
+    );
+    let err = fx.load(&LoadOptions::default()).unwrap_err().to_string();
+    assert!(
+        err.contains("agents/broken.md:4: `maxTurns` must be a whole number"),
+        "{err}"
+    );
+    let contents = read_plugin(&dir, &dir).unwrap_err().to_string();
+    assert!(contents.contains("broken.md:4:"), "{contents}");
+}

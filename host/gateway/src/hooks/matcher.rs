@@ -4,21 +4,6 @@
 
 use crate::wildcard::wildcard;
 
-/// Claude Code's built-in tools and tern's counterparts: the obvious ones only.
-const CLAUDE_NAMES: &[(&str, &[&str])] = &[
-    ("Bash", &["shell__run"]),
-    ("Read", &["fs__read_file"]),
-    ("Write", &["fs__write_file"]),
-    ("Edit", &["fs__edit_file"]),
-    ("MultiEdit", &["fs__edit_file"]),
-    ("Grep", &["fs__grep"]),
-    ("Glob", &["fs__glob"]),
-    ("LS", &["fs__list_dir"]),
-    ("WebFetch", &["web__fetch"]),
-    ("TodoWrite", &["todo__write"]),
-    ("Task", &["agent__run"]),
-];
-
 /// A compiled matcher: tern-name globs, any of which may match.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Matcher {
@@ -39,11 +24,7 @@ impl Matcher {
             // alternatives and `.*`, which say the same as a glob's `*`.
             let alt = alt.trim_start_matches('^').trim_end_matches('$');
             let alt = alt.replace(".*", "*");
-            if let Some(names) = CLAUDE_NAMES
-                .iter()
-                .find(|(claude, _)| *claude == alt)
-                .map(|(_, tern)| tern)
-            {
+            if let Some(names) = tern_config::claude_tools::tern_names(&alt) {
                 globs.extend(names.iter().map(|n| (*n).to_string()));
             } else if let Some(rest) = alt.strip_prefix("mcp__") {
                 // `mcp__server__tool` is tern's `server__tool`.

@@ -25,6 +25,34 @@ pub use output::{Effect, Permission};
 
 use crate::{audit::AuditLog, gateway::Recorders, redact::Redactor};
 
+/// The hooks to run once each: the first of every identical command (and environment), with
+/// `fail_closed` if any of the copies is — the same script configured at two layers (or by
+/// two plugins that resolve to the same command) runs once.
+fn dedup<'a>(hooks: impl Iterator<Item = &'a HookConfig>) -> Vec<HookConfig> {
+    let mut out: Vec<HookConfig> = Vec::new();
+    for hook in hooks {
+        match out
+            .iter_mut()
+            .find(|h| h.command == hook.command && h.env == hook.env)
+        {
+            Some(first) => first.fail_closed |= hook.fail_closed,
+            None => out.push(hook.clone()),
+        }
+    }
+    out
+}
+
+/// Aborts the hook tasks of a [`Hooks::run`] that is dropped before they end.
+struct AbortOnDrop(Vec<tokio::task::AbortHandle>);
+
+impl Drop for AbortOnDrop {
+    fn drop(&mut self) {
+        for handle in &self.0 {
+            handle.abort();
+        }
+    }
+}
+
 /// The configured hooks of a run, ready to run.
 pub struct Hooks {
     hooks: Vec<(HookConfig, Matcher)>,
@@ -107,11 +135,13 @@ impl Hooks {
             .map(|(h, _)| h)
     }
 
-    /// Runs every hook of `event` that matches, one after the other in config order, and
-    /// combines what they said.
+    /// Runs every hook of `event` that matches — all at once, as Claude Code does ("All
+    /// matching hooks run in parallel, and identical handlers are deduplicated automatically",
+    /// <https://code.claude.com/docs/en/hooks>, "Hook handler fields") — and combines what
+    /// they said in config order, so the result does not depend on which finished first.
     pub async fn run(&self, event: HookEvent, input: HookInput) -> Effect {
         let mut effect = Effect::default();
-        let hooks: Vec<&HookConfig> = self.matching(event, input.tool.as_deref()).collect();
+        let hooks = dedup(self.matching(event, input.tool.as_deref()));
         if hooks.is_empty() {
             return effect;
         }
@@ -133,10 +163,29 @@ impl Hooks {
             payload.insert("tool_name".into(), json!(tool));
         }
         payload.extend(input.fields.clone());
-        let bytes = serde_json::to_vec(&Value::Object(payload)).unwrap_or_default();
-        for hook in hooks {
-            let finished =
-                process::run(&hook.command, &hook.env, &bytes, &self.cwd, hook.timeout).await;
+        let bytes: Arc<[u8]> = serde_json::to_vec(&Value::Object(payload))
+            .unwrap_or_default()
+            .into();
+        let running: Vec<_> = hooks
+            .iter()
+            .map(|hook| {
+                let (command, env, bytes) = (hook.command.clone(), hook.env.clone(), bytes.clone());
+                let (cwd, timeout) = (self.cwd.clone(), hook.timeout);
+                tokio::spawn(
+                    async move { process::run(&command, &env, &bytes, &cwd, timeout).await },
+                )
+            })
+            .collect();
+        // Dropped before they finish (the call was cancelled): the tasks are aborted, which
+        // drops their children, which kills them (`kill_on_drop`) — as when they ran inline.
+        let _abort = AbortOnDrop(running.iter().map(|h| h.abort_handle()).collect());
+        for (hook, handle) in hooks.iter().zip(running) {
+            let finished = handle.await.unwrap_or_else(|e| process::Finished {
+                exit: process::Exit::SpawnFailed(e.to_string()),
+                stdout: String::new(),
+                stderr: String::new(),
+                duration: std::time::Duration::ZERO,
+            });
             let one = output::interpret(event, &finished, hook.fail_closed);
             self.record(hook, &input, &finished, &one);
             effect.combine(one);

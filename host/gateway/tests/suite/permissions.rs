@@ -306,3 +306,52 @@ async fn accept_edits_allows_fs_edits_inside_the_roots_only() {
     assert_eq!(r.result.error, Some(ErrorKind::Denied));
     rig.shutdown().await;
 }
+
+/// A custom command's turn rules (issue 19): they allow the turn's matching calls, end with
+/// the turn, and rank as allow rules do — below a deny rule, an ask rule and read-only mode.
+#[tokio::test]
+async fn turn_rules_allow_until_the_turn_ends_and_never_outrank_deny_ask_or_read_only() {
+    let options = LoadOptions {
+        rules: vec![
+            (RuleList::Deny, "shell__run(echo denied*)".into()),
+            (RuleList::Ask, "shell__run(echo asked*)".into()),
+        ],
+        ..Default::default()
+    };
+    let rig = Rig::with("", options, Arc::new(HeadlessApprover), |_| {}).await;
+    let turn = |rule: &str| tern_gateway::TurnRule {
+        rule: rule.into(),
+        origin: "commands/x.md:3".into(),
+    };
+    rig.gateway
+        .begin_turn(&[turn("shell__run(echo *)")])
+        .unwrap();
+    let ok = rig
+        .call("a", "shell__run", json!({"command": "echo fine"}))
+        .await;
+    assert!(!ok.result.is_error, "{}", ok.result.content);
+    assert_eq!(ok.meta.rule.as_deref(), Some("commands/x.md:3"));
+    for (id, command) in [("d", "echo denied"), ("q", "echo asked")] {
+        let r = rig
+            .call(id, "shell__run", json!({"command": command}))
+            .await;
+        assert_eq!(r.result.error, Some(ErrorKind::Denied), "{command}");
+    }
+    rig.gateway.set_mode(PermissionMode::ReadOnly);
+    let r = rig
+        .call("ro", "shell__run", json!({"command": "echo fine"}))
+        .await;
+    assert_eq!(r.meta.rule.as_deref(), Some("mode:read-only"));
+    rig.gateway.set_mode(PermissionMode::Default);
+    rig.gateway.end_turn();
+    let after = rig
+        .call("b", "shell__run", json!({"command": "echo fine"}))
+        .await;
+    assert_eq!(
+        after.result.error,
+        Some(ErrorKind::Denied),
+        "the turn is over"
+    );
+    assert!(rig.gateway.begin_turn(&[turn("shell__run(")]).is_err());
+    rig.shutdown().await;
+}

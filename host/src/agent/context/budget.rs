@@ -115,6 +115,11 @@ impl Budget {
         self.limits.window = Some(window);
     }
 
+    /// Puts back a window [`Self::limits`] reported earlier (a one-turn model going away).
+    pub fn restore_window(&mut self, window: Option<u64>) {
+        self.limits.window = window;
+    }
+
     /// Prompt tokens the window leaves once the answer's share is set aside.
     pub fn usable(&self) -> Option<u64> {
         self.limits

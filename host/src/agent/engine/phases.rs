@@ -4,13 +4,13 @@
 use std::sync::Arc;
 
 use tern_mcp::ServerPool;
-use tern_model::ModelAdapter;
-use tern_protocol::Event;
+use tern_model::{ModelAdapter, tokens::Tokenizer};
+use tern_protocol::{Envelope, Event};
 
 use super::EngineOptions;
 use crate::{
     agent::{
-        bus::EventBus,
+        bus::{EventBus, Subscriber},
         checkpoints::{self, Checkpointer},
         inherit::ParentPolicy,
         resources::RunResources,
@@ -160,4 +160,89 @@ pub(super) fn start_servers(
         hooks,
     )?
     .pool)
+}
+
+/// Builds an exact tokenizer's vocabulary on a spare thread once the run's first model request
+/// is emitted. Building it (tens of milliseconds of CPU for o200k) while the servers start
+/// competed with them for the cores and delayed the first request; after it, the build overlaps
+/// the model's answer, and the budget waits for it only when a decision needs the exact count
+/// (it builds it itself then: [`Tokenizer::load`] is idempotent). A run that never sends a
+/// request never builds it.
+pub(super) struct VocabularyAfterFirstRequest {
+    tokenizer: Option<Tokenizer>,
+}
+
+impl VocabularyAfterFirstRequest {
+    pub(super) fn new(tokenizer: Tokenizer) -> Self {
+        Self {
+            tokenizer: Some(tokenizer),
+        }
+    }
+}
+
+impl Subscriber for VocabularyAfterFirstRequest {
+    fn on_event(&mut self, event: &Envelope) {
+        if !matches!(event.event, Event::ModelRequest { .. }) {
+            return;
+        }
+        let Some(tokenizer) = self.tokenizer.take() else {
+            return;
+        };
+        if tokenizer.is_ready() {
+            return;
+        }
+        // A lower priority: the request being sent and the answer being read come first.
+        let _ = std::thread::Builder::new()
+            .name("tern-vocabulary".into())
+            .spawn(move || {
+                // Linux: `who = 0` is this thread only. Failing leaves the default priority.
+                let _ = rustix::process::setpriority_process(None, 10);
+                tokenizer.load();
+            });
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use std::time::{Duration, Instant};
+
+    use super::*;
+
+    fn envelope(event: Event) -> Envelope {
+        Envelope {
+            run_id: "r".into(),
+            session_id: "s".into(),
+            seq: 0,
+            ts: String::new(),
+            event,
+        }
+    }
+
+    /// The vocabulary is not built while the run starts, and is built once the first request
+    /// is emitted. (`glm4`: no other test of this crate builds it, so its readiness is ours.)
+    #[test]
+    fn the_vocabulary_is_built_only_after_the_first_request() {
+        let tokenizer = Tokenizer::Bpe("glm4");
+        let mut loader = VocabularyAfterFirstRequest::new(tokenizer);
+        loader.on_event(&envelope(Event::Notice {
+            message: "servers starting".into(),
+        }));
+        std::thread::sleep(Duration::from_millis(200));
+        assert!(!tokenizer.is_ready(), "built before any request");
+        loader.on_event(&envelope(Event::ModelRequest {
+            step: 1,
+            messages: 1,
+            tools: 0,
+            estimated_tokens: 10,
+            request: serde_json::Value::Null,
+        }));
+        let deadline = Instant::now() + Duration::from_secs(60);
+        while !tokenizer.is_ready() && Instant::now() < deadline {
+            std::thread::sleep(Duration::from_millis(20));
+        }
+        assert!(
+            tokenizer.is_ready(),
+            "the first request did not start the build"
+        );
+    }
 }

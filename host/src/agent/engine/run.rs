@@ -78,10 +78,7 @@ impl Engine {
         cancel: &CancellationToken,
     ) -> TurnOutcome {
         if let Err(message) = self.check_images(&images) {
-            self.bus.emit(Event::Error {
-                message: message.clone(),
-            });
-            return TurnOutcome::failed(message);
+            return self.refuse_turn(message);
         }
         let images: Vec<Image> = images.into_iter().map(|a| a.image).collect();
         // The workspace is recorded while the first request goes out; the first tool call waits
@@ -99,6 +96,8 @@ impl Engine {
         let before = self.conv.transcript.len();
         let delegated_before = self.delegated.total();
         let outcome = self.hooked_turn(input, images, cancel).await;
+        // A command's rules and the skills loaded in this turn end with it.
+        self.gateway.end_turn();
         self.gate.wait().await;
         self.usage.add(&outcome.usage);
         self.steps += outcome.steps;
@@ -124,6 +123,52 @@ impl Engine {
             tracing::warn!("turn not noted in the session's meta file: {e}");
         }
         outcome
+    }
+
+    /// Runs a custom command's turn (with any images attached to it, `tern run --image`):
+    /// [`Self::submit_with_images`] with its `model` for this turn only (the session's model is
+    /// back for the next) and its `allowed-tools` as allow rules that end with the turn. A model
+    /// that cannot be used fails the turn before anything is sent.
+    pub async fn submit_with(
+        &mut self,
+        invocation: &crate::custom_commands::Invocation,
+        images: Vec<Attachment>,
+        cancel: &CancellationToken,
+    ) -> TurnOutcome {
+        let scope = &invocation.scope;
+        for note in &scope.notes {
+            self.bus.emit(Event::Notice {
+                message: note.clone(),
+            });
+        }
+        if let Err(e) = self.gateway.begin_turn(&scope.allow) {
+            return self.refuse_turn(format!("the command's allowed-tools: {e}"));
+        }
+        let previous = match &scope.model {
+            Some(model) => {
+                let snapshot = self.model_snapshot();
+                if let Err(e) = self.set_model(model) {
+                    self.gateway.end_turn();
+                    return self.refuse_turn(format!("the command's model: {e}"));
+                }
+                Some(snapshot)
+            }
+            None => None,
+        };
+        let outcome = self
+            .submit_with_images(&invocation.text, images, cancel)
+            .await;
+        if let Some(snapshot) = previous {
+            self.restore_model(snapshot);
+        }
+        outcome
+    }
+
+    fn refuse_turn(&self, message: String) -> TurnOutcome {
+        self.bus.emit(Event::Error {
+            message: message.clone(),
+        });
+        TurnOutcome::failed(message)
     }
 
     /// Compacts the conversation now (`/compact [focus]`): older tool output elided and older

@@ -290,6 +290,10 @@ impl Agent {
                 let stop = session.prompt(&text, Vec::new()).await?;
                 return Ok(json!({"stopReason": stop}));
             }
+            if let Some(invocation) = session.custom(name, arg).await {
+                let stop = session.prompt_command(&invocation?).await?;
+                return Ok(json!({"stopReason": stop}));
+            }
         }
         let text = session.expand_command(&text).await?;
         let stop = session.prompt(&text, Vec::new()).await?;

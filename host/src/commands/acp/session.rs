@@ -343,6 +343,24 @@ impl Session {
         text: &str,
         images: Vec<crate::agent::attach::Attachment>,
     ) -> Result<&'static str, RpcError> {
+        self.turn(text, None, images).await
+    }
+
+    /// Runs a custom command's turn (its model and allowed-tools for that turn only).
+    pub async fn prompt_command(
+        &self,
+        invocation: &crate::custom_commands::Invocation,
+    ) -> Result<&'static str, RpcError> {
+        self.turn(&invocation.text, Some(invocation), Vec::new())
+            .await
+    }
+
+    async fn turn(
+        &self,
+        text: &str,
+        invocation: Option<&crate::custom_commands::Invocation>,
+        images: Vec<crate::agent::attach::Attachment>,
+    ) -> Result<&'static str, RpcError> {
         let cancel = {
             let mut turn = self.turn.lock().map_err(|_| RpcError::internal("lock"))?;
             if turn.is_some() {
@@ -360,7 +378,10 @@ impl Session {
             let mut engine = self.engine.lock().await;
             match engine.as_mut() {
                 Some(engine) => match engine.check_images(&images) {
-                    Ok(()) => Ok(Some(engine.submit_with_images(text, images, &cancel).await)),
+                    Ok(()) => Ok(Some(match invocation {
+                        Some(invocation) => engine.submit_with(invocation, images, &cancel).await,
+                        None => engine.submit_with_images(text, images, &cancel).await,
+                    })),
                     Err(refused) => Err(refused),
                 },
                 None => Ok(None),
@@ -439,6 +460,8 @@ impl Session {
         use crate::commands::repl::slash::Next;
         Some(match next {
             Ok(Next::Send(text)) => Ok(SlashOutcome::Send(text)),
+            // Only the table's commands come here; custom ones go through `custom`.
+            Ok(Next::Run(invocation)) => Ok(SlashOutcome::Send(invocation.text)),
             Ok(Next::Prompt | Next::Exit) => Ok(SlashOutcome::Said(
                 String::from_utf8_lossy(&out).into_owned(),
             )),
@@ -446,8 +469,28 @@ impl Session {
         })
     }
 
+    /// `/name arg` when `name` is a custom command: the turn to run, or why its frontmatter
+    /// cannot be applied; `None` for any other name.
+    pub async fn custom(
+        &self,
+        name: &str,
+        arg: &str,
+    ) -> Option<Result<crate::custom_commands::Invocation, RpcError>> {
+        let engine = self.engine.lock().await;
+        let command = engine
+            .as_ref()?
+            .custom_commands()
+            .into_iter()
+            .find(|c| c.name == name)?;
+        Some(
+            command
+                .invoke(arg)
+                .map_err(|e| RpcError::invalid_params(format!("/{name}: {e}"))),
+        )
+    }
+
     /// `available_commands_update`'s list: tern's own slash commands that work without a
-    /// terminal, then the servers' prompts as `server:prompt` (the REPL's `/SERVER:PROMPT`),
+    /// terminal, the custom commands, then the servers' prompts as `server:prompt` (the REPL's `/SERVER:PROMPT`),
     /// expanded by tern when a prompt starts with `/` and one.
     pub async fn commands(&self) -> Vec<Value> {
         let mut own: Vec<Value> = crate::slash_commands::SLASH_COMMANDS
@@ -465,6 +508,14 @@ impl Session {
         let Some(engine) = engine.as_ref() else {
             return own;
         };
+        // The custom commands (`.claude/commands/NAME.md`, …), as the REPL's /help lists them.
+        own.extend(engine.custom_commands().into_iter().map(|c| {
+            let mut v = json!({"name": c.name, "description": c.description});
+            if !c.argument_hint.is_empty() {
+                v["input"] = json!({"hint": c.argument_hint});
+            }
+            v
+        }));
         let prompts: Vec<Value> = engine
             .prompts()
             .await

@@ -25,6 +25,7 @@ pub mod convert;
 mod export;
 pub mod isolate;
 mod report;
+mod table;
 mod task;
 mod trial;
 mod verify;

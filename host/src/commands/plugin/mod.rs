@@ -136,6 +136,12 @@ pub(crate) fn describe(contents: &PluginContents, out: &mut dyn Write) -> std::i
     };
     writeln!(out, "  skills: {}", list(&contents.skills, ""))?;
     writeln!(out, "  commands: {}", list(&contents.commands, "/"))?;
+    // Claude Code sub-agents become agent profiles: what `agent__run` takes as `profile`.
+    writeln!(
+        out,
+        "  agents (profiles for agent__run): {}",
+        list(&contents.agents, "")
+    )?;
     for w in &contents.warnings {
         writeln!(out, "  warning: {w}")?;
     }
@@ -238,7 +244,7 @@ fn remove(penv: &PluginEnv, name: &str, out: &mut dyn Write) -> anyhow::Result<i
     remove_dir(penv, &plugin.dir)?;
     writeln!(
         out,
-        "removed plugin {name}@{}: its servers, hooks, skills and commands are gone ({} deleted)",
+        "removed plugin {name}@{}: its servers, hooks, skills, commands and agents are gone ({} deleted)",
         plugin.version,
         plugin.dir.display()
     )?;

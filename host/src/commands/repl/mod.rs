@@ -262,11 +262,12 @@ pub async fn run(ws: &Workspace, session: Option<String>) -> anyhow::Result<i32>
         }
         let _ = editor.add_history_entry(input);
         let mut images = Vec::new();
+        let mut command = None;
         // A dragged file's absolute path starts with `/` too: that is a message, not a command.
-        let command = input
+        let slash_command = input
             .strip_prefix('/')
             .filter(|_| !pasted::starts_with_path(input, &ws.cwd));
-        let text = match command {
+        let text = match slash_command {
             Some(cmd) => {
                 let (name, arg) = cmd.split_once(' ').unwrap_or((cmd, ""));
                 let mut slash = Slash {
@@ -279,6 +280,11 @@ pub async fn run(ws: &Workspace, session: Option<String>) -> anyhow::Result<i32>
                     Next::Exit => break,
                     Next::Prompt => continue,
                     Next::Send(text) => text,
+                    Next::Run(invocation) => {
+                        let text = invocation.text.clone();
+                        command = Some(invocation);
+                        text
+                    }
                 }
             }
             None => match attach::attach(&engine, ws, input, &mut out).await? {
@@ -308,10 +314,13 @@ pub async fn run(ws: &Workspace, session: Option<String>) -> anyhow::Result<i32>
             // kept for the next prompt. The reader is stopped (joined) before anything reads the
             // terminal again (the prompt, or a plan's review).
             let reading = keys.reading(Some(cancel.clone()));
-            // Attached images go with the first message only (not with a plan's feedback).
-            let outcome = engine
-                .submit_with_images(&text, std::mem::take(&mut images), &cancel)
-                .await;
+            // A custom command's model and allowed-tools hold for its own turn only; attached
+            // images go with the first message only (not with a plan's feedback).
+            let images = std::mem::take(&mut images);
+            let outcome = match command.take() {
+                Some(invocation) => engine.submit_with(&invocation, images, &cancel).await,
+                None => engine.submit_with_images(&text, images, &cancel).await,
+            };
             drop(reading);
             ctrl_c.abort();
             keep = keys.take_typed_ahead();

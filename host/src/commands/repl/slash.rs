@@ -63,6 +63,8 @@ pub(crate) enum Next {
     Prompt,
     /// Send this text to the model (an expanded MCP prompt).
     Send(String),
+    /// Run a custom command's turn (its text, with its model and allowed-tools).
+    Run(crate::custom_commands::Invocation),
     /// Leave the REPL.
     Exit,
 }
@@ -114,7 +116,13 @@ impl Slash<'_> {
                 .into_iter()
                 .find(|c| c.name == name)
             {
-                return Ok(Next::Send(custom.expand(arg)));
+                return match custom.invoke(arg) {
+                    Ok(invocation) => Ok(Next::Run(invocation)),
+                    Err(e) => {
+                        writeln!(self.out, "error: /{name}: {e}")?;
+                        Ok(Next::Prompt)
+                    }
+                };
             }
             if name.contains(':') {
                 return self.prompt(name, arg).await;

@@ -6,16 +6,18 @@
 //! command's expansion, the hook's context), the hook's own marker file — and then
 //! `tern plugin remove` takes all of it away again.
 
+mod agents;
+
 use std::path::{Path, PathBuf};
 use std::process::Output;
 
 use tern_e2e::run_env::{RunEnv, assert_exit};
 
-fn stdout(out: &Output) -> String {
+pub(super) fn stdout(out: &Output) -> String {
     String::from_utf8_lossy(&out.stdout).into_owned()
 }
 
-fn stderr(out: &Output) -> String {
+pub(super) fn stderr(out: &Output) -> String {
     String::from_utf8_lossy(&out.stderr).into_owned()
 }
 
@@ -69,6 +71,15 @@ pub(super) fn plugin_repo(parent: &Path, name: &str, layout: &str) -> PathBuf {
     write(
         &root.join(format!("commands/{name}-cmd.md")),
         &format!("---\ndescription: from {name}\n---\nCommand of {name} says $ARGUMENTS.\n"),
+    );
+    // A Claude Code sub-agent: the same file in both layouts (`agents/` is a default folder).
+    write(
+        &root.join(format!("agents/{name}-reviewer.md")),
+        &format!(
+            "---\nname: {name}-reviewer\ndescription: Reviews diffs for {name}.\n\
+             tools: Read, Grep\nmodel: inherit\n---\n\
+             REVIEWER-INSTRUCTIONS-{name}: read, never write.\n"
+        ),
     );
     let hook = root.join("hooks/mark.sh");
     write(
