@@ -292,6 +292,43 @@ async fn the_model_reads_a_screenshot_with_fs_read_file() {
     );
 }
 
+/// A screenshot over the model's limit (Anthropic: 3.75 MiB of file) read by the model with
+/// `fs__read_file` is left out of the request with a note saying why: sent, it would make the
+/// provider refuse this request and every later one of the session.
+#[tokio::test]
+async fn a_tool_screenshot_over_the_models_limit_is_left_out_with_a_note() {
+    let env = RunEnv::new().await;
+    let mut big = png();
+    big.resize(4 * 1024 * 1024, 0);
+    std::fs::write(env.dir.path().join("huge.png"), &big).unwrap();
+    env.server.enqueue(
+        AnthropicTurn::new()
+            .tool_use("toolu_1", "fs__read_file", &[r#"{"path":"huge.png"}"#])
+            .finish("tool_use"),
+    );
+    env.answer("Too big to see.");
+    let out = env.run(&["run", "look at huge.png"]).await;
+    assert_exit(&out, 0);
+    let sent = env.server.model_requests();
+    assert_eq!(sent.len(), 2);
+    let result = last_message(&sent[1])["content"][0].clone();
+    let text = result.to_string();
+    assert!(
+        !text.contains("\"type\":\"image\""),
+        "no image block: {}",
+        &text[..300.min(text.len())]
+    );
+    assert!(
+        text.contains("[an image (image/png) left out: 4.2 MB, over the model's limit of 3.9 MB]"),
+        "{text}"
+    );
+    assert!(
+        sent[1].body.len() < 100_000,
+        "{} bytes sent",
+        sent[1].body.len()
+    );
+}
+
 /// A session holding an image continues: the image is sent again from the session (it is
 /// part of the conversation), counted as an image, not as its base64 text.
 #[tokio::test]

@@ -8,7 +8,6 @@ use serde_json::Value;
 use tern_model::{
     AssistantContent, ErrorKind as ModelErrorKind, Message, ModelAdapter, ModelError, ModelEvent,
     ModelRequest, StopReason, ToolCallMode, ToolChoice, ToolSpec, UserContent, text_calls,
-    vision::Takes,
 };
 use tern_protocol::{
     ErrorKind, Event, IncompleteCall, LoopState, RunStatus, ToolCall, ToolResult, Usage,
@@ -200,10 +199,9 @@ impl Agent {
             let mut overflowed = false;
             let (turn, request_id, usage, started) = loop {
                 let estimate = self.fit(conv, &tools, &mut out.usage, cancel).await;
-                let mut messages = conv.transcript.clone();
-                if matches!(self.model.images().takes, Takes::No { .. }) {
-                    messages = context::images::without_images(messages);
-                }
+                // Images the model cannot take (none at all, or too large) go as notes.
+                let mut messages =
+                    context::images::fit_images(conv.transcript.clone(), &self.model.images());
                 let starting = self.tools.starting();
                 if !starting.is_empty()
                     && let Some(Message::User { content }) = messages.last_mut()

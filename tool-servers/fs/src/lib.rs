@@ -80,9 +80,10 @@ pub struct Args {
     #[arg(long, value_name = "BYTES", default_value_t = 512 * 1024)]
     pub max_read_bytes: usize,
     /// Bytes of an image file (PNG, JPEG, GIF, WebP) read_file returns at most, as an image
-    /// block. The default, 3.75 MiB, is what Anthropic's 5 MB-of-base64 limit per image
-    /// leaves; OpenAI takes up to 20 MB.
-    #[arg(long, value_name = "BYTES", default_value_t = 3_932_160)]
+    /// block. The default, 10 MiB, keeps the reply (13.4 MiB of base64) under the 16 MiB
+    /// message limit of rmcp and tern's client; the model's own limit (Anthropic 3.75 MiB,
+    /// OpenAI 20 MB) is the host's to apply.
+    #[arg(long, value_name = "BYTES", default_value_t = 10 * 1024 * 1024)]
     pub max_image_bytes: usize,
     /// Entries glob and list_dir return at most.
     #[arg(long, value_name = "N", default_value_t = 1000)]

@@ -1,15 +1,49 @@
 //! Images in the transcript on their way out: left out for a model known to take none (a
-//! session continued on a text-only model, a tool that returned a screenshot), and kept out of
-//! the `model_request` event, whose readers (replay, trace, ATIF) need the shape, not megabytes
-//! of base64 on every step.
+//! session continued on a text-only model) or over its per-image limit (a tool that returned a
+//! large screenshot), and kept out of the `model_request` event, whose readers (replay, trace,
+//! ATIF) need the shape, not megabytes of base64 on every step; and kept whole in the session
+//! file, past the redactor.
 
 use serde_json::Value;
 use tern_gateway::Redactor;
-use tern_model::{Message, UserContent};
+use tern_model::{
+    Message, UserContent,
+    vision::{ImageSupport, Takes},
+};
+use tern_protocol::{Image, image};
 
-/// `messages` with every image (attached by the person, or returned by a tool) replaced by a
-/// one-line note, so a text-only model is never sent one.
-pub fn without_images(messages: Vec<Message>) -> Vec<Message> {
+use crate::units::format_bytes;
+
+/// `messages` with every image the model cannot take replaced by a one-line note: all of them
+/// for a model known to take none (a session continued on a text-only model), and any over its
+/// per-image limit (a tool that returned a large screenshot). Sent as it is, such an image would
+/// make the provider refuse this request and every later one of the session.
+pub fn fit_images(messages: Vec<Message>, support: &ImageSupport) -> Vec<Message> {
+    let text_only = matches!(support.takes, Takes::No { .. });
+    let over = |i: &Image| image::decoded_len(&i.data) > support.max_image_bytes;
+    let keep = |i: &Image| !text_only && !over(i);
+    let any_left_out = messages.iter().any(|m| match m {
+        Message::User { content } => content.iter().any(|c| match c {
+            UserContent::Image(i) => !keep(i),
+            UserContent::ToolResult(r) => r.images.iter().any(|i| !keep(i)),
+            UserContent::Text { .. } => false,
+        }),
+        Message::Assistant { .. } => false,
+    });
+    if !any_left_out {
+        return messages;
+    }
+    let why = |i: &Image| {
+        if text_only {
+            "this model takes no images".to_string()
+        } else {
+            format!(
+                "{}, over the model's limit of {}",
+                format_bytes(image::decoded_len(&i.data)),
+                format_bytes(support.max_image_bytes)
+            )
+        }
+    };
     messages
         .into_iter()
         .map(|m| match m {
@@ -17,18 +51,24 @@ pub fn without_images(messages: Vec<Message>) -> Vec<Message> {
                 content: content
                     .into_iter()
                     .map(|c| match c {
-                        UserContent::Image(i) => UserContent::Text {
+                        UserContent::Image(i) if !keep(&i) => UserContent::Text {
                             text: format!(
-                                "[an image was attached here ({}); this model takes no images]",
-                                crate::agent::attach::describe(&i)
+                                "[an image was attached here ({}); left out: {}]",
+                                crate::agent::attach::describe(&i),
+                                why(&i)
                             ),
                         },
-                        UserContent::ToolResult(mut r) if !r.images.is_empty() => {
-                            r.content.push_str(&format!(
-                                "\n[{} image(s) left out: this model takes no images]",
-                                r.images.len()
-                            ));
-                            r.images.clear();
+                        UserContent::ToolResult(mut r) if r.images.iter().any(|i| !keep(i)) => {
+                            let (kept, left): (Vec<Image>, Vec<Image>) =
+                                r.images.into_iter().partition(|i| keep(i));
+                            for i in &left {
+                                r.content.push_str(&format!(
+                                    "\n[an image ({}) left out: {}]",
+                                    i.mime_type,
+                                    why(i)
+                                ));
+                            }
+                            r.images = kept;
                             UserContent::ToolResult(r)
                         }
                         other => other,
@@ -108,7 +148,7 @@ fn redact_value(redactor: &Redactor, value: &mut Value) {
 
 #[cfg(test)]
 mod tests {
-    use tern_protocol::{Image, ToolResult};
+    use tern_protocol::ToolResult;
 
     use super::*;
 
@@ -189,7 +229,12 @@ mod tests {
         assert_eq!(text.matches("<12 base64 characters>").count(), 2, "{text}");
         assert_eq!(json["messages"][0]["content"][0]["mime_type"], "image/png");
 
-        let Message::User { content } = &without_images(messages)[0] else {
+        let text_only = ImageSupport {
+            takes: Takes::No { why: "test".into() },
+            max_image_bytes: 1_000,
+            limit_source: "test",
+        };
+        let Message::User { content } = &fit_images(messages.clone(), &text_only)[0] else {
             panic!()
         };
         let UserContent::Text { text } = &content[0] else {
@@ -202,6 +247,42 @@ mod tests {
         let UserContent::ToolResult(r) = &content[2] else {
             panic!()
         };
-        assert!(r.images.is_empty() && r.content.contains("1 image(s) left out"));
+        assert!(r.images.is_empty());
+        assert!(
+            r.content.ends_with("left out: this model takes no images]"),
+            "{}",
+            r.content
+        );
+
+        // A model that takes images: only those over its limit are left out.
+        let fits = ImageSupport {
+            takes: Takes::Yes,
+            max_image_bytes: 8,
+            limit_source: "test",
+        };
+        assert_eq!(fit_images(messages.clone(), &fits), messages, "8 bytes fit");
+        let big = Image {
+            data: "A".repeat(16), // 12 bytes
+            ..png()
+        };
+        let mixed = vec![Message::User {
+            content: vec![UserContent::ToolResult(ToolResult {
+                images: vec![png(), big],
+                ..ToolResult::text("c1", "two shots")
+            })],
+        }];
+        let Message::User { content } = &fit_images(mixed, &fits)[0] else {
+            panic!()
+        };
+        let UserContent::ToolResult(r) = &content[0] else {
+            panic!()
+        };
+        assert_eq!(r.images, vec![png()], "the small one stays");
+        assert!(
+            r.content
+                .ends_with("[an image (image/png) left out: 12 B, over the model's limit of 8 B]"),
+            "{}",
+            r.content
+        );
     }
 }
