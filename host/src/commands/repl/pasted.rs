@@ -17,7 +17,10 @@ pub(super) struct Pasted {
 }
 
 /// The image paths in `line` (resolved against `cwd`; `~/` against `home`), in order, each
-/// once. `@` words are mentions ([`super::files`]), not pasted paths.
+/// once. `@` words are mentions ([`super::files`]), not pasted paths; so is a bare file name
+/// (`rename logo.png to icon.png` talks about the file, `@logo.png` attaches it): a path counts
+/// when it has a directory in it — absolute (what a dragged file pastes as), `~/`, `./`, or
+/// `dir/name.png`.
 pub(super) fn image_paths(line: &str, cwd: &Path, home: Option<&Path>) -> Vec<Pasted> {
     let mut out: Vec<Pasted> = Vec::new();
     for (typed, word) in words(line) {
@@ -25,6 +28,9 @@ pub(super) fn image_paths(line: &str, cwd: &Path, home: Option<&Path>) -> Vec<Pa
             continue;
         }
         let word = from_file_uri(&word).unwrap_or(word);
+        if !word.contains('/') {
+            continue;
+        }
         // As typed, else without the punctuation that ends a sentence (`… see ~/a.png.`).
         let trimmed = word.trim_end_matches(['.', ',', ';', ':', '!', '?', ')']);
         let found = [word.as_str(), trimmed].into_iter().find_map(|w| {
@@ -221,7 +227,7 @@ mod tests {
             assert_eq!(got[0].path, abs, "{line}");
         }
         let got = image_paths(
-            "rel.jpg and ~/h.webp, notes.txt, @rel.jpg, missing.png rel.jpg",
+            "./rel.jpg and ~/h.webp, notes.txt, @rel.jpg, missing.png ./rel.jpg, but rel.jpg is a name",
             dir.path(),
             Some(home.path()),
         );
