@@ -20,6 +20,8 @@ mod honesty;
 mod hooks;
 mod hooks_fidelity;
 mod http_faults;
+mod images;
+mod images_repl;
 mod interop_clients;
 mod interop_servers;
 mod local_models;

@@ -11,6 +11,7 @@ pub mod catalog;
 pub mod editor_fs;
 mod event;
 pub mod files;
+pub mod image;
 pub mod meta;
 mod time;
 pub mod todo;
