@@ -2,12 +2,12 @@
 
 use std::io::{BufRead, BufReader, Read};
 
-use rmcp::model::CallToolResult;
+use rmcp::model::{CallToolResult, RequestMetaObject};
 use schemars::JsonSchema;
 use serde::Deserialize;
 
 use super::output::ReadOutput;
-use super::{Context, failure, resolve, success};
+use super::{Context, failure, host_max_chars, resolve, success};
 use crate::deny::Deny;
 use crate::resolve::Intent;
 
@@ -71,32 +71,50 @@ impl Budget {
     }
 }
 
-pub(crate) fn read_file(
+/// One `read_file` call, from its arguments and request `_meta` (the host's deny rules and
+/// output cap): the page, or the failure result to send. Both routes run exactly this — rmcp's
+/// (through [`into_result`]) and the stdio fast path (`crate::fast`), which writes the page's
+/// JSON itself.
+pub(crate) fn call(
+    ctx: &Context,
+    meta: &RequestMetaObject,
+    p: ReadFileParams,
+) -> Result<ReadOutput, CallToolResult> {
+    let deny = ctx.deny(meta, "read", &p.path)?;
+    let cap = host_max_chars(meta, "read", &p.path)?;
+    read_file(ctx, &deny, p, cap)
+}
+
+/// A page as the tool result: the text block and the same facts as `structuredContent`.
+pub(crate) fn into_result(read: Result<ReadOutput, CallToolResult>) -> CallToolResult {
+    match read {
+        Ok(page) => success(page.content.clone(), &page),
+        Err(failed) => failed,
+    }
+}
+
+fn read_file(
     ctx: &Context,
     deny: &Deny,
     p: ReadFileParams,
     host_max_chars: Option<u64>,
-) -> CallToolResult {
+) -> Result<ReadOutput, CallToolResult> {
     const ACTION: &str = "read";
     let budget = Budget::new(ctx.limits.max_read_bytes, host_max_chars);
-    let resolved = match resolve(&ctx.roots, ACTION, &p.path, Intent::Open) {
-        Ok(r) => r,
-        Err(result) => return result,
-    };
-    let (mut file, stat) = match resolved.open_file() {
-        Ok(f) => f,
-        Err(e) => return failure(ACTION, &p.path, e),
-    };
+    let resolved = resolve(&ctx.roots, ACTION, &p.path, Intent::Open)?;
+    let (mut file, stat) = resolved
+        .open_file()
+        .map_err(|e| failure(ACTION, &p.path, e))?;
     // Checked on the opened file's own metadata, so a hard link is caught too.
     if let Some(why) = deny.refusal(&ctx.roots, &p.path, resolved.path(), Some(&stat)) {
-        return failure(ACTION, &p.path, why);
+        return Err(failure(ACTION, &p.path, why));
     }
     if let Some(editor) = &ctx.editor {
         // Confined and checked on disk above; the text is the editor's (its buffer).
         drop(file);
         return match editor.read(resolved.path()) {
             Ok(text) => read_text(text, &p, budget),
-            Err(e) => failure(ACTION, &p.path, e),
+            Err(e) => Err(failure(ACTION, &p.path, e)),
         };
     }
     let total_bytes = u64::try_from(stat.st_size).unwrap_or(0);
@@ -109,17 +127,17 @@ pub(crate) fn read_file(
         n => n.min(SNIFF_BYTES as u64),
     };
     if let Err(e) = (&mut file).take(first).read_to_end(&mut head) {
-        return failure(ACTION, &p.path, e);
+        return Err(failure(ACTION, &p.path, e));
     }
     if looks_binary(&head) {
-        return failure(
+        return Err(failure(
             ACTION,
             &p.path,
             format!(
                 "it looks like a binary file ({total_bytes} bytes; a NUL byte or invalid UTF-8 \
                  in its first 8 KiB); read_file shows text only"
             ),
-        );
+        ));
     }
     let offset = p.offset.unwrap_or(1).max(1);
     // Most files an agent reads fit in the sniffed head: render from it directly,
@@ -138,30 +156,34 @@ pub(crate) fn read_file(
         render(&mut reader, offset, p.limit, budget, total_bytes)
     };
     match rendered {
-        Ok(r) => finish(total_bytes, offset, budget, r),
-        Err(e) => failure(ACTION, &p.path, e),
+        Ok(r) => Ok(finish(total_bytes, offset, budget, r)),
+        Err(e) => Err(failure(ACTION, &p.path, e)),
     }
 }
 
 /// A read of text given whole (the editor's buffer): the same checks and page as from disk.
-fn read_text(text: String, p: &ReadFileParams, budget: Budget) -> CallToolResult {
+fn read_text(
+    text: String,
+    p: &ReadFileParams,
+    budget: Budget,
+) -> Result<ReadOutput, CallToolResult> {
     const ACTION: &str = "read";
     let total_bytes = text.len() as u64;
     if text.as_bytes().contains(&0) {
-        return failure(
+        return Err(failure(
             ACTION,
             &p.path,
             format!(
                 "it looks like a binary file ({total_bytes} bytes, a NUL byte in the editor's \
                  text); read_file shows text only"
             ),
-        );
+        ));
     }
     let offset = p.offset.unwrap_or(1).max(1);
     let mut reader = std::io::Cursor::new(text.into_bytes());
     match render(&mut reader, offset, p.limit, budget, total_bytes) {
-        Ok(r) => finish(total_bytes, offset, budget, r),
-        Err(e) => failure(ACTION, &p.path, e),
+        Ok(r) => Ok(finish(total_bytes, offset, budget, r)),
+        Err(e) => Err(failure(ACTION, &p.path, e)),
     }
 }
 
@@ -261,7 +283,8 @@ fn number_width(line_no: u64) -> usize {
     (line_no.checked_ilog10().unwrap_or(0) as usize + 1).max(6)
 }
 
-fn finish(total_bytes: u64, offset: u64, budget: Budget, r: Rendered) -> CallToolResult {
+/// The page: the text with its notes, and the facts `structuredContent` repeats.
+fn finish(total_bytes: u64, offset: u64, budget: Budget, r: Rendered) -> ReadOutput {
     let mut text = r.text;
     // The limit that ended the page, as the notes name it.
     let limit = match (r.host_cap_hit, budget.rendered) {
@@ -293,15 +316,14 @@ fn finish(total_bytes: u64, offset: u64, budget: Budget, r: Rendered) -> CallToo
         )),
         _ => {}
     }
-    let structured = ReadOutput {
-        content: text.clone(),
+    ReadOutput {
+        content: text,
         start_line: offset,
         lines_shown: r.shown,
         total_bytes,
         truncated,
         next_offset: r.next_offset,
-    };
-    success(text, &structured)
+    }
 }
 
 /// `cat -n` layout; a trailing `\r\n` or `\n` is not part of the text shown.
@@ -466,8 +488,7 @@ mod tests {
         let shown = r.shown;
         let next = r.next_offset.unwrap();
         assert_eq!(next, shown + 1);
-        let result = finish(data.len() as u64, 1, budget, r);
-        let text = result.content[0].as_text().unwrap().text.clone();
+        let text = finish(data.len() as u64, 1, budget, r).content;
         // The whole page and its note fit the host's cap: nothing is cut in the middle.
         assert!(text.chars().count() <= 3000, "{}", text.chars().count());
         assert!(text.contains(&format!("line number {shown}\n")));
