@@ -35,35 +35,46 @@ fn needs_escape(chunk: u64) -> u64 {
 /// Appends `s` to `out` escaped as the inside of a JSON string (no quotes).
 pub(crate) fn escape_into(out: &mut Vec<u8>, s: &str) {
     let bytes = s.as_bytes();
-    out.reserve(bytes.len() + 2);
+    out.reserve(bytes.len() + 16);
     let mut clean_from = 0;
-    let mut i = 0;
-    while i < bytes.len() {
-        // Skip a clean stretch eight bytes at a time.
-        let mut found = None;
-        while let Some(word) = bytes.get(i..i + 8) {
-            let mut chunk = [0u8; 8];
-            chunk.copy_from_slice(word);
-            let hits = needs_escape(u64::from_le_bytes(chunk));
-            if hits != 0 {
-                found = Some(i + (hits.trailing_zeros() / 8) as usize);
-                break;
-            }
-            i += 8;
-        }
-        let at = match found {
-            Some(at) => at,
-            None => match bytes[i..].iter().position(|&b| ESCAPE[b as usize] != 0) {
-                Some(k) => i + k,
-                None => break,
-            },
-        };
+    while let Some(at) = next_escape(bytes, clean_from) {
         out.extend_from_slice(&bytes[clean_from..at]);
         push_escape(out, bytes[at]);
-        i = at + 1;
-        clean_from = i;
+        clean_from = at + 1;
     }
     out.extend_from_slice(&bytes[clean_from..]);
+}
+
+/// Index of the first byte at or after `from` that needs escaping: sixteen bytes per step,
+/// the last few through the table.
+fn next_escape(bytes: &[u8], from: usize) -> Option<usize> {
+    let rest = bytes.get(from..)?;
+    let mut blocks = rest.chunks_exact(16);
+    let mut base = from;
+    for block in &mut blocks {
+        let (a, b) = block.split_at(8);
+        let (a, b) = (needs_escape(word(a)), needs_escape(word(b)));
+        if a | b != 0 {
+            let within = if a != 0 {
+                a.trailing_zeros() / 8
+            } else {
+                8 + b.trailing_zeros() / 8
+            };
+            return Some(base + within as usize);
+        }
+        base += 16;
+    }
+    blocks
+        .remainder()
+        .iter()
+        .position(|&b| ESCAPE[b as usize] != 0)
+        .map(|k| base + k)
+}
+
+/// Eight bytes as a little-endian word (the first byte lowest, so `trailing_zeros` finds it).
+fn word(eight: &[u8]) -> u64 {
+    // Always eight bytes here (halves of a 16-byte block): the conversion cannot fail.
+    u64::from_le_bytes(eight.try_into().unwrap_or_default())
 }
 
 /// Appends `s` as a JSON string (quotes included).

@@ -29,7 +29,8 @@ pub(crate) struct Reader<R, W> {
     inner: R,
     server: FsServer,
     shared: Arc<Shared<W>>,
-    /// Bytes read from stdin: `buf[start..len]` is not yet handed up or answered.
+    /// Bytes read from stdin: `buf[start..len]` is not yet handed up or answered
+    /// (`start <= pass_end <= scan <= len` always).
     buf: Box<[u8]>,
     start: usize,
     len: usize,
@@ -98,6 +99,7 @@ impl<R: AsyncRead + Unpin, W: AsyncWrite + Unpin + Send + 'static> Reader<R, W> 
             self.shared.send(&self.reply);
             self.reply.clear();
             self.start = end;
+            self.pass_end = end;
         } else {
             if !self.opened {
                 self.watch_opening(self.start, end - 1);

@@ -143,12 +143,14 @@ fn read_file(
     // Most files an agent reads fit in the sniffed head: render from it directly,
     // without a second buffer (this is the hot path of every read).
     let rendered = if head.len() < SNIFF_BYTES {
-        render(
+        // `looks_binary` has just validated all of it as UTF-8.
+        render_from(
             &mut std::io::Cursor::new(head),
             offset,
             p.limit,
             budget,
             total_bytes,
+            Utf8::Checked,
         )
     } else {
         let mut reader =
@@ -201,6 +203,16 @@ struct Rendered {
     host_cap_hit: bool,
 }
 
+/// Whether the text being rendered is known to be valid UTF-8.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Utf8 {
+    /// Validated as a whole before rendering (a file that fits the sniff window): its lines,
+    /// split at newlines and cut at character boundaries, are valid too.
+    Checked,
+    /// Each line is validated as it is shown; invalid bytes become U+FFFD.
+    Unchecked,
+}
+
 fn render(
     reader: &mut impl BufRead,
     offset: u64,
@@ -208,13 +220,27 @@ fn render(
     budget: Budget,
     size_hint: u64,
 ) -> std::io::Result<Rendered> {
+    render_from(reader, offset, limit, budget, size_hint, Utf8::Unchecked)
+}
+
+fn render_from(
+    reader: &mut impl BufRead,
+    offset: u64,
+    limit: Option<u64>,
+    budget: Budget,
+    size_hint: u64,
+    utf8: Utf8,
+) -> std::io::Result<Rendered> {
     // Content plus ~8 bytes of line number per ~40-byte line: one allocation, no regrowth.
     let capacity = usize::try_from(size_hint)
         .unwrap_or(usize::MAX)
         .min(budget.content)
         .min(budget.rendered.unwrap_or(usize::MAX));
+    // The page as bytes, each line pushed as the text it shows (so `page.len()` is the
+    // text's length); made a `String` once at the end.
+    let mut page = Vec::with_capacity(capacity + capacity / 4 + 64);
     let mut out = Rendered {
-        text: String::with_capacity(capacity + capacity / 4 + 64),
+        text: String::new(),
         shown: 0,
         lines_before_offset: 0,
         stop: Stop::Eof,
@@ -247,8 +273,21 @@ fn render(
         // its tab and its newline.
         let rendered_left = budget
             .rendered
-            .map(|max| max.saturating_sub(out.text.len() + number_width(line_no) + 2));
+            .map(|max| max.saturating_sub(page.len() + number_width(line_no) + 2));
         let room = rendered_left.map_or(left, |r| r.min(left));
+        // A whole line that fits, already in the reader's buffer, is shown from there
+        // (what `read_line_capped` would copy out first).
+        let buffered = reader.fill_buf()?;
+        if let Some(end) = memchr::memchr(b'\n', buffered).map(|i| i + 1)
+            && end <= room
+        {
+            push_line(&mut page, line_no, &buffered[..end], utf8);
+            reader.consume(end);
+            left -= end;
+            out.shown += 1;
+            line_no += 1;
+            continue;
+        }
         let len = read_line_capped(reader, room, &mut line)?;
         if len == 0 {
             break;
@@ -258,7 +297,7 @@ fn render(
             out.host_cap_hit = room < left;
             if out.shown == 0 {
                 // One line longer than the whole budget: show its start rather than nothing.
-                push_line(&mut out.text, line_no, &line);
+                push_line(&mut page, line_no, &line, utf8);
                 out.shown = 1;
                 out.cut_line = true;
                 line_no += 1;
@@ -270,11 +309,15 @@ fn render(
             }
             break;
         }
-        push_line(&mut out.text, line_no, &line);
+        push_line(&mut page, line_no, &line, utf8);
         left -= len;
         out.shown += 1;
         line_no += 1;
     }
+    // Every line went in as valid UTF-8 (checked, validated or made lossy), so this
+    // validation of the whole page succeeds; the lossy fallback is never taken.
+    out.text = String::from_utf8(page)
+        .unwrap_or_else(|e| String::from_utf8_lossy(e.as_bytes()).into_owned());
     Ok(out)
 }
 
@@ -327,22 +370,25 @@ fn finish(total_bytes: u64, offset: u64, budget: Budget, r: Rendered) -> ReadOut
 }
 
 /// `cat -n` layout; a trailing `\r\n` or `\n` is not part of the text shown.
-fn push_line(text: &mut String, line_no: u64, line: &[u8]) {
+fn push_line(page: &mut Vec<u8>, line_no: u64, line: &[u8], utf8: Utf8) {
     let line = line.strip_suffix(b"\n").unwrap_or(line);
     let line = line.strip_suffix(b"\r").unwrap_or(line);
-    push_line_number(text, line_no);
-    // Valid UTF-8 is the common case and validates several times faster than
-    // the lossy path.
-    match std::str::from_utf8(line) {
-        Ok(line) => text.push_str(line),
-        Err(_) => text.push_str(&String::from_utf8_lossy(line)),
+    push_line_number(page, line_no);
+    match utf8 {
+        Utf8::Checked => page.extend_from_slice(line),
+        // Valid UTF-8 is the common case and validates several times faster than
+        // the lossy path.
+        Utf8::Unchecked => match std::str::from_utf8(line) {
+            Ok(_) => page.extend_from_slice(line),
+            Err(_) => page.extend_from_slice(String::from_utf8_lossy(line).as_bytes()),
+        },
     }
-    text.push('\n');
+    page.push(b'\n');
 }
 
 /// `{line_no:>6}\t` without the formatting machinery, which showed up in the
 /// profile of every read (one call per line).
-fn push_line_number(text: &mut String, line_no: u64) {
+fn push_line_number(page: &mut Vec<u8>, line_no: u64) {
     let mut digits = [b'0'; 20];
     let mut start = digits.len();
     let mut n = line_no;
@@ -355,10 +401,10 @@ fn push_line_number(text: &mut String, line_no: u64) {
         }
     }
     for _ in (digits.len() - start)..6 {
-        text.push(' ');
+        page.push(b' ');
     }
-    text.push_str(std::str::from_utf8(&digits[start..]).unwrap_or_default());
-    text.push('\t');
+    page.extend_from_slice(&digits[start..]);
+    page.push(b'\t');
 }
 
 /// Reads one line (through its `\n`), keeping at most `cap` bytes of it in `out`
@@ -400,7 +446,7 @@ fn read_line_capped(
 /// NUL anywhere, or invalid UTF-8, in the first [`SNIFF_BYTES`]; a character
 /// cut by the end of the window does not count.
 fn looks_binary(head: &[u8]) -> bool {
-    if head.contains(&0) {
+    if memchr::memchr(0, head).is_some() {
         return true;
     }
     match std::str::from_utf8(head) {
@@ -466,9 +512,9 @@ mod tests {
             (123456, "123456\t"),
             (1234567, "1234567\t"),
         ] {
-            let mut s = String::new();
+            let mut s = Vec::new();
             push_line_number(&mut s, n);
-            assert_eq!(s, want);
+            assert_eq!(s, want.as_bytes());
         }
     }
 
