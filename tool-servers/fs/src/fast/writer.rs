@@ -51,6 +51,18 @@ struct Out<W> {
     frame: Vec<u8>,
 }
 
+impl<W> Out<W> {
+    /// Drops the written front of `pending` once it is at least half of it: while a client
+    /// reads slowly the buffer never empties, and without this it would keep every reply
+    /// of a burst (the bound on what waits, [`PENDING_LIMIT`], counts unwritten bytes).
+    fn compact(&mut self) {
+        if self.pending_at > 0 && self.pending_at * 2 >= self.pending.len() {
+            self.pending.drain(..self.pending_at);
+            self.pending_at = 0;
+        }
+    }
+}
+
 /// Wakes every task that waits for stdout; the pipe holds this as its one waker.
 #[derive(Default)]
 struct WakeAll(Mutex<Vec<Waker>>);
@@ -155,6 +167,7 @@ impl<W: AsyncWrite + Unpin + Send + 'static> Shared<W> {
                 }
             }
         } else {
+            out.compact();
             out.pending.extend_from_slice(line);
         }
         if !out.flusher_running {
@@ -341,5 +354,92 @@ impl<W: AsyncWrite + Unpin + Send + 'static> AsyncWrite for Writer<W> {
         };
         self.shared
             .poll_pipe(&mut out.pipe, Some(cx), |pipe, cx| pipe.poll_shutdown(cx))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    #![allow(clippy::unwrap_used)]
+    use tokio::io::AsyncWriteExt;
+
+    use super::*;
+
+    /// A pipe read by a slow client: every other write finds it full, and a write takes at
+    /// most `chunk` bytes.
+    struct SlowPipe {
+        written: Arc<Mutex<Vec<u8>>>,
+        chunk: usize,
+        full: bool,
+    }
+
+    impl AsyncWrite for SlowPipe {
+        fn poll_write(
+            mut self: Pin<&mut Self>,
+            cx: &mut Context<'_>,
+            buf: &[u8],
+        ) -> Poll<io::Result<usize>> {
+            self.full = !self.full;
+            if self.full {
+                // The reader drains it at once: writable again.
+                cx.waker().wake_by_ref();
+                return Poll::Pending;
+            }
+            let n = buf.len().min(self.chunk);
+            self.written.lock().unwrap().extend_from_slice(&buf[..n]);
+            Poll::Ready(Ok(n))
+        }
+        fn poll_flush(self: Pin<&mut Self>, _: &mut Context<'_>) -> Poll<io::Result<()>> {
+            Poll::Ready(Ok(()))
+        }
+        fn poll_shutdown(self: Pin<&mut Self>, _: &mut Context<'_>) -> Poll<io::Result<()>> {
+            Poll::Ready(Ok(()))
+        }
+    }
+
+    #[tokio::test(flavor = "current_thread")]
+    async fn replies_and_frames_stay_whole_and_waiting_replies_stay_bounded() {
+        let written = Arc::new(Mutex::new(Vec::new()));
+        let shared = Shared::new(SlowPipe {
+            written: Arc::clone(&written),
+            chunk: 700,
+            full: false,
+        });
+        // rmcp writing its own frames meanwhile, a few bytes at a time (mid-frame often).
+        let mut rmcp = Writer::new(Arc::clone(&shared));
+        let frames = tokio::spawn(async move {
+            for i in 0..200 {
+                let frame = format!("{{\"rmcp\":{i},\"pad\":\"{}\"}}\n", "r".repeat(i * 7));
+                for piece in frame.as_bytes().chunks(50) {
+                    rmcp.write_all(piece).await.unwrap();
+                    tokio::task::yield_now().await;
+                }
+            }
+        });
+        let mut peak = 0;
+        for i in 0..3000 {
+            // As the reader does before answering a line.
+            std::future::poll_fn(|cx| shared.poll_room(cx)).await;
+            let reply = format!("{{\"fast\":{i},\"pad\":\"{}\"}}\n", "f".repeat(1000));
+            shared.send(reply.as_bytes());
+            // No yield: like a burst, the reader answers until the limit stops it, so the
+            // buffer is never empty again until the end.
+            peak = peak.max(shared.lock().pending.capacity());
+        }
+        frames.await.unwrap();
+        shared.drained().await;
+        assert!(peak <= 4 * PENDING_LIMIT, "pending grew to {peak} bytes");
+        let written = String::from_utf8(written.lock().unwrap().clone()).unwrap();
+        let (mut fast, mut from_rmcp) = (0, 0);
+        for line in written.lines() {
+            let v: serde_json::Value = serde_json::from_str(line).unwrap();
+            if let Some(i) = v.get("fast") {
+                assert_eq!(i, fast, "replies in order, each whole");
+                fast += 1;
+            } else {
+                assert_eq!(v["rmcp"], from_rmcp, "frames in order, each whole");
+                from_rmcp += 1;
+            }
+        }
+        assert_eq!((fast, from_rmcp), (3000, 200));
     }
 }
