@@ -21,9 +21,10 @@ use rmcp::model::RequestId;
 use serde::Deserialize;
 use tokio::io::AsyncWrite;
 
-/// Reply bytes allowed to wait for stdout before the reader stops taking requests: the
-/// backpressure of a client that does not read its replies (rmcp's route has its slots).
-pub(crate) const PENDING_LIMIT: usize = 256 * 1024;
+/// Reply bytes allowed to wait for stdout (a pipe's worth) before the reader stops taking
+/// requests: the backpressure of a client that does not read its replies (rmcp's route has
+/// its slots for that).
+pub(crate) const PENDING_LIMIT: usize = 64 * 1024;
 
 /// Protocol versions whose sessions the fast path serves: those opened with `initialize`,
 /// for which rmcp drops `resultType` from results (`strip_result_type_for_legacy_peer`).
