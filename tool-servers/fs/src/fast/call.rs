@@ -2,9 +2,11 @@
 //!
 //! A line is taken only when it is exactly a `tools/call` request this module can answer
 //! the way rmcp would: the envelope has no field but `jsonrpc` (`"2.0"`), `id`, `method`
-//! and `params`; `params` none but `name`, `arguments` and `_meta`; `_meta` only
-//! `progressToken` and tern's `tern/…` keys (a protocol-level `io.modelcontextprotocol/…`
-//! key changes how rmcp validates the request); the arguments are an object that becomes
+//! and `params`; `params` none but `name`, `arguments` and `_meta`; no `_meta` key under
+//! `io.modelcontextprotocol/` (the only request `_meta` keys rmcp's server reads — protocol
+//! version, client capabilities and info, log level — change how it validates the request;
+//! tern's `tern/…` keys and anything else a client adds, `progressToken`, `traceparent`, are
+//! read by the tool function alone, the same on both routes); the arguments are an object that becomes
 //! the tool's parameters by the same `from_value` rmcp's extractor runs. Anything else — a
 //! duplicate envelope key, an escaped method name, arguments that do not parse (rmcp words
 //! that error itself) — is left to rmcp, which sees the line unchanged. Declining costs one failed parse; answering wrongly is not an option.
@@ -45,6 +47,9 @@ struct Params<'a> {
     meta: Option<RequestMetaObject>,
 }
 
+/// Prefix of the request `_meta` keys rmcp's server interprets (`RequestMetaObject`).
+const PROTOCOL_META: &str = "io.modelcontextprotocol/";
+
 /// The tools answered here: they finish in microseconds on the calling thread under
 /// rmcp too (grep and glob go to the blocking pool and watch for cancellation, so they
 /// stay with rmcp).
@@ -65,10 +70,7 @@ pub(crate) fn answer(server: &FsServer, line: &[u8], out: &mut Vec<u8>) -> bool 
         return false;
     }
     let meta = call.params.meta.unwrap_or_default();
-    if !meta
-        .keys()
-        .all(|k| k == "progressToken" || k.starts_with("tern/"))
-    {
+    if meta.keys().any(|k| k.starts_with(PROTOCOL_META)) {
         return false;
     }
     let ctx = server.context();

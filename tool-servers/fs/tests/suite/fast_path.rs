@@ -197,14 +197,30 @@ fn corpus(root: &Path, outside: &Path) -> Vec<Line> {
             "big.txt",
             Fast,
         ),
-        // Keys the fast path does not know go to rmcp.
+        // Keys other clients add (trace context, their own ids) change nothing.
+        (
+            json!({"traceparent": "00-0af7651916cd43dd8448eb211c80319c-b7ad6b7169203331-01"}),
+            "small.txt",
+            Fast,
+        ),
+        (
+            json!({"claudecode/toolUseId": "toolu_01", "tern/limits": {"max_output_chars": 2000}}),
+            "big.txt",
+            Fast,
+        ),
+        // Protocol-level keys are rmcp's to check.
         (
             json!({"io.modelcontextprotocol/protocolVersion": "2025-06-18"}),
             "small.txt",
             Rmcp,
         ),
         (
-            json!({"traceparent": "00-0af7651916cd43dd8448eb211c80319c-b7ad6b7169203331-01"}),
+            json!({"io.modelcontextprotocol/logLevel": "debug"}),
+            "small.txt",
+            Rmcp,
+        ),
+        (
+            json!({"io.modelcontextprotocol/protocolVersion": "2099-01-01"}),
             "small.txt",
             Rmcp,
         ),
