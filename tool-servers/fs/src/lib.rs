@@ -34,6 +34,9 @@
 //!   follow a symlink, not even one swapped in mid-walk (`src/walk/`).
 //! - At most 16 requests are handled at once; more wait unread in the pipe, and a
 //!   `notifications/cancelled` still gets through (`src/transport.rs`).
+//! - Over stdio, a `read_file` or `list_dir` call is answered by the stdin reader itself,
+//!   without rmcp's per-request task, with the reply rmcp would have written, byte for byte
+//!   (`src/fast/`; `--no-fast-path` turns it off).
 //!
 //! Run it standalone (`tern-fs --root DIR`) or as `tern serve fs --root DIR`; both
 //! run [`run`] on [`RUNTIME`], the single-threaded runtime it is tuned for. Embedding the server in a program of your own, on your runtime:
