@@ -34,6 +34,9 @@
 //!   follow a symlink, not even one swapped in mid-walk (`src/walk/`).
 //! - At most 16 requests are handled at once; more wait unread in the pipe, and a
 //!   `notifications/cancelled` still gets through (`src/transport.rs`).
+//! - Over stdio, a `read_file` or `list_dir` call is answered by the stdin reader itself,
+//!   without rmcp's per-request task, with the reply rmcp would have written, byte for byte
+//!   (`src/fast/`; `--no-fast-path` turns it off).
 //!
 //! Run it standalone (`tern-fs --root DIR`) or as `tern serve fs --root DIR`; both
 //! run [`run`] on [`RUNTIME`], the single-threaded runtime it is tuned for. Embedding the server in a program of your own, on your runtime:
@@ -49,6 +52,7 @@
 
 mod deny;
 mod editor;
+mod fast;
 pub mod resolve;
 mod server;
 mod tools;
@@ -105,6 +109,10 @@ pub struct Args {
     /// and checked against the deny rules here; grep, glob and list_dir read the disk.
     #[arg(long, value_name = "PATH")]
     pub editor_socket: Option<PathBuf>,
+    /// Answer every request through rmcp, even the quick tool calls the stdio fast path
+    /// answers itself (for comparing the two; see `src/fast/mod.rs`).
+    #[arg(long, hide = true)]
+    pub no_fast_path: bool,
     #[command(flatten)]
     pub http: tern_tool_common::http::HttpArgs,
 }
@@ -143,7 +151,7 @@ pub async fn run(args: Args) -> Result<(), ServeError> {
     )
     .map_err(|e| ServeError::Config(e.to_string()))?;
     match http {
-        None => serve_stdio(server).await,
+        None => serve_stdio(server, !args.no_fast_path).await,
         // Every session shares the one server: its roots' directory handles and deny rules.
         Some(http) => tern_tool_common::http::serve(http, move || server.clone()).await,
     }
@@ -157,11 +165,39 @@ pub async fn run(args: Args) -> Result<(), ServeError> {
 /// threads, so a long search never stalls other calls.
 pub const RUNTIME: tern_tool_common::Runtime = tern_tool_common::Runtime::CurrentThread;
 
-/// Serves over rmcp's non-blocking stdio pipes, with at most
+/// Serves over rmcp's non-blocking stdio pipes, quick tool calls answered by the fast path
+/// ([`fast`]) unless `fast` is off, and everything else by rmcp with at most
 /// [`transport::DEFAULT_SLOTS`] requests in flight (see [`transport`]); a request line over
 /// 16 MiB gets an error reply ([`tern_tool_common::BoundedStdio`]).
-async fn serve_stdio(server: FsServer) -> Result<(), ServeError> {
+async fn serve_stdio(server: FsServer, fast: bool) -> Result<(), ServeError> {
     let (read, write) = rmcp::transport::stdio_pipes();
+    if !fast {
+        return serve_on(server, read, write).await;
+    }
+    let shared = fast::Shared::new(write);
+    let reader = fast::Reader::new(read, server.clone(), std::sync::Arc::clone(&shared));
+    let served = serve_on(
+        server,
+        reader,
+        fast::Writer::new(std::sync::Arc::clone(&shared)),
+    )
+    .await;
+    // Replies the pipe had no room for yet go out before the process ends (rmcp drains its
+    // own answers on the way out the same way, for up to 5 s).
+    if tokio::time::timeout(std::time::Duration::from_secs(5), shared.drained())
+        .await
+        .is_err()
+    {
+        tracing::warn!("timed out writing the last replies: the client stopped reading");
+    }
+    served
+}
+
+async fn serve_on<R, W>(server: FsServer, read: R, write: W) -> Result<(), ServeError>
+where
+    R: tokio::io::AsyncRead + Send + Unpin + 'static,
+    W: tokio::io::AsyncWrite + Send + Unpin + 'static,
+{
     let transport = transport::Bounded::new(
         tern_tool_common::BoundedStdio::new(read, write),
         transport::DEFAULT_SLOTS,

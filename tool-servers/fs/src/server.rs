@@ -87,6 +87,13 @@ impl FsServer {
     }
 }
 
+impl FsServer {
+    /// What every tool call works with (the stdio fast path calls the tools with it).
+    pub(crate) fn context(&self) -> &Context {
+        &self.shared.ctx
+    }
+}
+
 /// The tool definition's `_meta` for tools that create or modify the file at
 /// their `path` argument: the host recognises file-editing tools by this key,
 /// never by a server or tool name (see the crate docs).
@@ -151,17 +158,8 @@ impl FsServer {
         Parameters(p): Parameters<ReadFileParams>,
         meta: RequestMetaObject,
     ) -> CallToolResult {
-        self.file_call(move |ctx| {
-            let deny = match ctx.deny(&meta, "read", &p.path) {
-                Ok(deny) => deny,
-                Err(result) => return result,
-            };
-            match tools::host_max_chars(&meta, "read", &p.path) {
-                Ok(cap) => tools::read::read_file(ctx, &deny, p, cap),
-                Err(result) => result,
-            }
-        })
-        .await
+        self.file_call(move |ctx| tools::read::into_result(tools::read::call(ctx, &meta, p)))
+            .await
     }
 
     /// Create or overwrite a file.
@@ -240,11 +238,7 @@ impl FsServer {
         Parameters(p): Parameters<ListDirParams>,
         meta: RequestMetaObject,
     ) -> CallToolResult {
-        let ctx = &self.shared.ctx;
-        match ctx.deny(&meta, "list", p.path.as_deref().unwrap_or(".")) {
-            Ok(deny) => tools::list::list_dir(ctx, &deny, p),
-            Err(result) => result,
-        }
+        tools::list::call(&self.shared.ctx, &meta, p)
     }
 
     /// Find paths by glob pattern.

@@ -3,7 +3,7 @@
 use std::ffi::{CStr, OsStr};
 use std::os::unix::ffi::OsStrExt;
 
-use rmcp::model::CallToolResult;
+use rmcp::model::{CallToolResult, RequestMetaObject};
 use rustix::fs::{self as rfs, AtFlags, Dir, FileType};
 use schemars::JsonSchema;
 use serde::Deserialize;
@@ -23,7 +23,16 @@ pub struct ListDirParams {
     pub path: Option<String>,
 }
 
-pub(crate) fn list_dir(ctx: &Context, deny: &Deny, p: ListDirParams) -> CallToolResult {
+/// One `list_dir` call, from its arguments and request `_meta` (the host's deny rules); the
+/// route through rmcp and the stdio fast path (`crate::fast`) both run exactly this.
+pub(crate) fn call(ctx: &Context, meta: &RequestMetaObject, p: ListDirParams) -> CallToolResult {
+    match ctx.deny(meta, "list", p.path.as_deref().unwrap_or(".")) {
+        Ok(deny) => list_dir(ctx, &deny, p),
+        Err(result) => result,
+    }
+}
+
+fn list_dir(ctx: &Context, deny: &Deny, p: ListDirParams) -> CallToolResult {
     const ACTION: &str = "list";
     let asked = p.path.as_deref().unwrap_or(".");
     let resolved = match resolve(&ctx.roots, ACTION, asked, Intent::Open) {

@@ -4,13 +4,13 @@
 use std::io::{BufRead, BufReader, Read};
 
 use base64::Engine as _;
-use rmcp::model::{CallToolResult, ContentBlock};
+use rmcp::model::{CallToolResult, ContentBlock, RequestMetaObject};
 use schemars::JsonSchema;
 use serde::Deserialize;
 use tern_protocol::image::{self, ImageFormat};
 
 use super::output::ReadOutput;
-use super::{Context, failure, resolve, success};
+use super::{Context, failure, host_max_chars, resolve, success};
 use crate::deny::Deny;
 use crate::resolve::Intent;
 
@@ -74,25 +74,44 @@ impl Budget {
     }
 }
 
-pub(crate) fn read_file(
+/// One `read_file` call, from its arguments and request `_meta` (the host's deny rules and
+/// output cap): the page of text, or (`Err`) the whole result to send as it is — a failure, or
+/// an image file's image block. Both routes run exactly this — rmcp's
+/// (through [`into_result`]) and the stdio fast path (`crate::fast`), which writes the page's
+/// JSON itself.
+pub(crate) fn call(
+    ctx: &Context,
+    meta: &RequestMetaObject,
+    p: ReadFileParams,
+) -> Result<ReadOutput, CallToolResult> {
+    let deny = ctx.deny(meta, "read", &p.path)?;
+    let cap = host_max_chars(meta, "read", &p.path)?;
+    read_file(ctx, &deny, p, cap)
+}
+
+/// A page as the tool result: the text block and the same facts as `structuredContent`.
+pub(crate) fn into_result(read: Result<ReadOutput, CallToolResult>) -> CallToolResult {
+    match read {
+        Ok(page) => success(page.content.clone(), &page),
+        Err(failed) => failed,
+    }
+}
+
+fn read_file(
     ctx: &Context,
     deny: &Deny,
     p: ReadFileParams,
     host_max_chars: Option<u64>,
-) -> CallToolResult {
+) -> Result<ReadOutput, CallToolResult> {
     const ACTION: &str = "read";
     let budget = Budget::new(ctx.limits.max_read_bytes, host_max_chars);
-    let resolved = match resolve(&ctx.roots, ACTION, &p.path, Intent::Open) {
-        Ok(r) => r,
-        Err(result) => return result,
-    };
-    let (mut file, stat) = match resolved.open_file() {
-        Ok(f) => f,
-        Err(e) => return failure(ACTION, &p.path, e),
-    };
+    let resolved = resolve(&ctx.roots, ACTION, &p.path, Intent::Open)?;
+    let (mut file, stat) = resolved
+        .open_file()
+        .map_err(|e| failure(ACTION, &p.path, e))?;
     // Checked on the opened file's own metadata, so a hard link is caught too.
     if let Some(why) = deny.refusal(&ctx.roots, &p.path, resolved.path(), Some(&stat)) {
-        return failure(ACTION, &p.path, why);
+        return Err(failure(ACTION, &p.path, why));
     }
     // The first bytes decide whether this is an image (never the name): an image is returned
     // as an MCP image block the model can look at, from disk even when an editor holds the
@@ -103,24 +122,25 @@ pub(crate) fn read_file(
         .take(ImageFormat::SNIFF_LEN as u64)
         .read_to_end(&mut head)
     {
-        return failure(ACTION, &p.path, e);
+        return Err(failure(ACTION, &p.path, e));
     }
     if let Some(format) = image::sniff(&head) {
-        return read_image(
+        // Not a page of text: the whole result, sent as it is by either route.
+        return Err(read_image(
             file,
             head,
             format,
             total_bytes,
             &p,
             ctx.limits.max_image_bytes,
-        );
+        ));
     }
     if let Some(editor) = &ctx.editor {
         // Confined and checked on disk above; the text is the editor's (its buffer).
         drop(file);
         return match editor.read(resolved.path()) {
             Ok(text) => read_text(text, &p, budget),
-            Err(e) => failure(ACTION, &p.path, e),
+            Err(e) => Err(failure(ACTION, &p.path, e)),
         };
     }
     // A small file is read up to the size fstat gave, which spares the read that
@@ -133,28 +153,30 @@ pub(crate) fn read_file(
     };
     let rest = first.saturating_sub(head.len() as u64);
     if let Err(e) = (&mut file).take(rest).read_to_end(&mut head) {
-        return failure(ACTION, &p.path, e);
+        return Err(failure(ACTION, &p.path, e));
     }
     if looks_binary(&head) {
-        return failure(
+        return Err(failure(
             ACTION,
             &p.path,
             format!(
                 "it looks like a binary file ({total_bytes} bytes; a NUL byte or invalid UTF-8 \
                  in its first 8 KiB); read_file shows text only"
             ),
-        );
+        ));
     }
     let offset = p.offset.unwrap_or(1).max(1);
     // Most files an agent reads fit in the sniffed head: render from it directly,
     // without a second buffer (this is the hot path of every read).
     let rendered = if head.len() < SNIFF_BYTES {
-        render(
+        // `looks_binary` has just validated all of it as UTF-8.
+        render_from(
             &mut std::io::Cursor::new(head),
             offset,
             p.limit,
             budget,
             total_bytes,
+            Utf8::Checked,
         )
     } else {
         let mut reader =
@@ -162,8 +184,8 @@ pub(crate) fn read_file(
         render(&mut reader, offset, p.limit, budget, total_bytes)
     };
     match rendered {
-        Ok(r) => finish(total_bytes, offset, budget, r),
-        Err(e) => failure(ACTION, &p.path, e),
+        Ok(r) => Ok(finish(total_bytes, offset, budget, r)),
+        Err(e) => Err(failure(ACTION, &p.path, e)),
     }
 }
 
@@ -225,24 +247,28 @@ fn read_image(
 }
 
 /// A read of text given whole (the editor's buffer): the same checks and page as from disk.
-fn read_text(text: String, p: &ReadFileParams, budget: Budget) -> CallToolResult {
+fn read_text(
+    text: String,
+    p: &ReadFileParams,
+    budget: Budget,
+) -> Result<ReadOutput, CallToolResult> {
     const ACTION: &str = "read";
     let total_bytes = text.len() as u64;
     if text.as_bytes().contains(&0) {
-        return failure(
+        return Err(failure(
             ACTION,
             &p.path,
             format!(
                 "it looks like a binary file ({total_bytes} bytes, a NUL byte in the editor's \
                  text); read_file shows text only"
             ),
-        );
+        ));
     }
     let offset = p.offset.unwrap_or(1).max(1);
     let mut reader = std::io::Cursor::new(text.into_bytes());
     match render(&mut reader, offset, p.limit, budget, total_bytes) {
-        Ok(r) => finish(total_bytes, offset, budget, r),
-        Err(e) => failure(ACTION, &p.path, e),
+        Ok(r) => Ok(finish(total_bytes, offset, budget, r)),
+        Err(e) => Err(failure(ACTION, &p.path, e)),
     }
 }
 
@@ -260,6 +286,16 @@ struct Rendered {
     host_cap_hit: bool,
 }
 
+/// Whether the text being rendered is known to be valid UTF-8.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Utf8 {
+    /// Validated as a whole before rendering (a file that fits the sniff window): its lines,
+    /// split at newlines and cut at character boundaries, are valid too.
+    Checked,
+    /// Each line is validated as it is shown; invalid bytes become U+FFFD.
+    Unchecked,
+}
+
 fn render(
     reader: &mut impl BufRead,
     offset: u64,
@@ -267,13 +303,27 @@ fn render(
     budget: Budget,
     size_hint: u64,
 ) -> std::io::Result<Rendered> {
+    render_from(reader, offset, limit, budget, size_hint, Utf8::Unchecked)
+}
+
+fn render_from(
+    reader: &mut impl BufRead,
+    offset: u64,
+    limit: Option<u64>,
+    budget: Budget,
+    size_hint: u64,
+    utf8: Utf8,
+) -> std::io::Result<Rendered> {
     // Content plus ~8 bytes of line number per ~40-byte line: one allocation, no regrowth.
     let capacity = usize::try_from(size_hint)
         .unwrap_or(usize::MAX)
         .min(budget.content)
         .min(budget.rendered.unwrap_or(usize::MAX));
+    // The page as bytes, each line pushed as the text it shows (so `page.len()` is the
+    // text's length); made a `String` once at the end.
+    let mut page = Vec::with_capacity(capacity + capacity / 4 + 64);
     let mut out = Rendered {
-        text: String::with_capacity(capacity + capacity / 4 + 64),
+        text: String::new(),
         shown: 0,
         lines_before_offset: 0,
         stop: Stop::Eof,
@@ -306,8 +356,21 @@ fn render(
         // its tab and its newline.
         let rendered_left = budget
             .rendered
-            .map(|max| max.saturating_sub(out.text.len() + number_width(line_no) + 2));
+            .map(|max| max.saturating_sub(page.len() + number_width(line_no) + 2));
         let room = rendered_left.map_or(left, |r| r.min(left));
+        // A whole line that fits, already in the reader's buffer, is shown from there
+        // (what `read_line_capped` would copy out first).
+        let buffered = reader.fill_buf()?;
+        if let Some(end) = memchr::memchr(b'\n', buffered).map(|i| i + 1)
+            && end <= room
+        {
+            push_line(&mut page, line_no, &buffered[..end], utf8);
+            reader.consume(end);
+            left -= end;
+            out.shown += 1;
+            line_no += 1;
+            continue;
+        }
         let len = read_line_capped(reader, room, &mut line)?;
         if len == 0 {
             break;
@@ -317,7 +380,7 @@ fn render(
             out.host_cap_hit = room < left;
             if out.shown == 0 {
                 // One line longer than the whole budget: show its start rather than nothing.
-                push_line(&mut out.text, line_no, &line);
+                push_line(&mut page, line_no, &line, utf8);
                 out.shown = 1;
                 out.cut_line = true;
                 line_no += 1;
@@ -329,11 +392,15 @@ fn render(
             }
             break;
         }
-        push_line(&mut out.text, line_no, &line);
+        push_line(&mut page, line_no, &line, utf8);
         left -= len;
         out.shown += 1;
         line_no += 1;
     }
+    // Every line went in as valid UTF-8 (checked, validated or made lossy), so this
+    // validation of the whole page succeeds; the lossy fallback is never taken.
+    out.text = String::from_utf8(page)
+        .unwrap_or_else(|e| String::from_utf8_lossy(e.as_bytes()).into_owned());
     Ok(out)
 }
 
@@ -342,7 +409,8 @@ fn number_width(line_no: u64) -> usize {
     (line_no.checked_ilog10().unwrap_or(0) as usize + 1).max(6)
 }
 
-fn finish(total_bytes: u64, offset: u64, budget: Budget, r: Rendered) -> CallToolResult {
+/// The page: the text with its notes, and the facts `structuredContent` repeats.
+fn finish(total_bytes: u64, offset: u64, budget: Budget, r: Rendered) -> ReadOutput {
     let mut text = r.text;
     // The limit that ended the page, as the notes name it.
     let limit = match (r.host_cap_hit, budget.rendered) {
@@ -374,35 +442,37 @@ fn finish(total_bytes: u64, offset: u64, budget: Budget, r: Rendered) -> CallToo
         )),
         _ => {}
     }
-    let structured = ReadOutput {
-        content: text.clone(),
+    ReadOutput {
+        content: text,
         start_line: offset,
         lines_shown: r.shown,
         total_bytes,
         truncated,
         next_offset: r.next_offset,
         mime_type: None,
-    };
-    success(text, &structured)
+    }
 }
 
 /// `cat -n` layout; a trailing `\r\n` or `\n` is not part of the text shown.
-fn push_line(text: &mut String, line_no: u64, line: &[u8]) {
+fn push_line(page: &mut Vec<u8>, line_no: u64, line: &[u8], utf8: Utf8) {
     let line = line.strip_suffix(b"\n").unwrap_or(line);
     let line = line.strip_suffix(b"\r").unwrap_or(line);
-    push_line_number(text, line_no);
-    // Valid UTF-8 is the common case and validates several times faster than
-    // the lossy path.
-    match std::str::from_utf8(line) {
-        Ok(line) => text.push_str(line),
-        Err(_) => text.push_str(&String::from_utf8_lossy(line)),
+    push_line_number(page, line_no);
+    match utf8 {
+        Utf8::Checked => page.extend_from_slice(line),
+        // Valid UTF-8 is the common case and validates several times faster than
+        // the lossy path.
+        Utf8::Unchecked => match std::str::from_utf8(line) {
+            Ok(_) => page.extend_from_slice(line),
+            Err(_) => page.extend_from_slice(String::from_utf8_lossy(line).as_bytes()),
+        },
     }
-    text.push('\n');
+    page.push(b'\n');
 }
 
 /// `{line_no:>6}\t` without the formatting machinery, which showed up in the
 /// profile of every read (one call per line).
-fn push_line_number(text: &mut String, line_no: u64) {
+fn push_line_number(page: &mut Vec<u8>, line_no: u64) {
     let mut digits = [b'0'; 20];
     let mut start = digits.len();
     let mut n = line_no;
@@ -415,10 +485,10 @@ fn push_line_number(text: &mut String, line_no: u64) {
         }
     }
     for _ in (digits.len() - start)..6 {
-        text.push(' ');
+        page.push(b' ');
     }
-    text.push_str(std::str::from_utf8(&digits[start..]).unwrap_or_default());
-    text.push('\t');
+    page.extend_from_slice(&digits[start..]);
+    page.push(b'\t');
 }
 
 /// Reads one line (through its `\n`), keeping at most `cap` bytes of it in `out`
@@ -460,7 +530,7 @@ fn read_line_capped(
 /// NUL anywhere, or invalid UTF-8, in the first [`SNIFF_BYTES`]; a character
 /// cut by the end of the window does not count.
 fn looks_binary(head: &[u8]) -> bool {
-    if head.contains(&0) {
+    if memchr::memchr(0, head).is_some() {
         return true;
     }
     match std::str::from_utf8(head) {
@@ -526,9 +596,9 @@ mod tests {
             (123456, "123456\t"),
             (1234567, "1234567\t"),
         ] {
-            let mut s = String::new();
+            let mut s = Vec::new();
             push_line_number(&mut s, n);
-            assert_eq!(s, want);
+            assert_eq!(s, want.as_bytes());
         }
     }
 
@@ -548,8 +618,7 @@ mod tests {
         let shown = r.shown;
         let next = r.next_offset.unwrap();
         assert_eq!(next, shown + 1);
-        let result = finish(data.len() as u64, 1, budget, r);
-        let text = result.content[0].as_text().unwrap().text.clone();
+        let text = finish(data.len() as u64, 1, budget, r).content;
         // The whole page and its note fit the host's cap: nothing is cut in the middle.
         assert!(text.chars().count() <= 3000, "{}", text.chars().count());
         assert!(text.contains(&format!("line number {shown}\n")));

@@ -2,6 +2,7 @@
 
 mod annotations;
 mod deny;
+mod fast_path;
 mod http;
 mod http_wire;
 mod oversized;

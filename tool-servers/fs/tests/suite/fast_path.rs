@@ -1,0 +1,638 @@
+//! The stdio fast path (`src/fast/`) answers exactly as rmcp does.
+//!
+//! One corpus of request lines goes to two `tern-fs` processes over the same root: one with
+//! the fast path, one with `--no-fast-path` (every request through rmcp). Their replies must
+//! be equal byte for byte. Each server logs which calls the fast path answered
+//! (`TERN_LOG=tern_fs::fast=debug`), and the test checks that list too: a corpus the fast
+//! path silently declined would prove nothing.
+//!
+//! Sequentially (each reply awaited before the next line) the two reply streams are equal
+//! line for line, in order. In a burst (the whole corpus in one write) the routes answer in
+//! different orders — the fast path at once, rmcp from its tasks — so replies are compared
+//! by id (key order inside each reply is still compared byte for byte).
+
+use std::collections::BTreeMap;
+use std::io::{BufRead, BufReader, Read, Write};
+use std::path::Path;
+use std::process::{Child, ChildStdin, Command, Stdio};
+use std::sync::mpsc;
+use std::time::Duration;
+
+use serde_json::{Value, json};
+
+/// Which route must answer a request.
+#[derive(Debug, Clone, Copy, PartialEq)]
+enum Route {
+    Fast,
+    Rmcp,
+}
+
+/// One line of the corpus: what to send, whether a reply comes, and who must answer.
+struct Line {
+    text: String,
+    /// `Some` for requests (their reply is awaited), `None` for notifications and junk.
+    reply: Option<Route>,
+}
+
+fn call(id: Value, tool: &str, arguments: Value) -> Value {
+    json!({"jsonrpc": "2.0", "id": id, "method": "tools/call",
+           "params": {"name": tool, "arguments": arguments}})
+}
+
+fn call_meta(id: Value, tool: &str, arguments: Value, meta: Value) -> Value {
+    json!({"jsonrpc": "2.0", "id": id, "method": "tools/call",
+           "params": {"name": tool, "arguments": arguments, "_meta": meta}})
+}
+
+fn push(corpus: &mut Vec<Line>, message: Value, reply: Option<Route>) {
+    corpus.push(Line {
+        text: message.to_string(),
+        reply,
+    });
+}
+
+/// Files that exercise every branch of read_file and list_dir.
+fn make_root(root: &Path, outside: &Path) {
+    let put = |rel: &str, data: &[u8]| {
+        let p = root.join(rel);
+        std::fs::create_dir_all(p.parent().unwrap()).unwrap();
+        std::fs::write(p, data).unwrap();
+    };
+    put(
+        "small.txt",
+        b"one\ntwo with \"quotes\" and \\backslashes\\\nthree\t\ttabs\n",
+    );
+    put(
+        "unicode.txt",
+        "h\u{e9}llo w\u{f6}rld \u{1f600}\n\u{4e2d}\u{6587} \u{2028} \u{fffd}\r\ncrlf line\r\n"
+            .as_bytes(),
+    );
+    put(
+        "control.txt",
+        b"bell \x07 esc \x1b[31m red \x1b[0m del \x7f unit \x1f vt \x0b ff \x0c bs \x08\n",
+    );
+    put("latin1.txt", b"caf\xe9 is not UTF-8\n");
+    put("nul.bin", b"abc\0def");
+    put("empty.txt", b"");
+    put("no-newline.txt", b"last line without newline");
+    let big: String = (1..=3000)
+        .map(|i| format!("line {i}: the quick brown fox jumps over the lazy dog\n"))
+        .collect();
+    put("big.txt", big.as_bytes());
+    put(
+        "long-line.txt",
+        format!("{}\nnext\n", "x".repeat(20_000)).as_bytes(),
+    );
+    put("secret.txt", b"hidden\n");
+    // A 1x1 PNG: read_file answers with an image block, which the fast path sends as rmcp would.
+    put(
+        "pixel.png",
+        &[
+            0x89, b'P', b'N', b'G', 0x0d, 0x0a, 0x1a, 0x0a, 0, 0, 0, 0x0d, b'I', b'H', b'D', b'R',
+            0, 0, 0, 1, 0, 0, 0, 1, 8, 6, 0, 0, 0, 0x1f, 0x15, 0xc4, 0x89, 0, 0, 0, 0x0a, b'I',
+            b'D', b'A', b'T', 0x78, 0x9c, 0x63, 0, 1, 0, 0, 5, 0, 1, 0x0d, 0x0a, 0x2d, 0xb4, 0, 0,
+            0, 0, b'I', b'E', b'N', b'D', 0xae, 0x42, 0x60, 0x82,
+        ],
+    );
+    // write_file in the corpus rewrites it with the same text: both servers see "replaced".
+    put("written.txt", b"new\n");
+    put("dir/a.txt", b"a\n");
+    put("dir/b.rs", b"fn main() {}\n");
+    put("dir/sub/c.txt", b"c\n");
+    put("dir/\u{e9}t\u{e9} \"quoted\".txt", b"x\n");
+    std::os::unix::fs::symlink("a.txt", root.join("dir/link")).unwrap();
+    std::os::unix::fs::symlink(outside, root.join("escape")).unwrap();
+    std::fs::write(outside.join("outside.txt"), b"outside\n").unwrap();
+    std::fs::hard_link(root.join("secret.txt"), root.join("dir/hardlink")).unwrap();
+}
+
+fn corpus(root: &Path, outside: &Path) -> Vec<Line> {
+    use Route::{Fast, Rmcp};
+    let mut c = Vec::new();
+    let abs = |rel: &str| root.join(rel).to_string_lossy().into_owned();
+    // read_file: every outcome, numeric ids.
+    let reads = [
+        json!({"path": "small.txt"}),
+        json!({"path": abs("small.txt")}),
+        json!({"path": "unicode.txt"}),
+        json!({"path": "control.txt"}),
+        json!({"path": "latin1.txt"}),
+        json!({"path": "nul.bin"}),
+        json!({"path": "empty.txt"}),
+        json!({"path": "no-newline.txt"}),
+        json!({"path": "big.txt", "offset": 100, "limit": 5}),
+        json!({"path": "big.txt", "offset": 2999}),
+        json!({"path": "big.txt", "offset": 4000}),
+        json!({"path": "big.txt", "limit": 0}),
+        json!({"path": "big.txt"}),
+        json!({"path": "long-line.txt"}),
+        json!({"path": "missing.txt"}),
+        json!({"path": "dir"}),
+        json!({"path": "../outside.txt"}),
+        json!({"path": "escape/outside.txt"}),
+        json!({"path": outside.join("outside.txt")}),
+        json!({"path": "dir/link"}),
+        json!({"path": ""}),
+        json!({"path": "small.txt\u{0}x"}),
+        json!({"path": "dir/\u{e9}t\u{e9} \"quoted\".txt"}),
+        json!({"path": "small.txt", "unknown_argument": true}),
+        json!({"path": "small.txt", "offset": null, "limit": null}),
+        json!({"path": "pixel.png"}),
+    ];
+    for (i, args) in reads.into_iter().enumerate() {
+        push(&mut c, call(json!(100 + i), "read_file", args), Some(Fast));
+    }
+    // Ids: strings (escapes, unicode, empty), negative, large, and the float form rmcp
+    // reads as an integer.
+    for (i, id) in [
+        json!("abc"),
+        json!(""),
+        json!("with \"quote\", \\ and \u{e9}\u{1f600} \u{1}"),
+        json!(-5),
+        json!(0),
+        json!(i64::MAX),
+    ]
+    .into_iter()
+    .enumerate()
+    {
+        let tool = if i % 2 == 0 { "read_file" } else { "list_dir" };
+        let args = if tool == "read_file" {
+            json!({"path": "small.txt"})
+        } else {
+            json!({"path": "dir"})
+        };
+        push(&mut c, call(id, tool, args), Some(Fast));
+    }
+    c.push(Line {
+        text: r#"{"jsonrpc":"2.0","id":7.0,"method":"tools/call","params":{"name":"read_file","arguments":{"path":"small.txt"}}}"#.into(),
+        reply: Some(Fast),
+    });
+    // The host's `_meta`: output caps (paging), deny rules, malformed values, a progress token.
+    let metas = [
+        (
+            json!({"tern/limits": {"max_output_chars": 3000}}),
+            "big.txt",
+            Fast,
+        ),
+        (
+            json!({"tern/limits": {"max_output_chars": 1000}}),
+            "long-line.txt",
+            Fast,
+        ),
+        (
+            json!({"tern/limits": {"max_output_chars": 10}}),
+            "small.txt",
+            Fast,
+        ),
+        (json!({"tern/limits": "lots"}), "small.txt", Fast),
+        (json!({"tern/limits": {}}), "small.txt", Fast),
+        (
+            json!({"tern/deny_paths": ["**/secret*"]}),
+            "secret.txt",
+            Fast,
+        ),
+        (
+            json!({"tern/deny_paths": ["**/secret*"]}),
+            "dir/hardlink",
+            Fast,
+        ),
+        (
+            json!({"tern/deny_paths": ["**/secret*"]}),
+            "small.txt",
+            Fast,
+        ),
+        (json!({"tern/deny_paths": 5}), "small.txt", Fast),
+        (json!({"progressToken": "p1"}), "small.txt", Fast),
+        (
+            json!({"progressToken": 9, "tern/limits": {"max_output_chars": 500}}),
+            "big.txt",
+            Fast,
+        ),
+        // Keys other clients add (trace context, their own ids) change nothing.
+        (
+            json!({"traceparent": "00-0af7651916cd43dd8448eb211c80319c-b7ad6b7169203331-01"}),
+            "small.txt",
+            Fast,
+        ),
+        (
+            json!({"claudecode/toolUseId": "toolu_01", "tern/limits": {"max_output_chars": 2000}}),
+            "big.txt",
+            Fast,
+        ),
+        // Protocol-level keys are rmcp's to check.
+        (
+            json!({"io.modelcontextprotocol/protocolVersion": "2025-06-18"}),
+            "small.txt",
+            Rmcp,
+        ),
+        (
+            json!({"io.modelcontextprotocol/logLevel": "debug"}),
+            "small.txt",
+            Rmcp,
+        ),
+        (
+            json!({"io.modelcontextprotocol/protocolVersion": "2099-01-01"}),
+            "small.txt",
+            Rmcp,
+        ),
+    ];
+    for (i, (meta, path, route)) in metas.into_iter().enumerate() {
+        push(
+            &mut c,
+            call_meta(json!(200 + i), "read_file", json!({"path": path}), meta),
+            Some(route),
+        );
+    }
+    // list_dir.
+    let lists = [
+        json!({}),
+        json!({"path": null}),
+        json!({"path": "."}),
+        json!({"path": "dir"}),
+        json!({"path": "dir/sub"}),
+        json!({"path": "small.txt"}),
+        json!({"path": "missing"}),
+        json!({"path": ".."}),
+        json!({"path": "escape"}),
+    ];
+    for (i, args) in lists.into_iter().enumerate() {
+        push(&mut c, call(json!(300 + i), "list_dir", args), Some(Fast));
+    }
+    push(
+        &mut c,
+        call_meta(
+            json!(320),
+            "list_dir",
+            json!({"path": "dir"}),
+            json!({"tern/deny_paths": ["**/*.rs"]}),
+        ),
+        Some(Fast),
+    );
+    // Not for the fast path: other tools, bad arguments, unknown tools, odd envelopes.
+    let others = [
+        call(json!(400), "grep", json!({"pattern": "fox", "path": "."})),
+        call(json!(401), "glob", json!({"pattern": "**/*.txt"})),
+        call(json!(402), "read_file", json!({"path": 5})),
+        call(json!(403), "read_file", json!({})),
+        call(
+            json!(404),
+            "read_file",
+            json!({"path": "small.txt", "offset": -1}),
+        ),
+        call(
+            json!(405),
+            "read_file",
+            json!({"path": "small.txt", "offset": 1.5}),
+        ),
+        call(json!(406), "nope", json!({})),
+        call(json!(407), "list_dir", json!({"path": ["dir"]})),
+        json!({"jsonrpc": "2.0", "id": 408, "method": "tools/call",
+               "params": {"name": "read_file"}}),
+        json!({"jsonrpc": "2.0", "id": 409, "method": "tools/call",
+               "params": {"name": "read_file", "arguments": null}}),
+        json!({"jsonrpc": "2.0", "id": 410, "method": "tools/call", "extra": 1,
+               "params": {"name": "read_file", "arguments": {"path": "small.txt"}}}),
+        json!({"jsonrpc": "2.0", "id": 411, "method": "tools/list"}),
+        json!({"jsonrpc": "2.0", "id": 412, "method": "ping"}),
+        json!({"jsonrpc": "2.0", "id": 413, "method": "tools/call",
+               "params": {"name": "write_file",
+                          "arguments": {"path": "written.txt", "content": "new\n"}}}),
+        json!({"jsonrpc": "2.0", "id": true, "method": "tools/call",
+               "params": {"name": "read_file", "arguments": {"path": "small.txt"}}}),
+    ];
+    for message in others {
+        push(&mut c, message, Some(Rmcp));
+    }
+    // Lines rmcp must see as they were written: an escaped method name, duplicate envelope
+    // keys, duplicate argument keys (the last one wins, as in rmcp), CRLF, a BOM.
+    let raw = [
+        (
+            r#"{"jsonrpc":"2.0","id":500,"method":"tools\/call","params":{"name":"read_file","arguments":{"path":"small.txt"}}}"#,
+            Rmcp,
+        ),
+        (
+            r#"{"jsonrpc":"2.0","id":501,"id":502,"method":"tools/call","params":{"name":"read_file","arguments":{"path":"small.txt"}}}"#,
+            Rmcp,
+        ),
+        (
+            r#"{"jsonrpc":"2.0","id":503,"method":"tools/call","params":{"name":"read_file","arguments":{"path":"nope","path":"small.txt"}}}"#,
+            Fast,
+        ),
+        (
+            "{\"jsonrpc\":\"2.0\",\"id\":504,\"method\":\"tools/call\",\"params\":{\"name\":\"read_file\",\"arguments\":{\"path\":\"small.txt\"}}}\r",
+            Fast,
+        ),
+        (
+            "\u{feff}{\"jsonrpc\":\"2.0\",\"id\":505,\"method\":\"tools/call\",\"params\":{\"name\":\"read_file\",\"arguments\":{\"path\":\"small.txt\"}}}",
+            Rmcp,
+        ),
+        (
+            r#"  {"params":{"arguments":{"path":"small.txt"},"name":"read_file"},"method":"tools/call","id":506,"jsonrpc":"2.0"}  "#,
+            Fast,
+        ),
+        (
+            r#"{"jsonrpc":"2.0","id":507,"method":"tools/call","params":{"name":"read_\u0066ile","arguments":{"path":"small.txt"}}}"#,
+            Rmcp,
+        ),
+        (
+            r#"{"jsonrpc":"1.0","id":508,"method":"tools/call","params":{"name":"read_file","arguments":{"path":"small.txt"}}}"#,
+            Rmcp,
+        ),
+    ];
+    for (text, route) in raw {
+        c.push(Line {
+            text: text.into(),
+            reply: Some(route),
+        });
+    }
+    c
+}
+
+/// Notifications and junk, interleaved between the requests: no reply, nothing else changes.
+///
+/// With `cancel_answered`, one notification cancels request 100, already answered when the
+/// client waits for each reply. In a burst it is not: rmcp would drop the reply of a call it
+/// has not finished, while the fast path has already written it (both as the spec allows), so
+/// the burst leaves it out.
+fn interleave(corpus: Vec<Line>, cancel_answered: bool) -> Vec<Line> {
+    let cancel = if cancel_answered {
+        json!(100)
+    } else {
+        json!(999_999)
+    };
+    let noise = [
+        json!({"jsonrpc": "2.0", "method": "notifications/cancelled",
+               "params": {"requestId": cancel, "reason": "already answered"}}),
+        json!({"jsonrpc": "2.0", "method": "notifications/cancelled",
+               "params": {"requestId": "no such request"}}),
+        json!({"jsonrpc": "2.0", "method": "notifications/roots/list_changed"}),
+        json!({"jsonrpc": "2.0", "method": "notifications/progress",
+               "params": {"progressToken": "p1", "progress": 1}}),
+    ];
+    let mut out = Vec::new();
+    for (i, line) in corpus.into_iter().enumerate() {
+        out.push(line);
+        if i % 5 == 4 {
+            out.push(Line {
+                text: noise[(i / 5) % noise.len()].to_string(),
+                reply: None,
+            });
+        }
+        if i % 17 == 16 {
+            // Not JSON, and an empty line: rmcp skips both without a reply.
+            out.push(Line {
+                text: "this is { not json".into(),
+                reply: None,
+            });
+            out.push(Line {
+                text: String::new(),
+                reply: None,
+            });
+        }
+    }
+    out
+}
+
+struct Server {
+    child: Child,
+    stdin: Option<ChildStdin>,
+    /// stdout's lines, read by a thread so a missing reply fails the test instead of hanging it.
+    stdout: mpsc::Receiver<String>,
+}
+
+/// How long a reply may take (a debug build on a loaded machine answers in milliseconds).
+const REPLY_TIMEOUT: Duration = Duration::from_secs(30);
+
+impl Server {
+    /// A server before any handshake.
+    fn spawn(root: &Path, fast: bool) -> Self {
+        let mut cmd = Command::new(env!("CARGO_BIN_EXE_tern-fs"));
+        cmd.arg("--root").arg(root);
+        if !fast {
+            cmd.arg("--no-fast-path");
+        }
+        let mut child = cmd
+            .env("TERN_LOG", "tern_fs::fast=debug")
+            .stdin(Stdio::piped())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped())
+            .spawn()
+            .unwrap();
+        let stdin = child.stdin.take();
+        let mut lines = BufReader::new(child.stdout.take().unwrap());
+        let (tx, stdout) = mpsc::channel();
+        std::thread::spawn(move || {
+            loop {
+                let mut line = String::new();
+                match lines.read_line(&mut line) {
+                    Ok(n) if n > 0 && tx.send(line).is_ok() => {}
+                    _ => break,
+                }
+            }
+        });
+        Self {
+            child,
+            stdin,
+            stdout,
+        }
+    }
+
+    /// A server after the `initialize` handshake at `version`.
+    fn start(root: &Path, fast: bool, version: &str) -> Self {
+        let mut server = Self::spawn(root, fast);
+        server.send(
+            &json!({"jsonrpc": "2.0", "id": "init", "method": "initialize", "params": {
+                "protocolVersion": version, "capabilities": {},
+                "clientInfo": {"name": "fast-path-test", "version": "0"}}})
+            .to_string(),
+        );
+        let init = server.recv();
+        assert!(init.contains("\"result\""), "initialize failed: {init}");
+        server.send(r#"{"jsonrpc":"2.0","method":"notifications/initialized"}"#);
+        server
+    }
+
+    fn send(&mut self, line: &str) {
+        let stdin = self.stdin.as_mut().unwrap();
+        stdin.write_all(line.as_bytes()).unwrap();
+        stdin.write_all(b"\n").unwrap();
+        stdin.flush().unwrap();
+    }
+
+    fn recv(&mut self) -> String {
+        self.stdout
+            .recv_timeout(REPLY_TIMEOUT)
+            .expect("no reply: the server closed stdout or never answered")
+    }
+
+    /// Closes stdin, waits for the exit and returns the ids the fast path answered.
+    fn finish(mut self) -> Vec<String> {
+        drop(self.stdin.take());
+        let rest: Vec<String> = self.stdout.iter().collect();
+        assert_eq!(
+            rest,
+            Vec::<String>::new(),
+            "replies after the last one awaited"
+        );
+        let mut log = String::new();
+        self.child
+            .stderr
+            .take()
+            .unwrap()
+            .read_to_string(&mut log)
+            .unwrap();
+        assert!(self.child.wait().unwrap().success(), "{log}");
+        log.lines()
+            .filter_map(|l| l.split_once(" fast path id=").map(|(_, id)| id.to_string()))
+            .collect()
+    }
+}
+
+/// The fast path's log names ids with `Display` (`7`, `abc`) and the tool.
+fn logged(line: &Line) -> String {
+    let v: Value = serde_json::from_str(line.text.trim_start_matches('\u{feff}')).unwrap();
+    let id = match &v["id"] {
+        Value::String(s) => s.clone(),
+        Value::Number(n) => n.as_f64().map_or(n.to_string(), |f| (f as i64).to_string()),
+        other => other.to_string(),
+    };
+    format!("{id} tool=\"{}\"", v["params"]["name"].as_str().unwrap())
+}
+
+fn setup() -> (tempfile::TempDir, std::path::PathBuf, std::path::PathBuf) {
+    let dir = tempfile::tempdir().unwrap();
+    let base = std::fs::canonicalize(dir.path()).unwrap();
+    let (root, outside) = (base.join("root"), base.join("outside"));
+    std::fs::create_dir_all(&root).unwrap();
+    std::fs::create_dir_all(&outside).unwrap();
+    make_root(&root, &outside);
+    (dir, root, outside)
+}
+
+#[test]
+fn sequential_replies_are_byte_for_byte_rmcps() {
+    for version in ["2025-06-18", "2025-11-25", "2024-11-05"] {
+        let (_dir, root, outside) = setup();
+        let lines = interleave(corpus(&root, &outside), true);
+        let mut fast = Server::start(&root, true, version);
+        let mut reference = Server::start(&root, false, version);
+        let mut compared = 0;
+        for line in &lines {
+            fast.send(&line.text);
+            reference.send(&line.text);
+            if line.reply.is_some() {
+                let (a, b) = (fast.recv(), reference.recv());
+                assert_eq!(a, b, "{version}: replies differ for {}", line.text);
+                compared += 1;
+            }
+        }
+        let expected: Vec<String> = lines
+            .iter()
+            .filter(|l| l.reply == Some(Route::Fast))
+            .map(logged)
+            .collect();
+        assert!(
+            expected.len() > 50,
+            "the corpus must exercise the fast path"
+        );
+        assert_eq!(
+            fast.finish(),
+            expected,
+            "{version}: calls the fast path answered"
+        );
+        assert_eq!(reference.finish(), Vec::<String>::new());
+        assert!(compared > 70, "{compared}");
+    }
+}
+
+#[test]
+fn a_burst_gets_rmcps_replies_by_id() {
+    let (_dir, root, outside) = setup();
+    let lines = interleave(corpus(&root, &outside), false);
+    // Padding notifications (5 KB each, no reply) between the lines make the burst several
+    // times the fast path's read buffer, so it is refilled and compacted with answered and
+    // passed lines mixed in it.
+    let padding = json!({"jsonrpc": "2.0", "method": "notifications/roots/list_changed",
+                         "params": {"_meta": {"padding": "p".repeat(5000)}}})
+    .to_string();
+    let burst: String = lines
+        .iter()
+        .map(|l| format!("{padding}\n{}\n", l.text))
+        .collect();
+    assert!(burst.len() > 3 * 128 * 1024, "{}", burst.len());
+    let expected = lines.iter().filter(|l| l.reply.is_some()).count();
+    let mut replies = Vec::new();
+    for fast in [true, false] {
+        let mut server = Server::start(&root, fast, "2025-06-18");
+        let mut stdin = server.stdin.take().unwrap();
+        let bytes = burst.clone();
+        let writer = std::thread::spawn(move || {
+            stdin.write_all(bytes.as_bytes()).unwrap();
+            stdin
+        });
+        // Replies without an id (rmcp's errors for lines it cannot read) are compared as a
+        // sorted list.
+        let mut by_id = BTreeMap::new();
+        let mut without_id = Vec::new();
+        for _ in 0..expected {
+            let reply = server.recv();
+            let v: Value = serde_json::from_str(&reply).unwrap();
+            if v["id"].is_null() {
+                without_id.push(reply);
+            } else {
+                let id = v["id"].to_string();
+                assert!(
+                    by_id.insert(id.clone(), reply).is_none(),
+                    "two replies for {id}"
+                );
+            }
+        }
+        without_id.sort();
+        by_id.insert("replies without an id".into(), without_id.concat());
+        server.stdin = Some(writer.join().unwrap());
+        let answered_fast = server.finish();
+        if fast {
+            assert!(answered_fast.len() > 50, "{answered_fast:?}");
+        }
+        replies.push(by_id);
+    }
+    let (fast, reference) = (&replies[0], &replies[1]);
+    assert_eq!(
+        fast.keys().collect::<Vec<_>>(),
+        reference.keys().collect::<Vec<_>>()
+    );
+    for (id, reply) in fast {
+        assert_eq!(reply, &reference[id], "reply {id}");
+    }
+}
+
+#[test]
+fn a_session_opened_without_initialize_is_left_to_rmcp() {
+    // The 2026-07-28 lifecycle: no `initialize`, every request carries its own metadata.
+    // rmcp checks that metadata on every call (a call without it is an error there), so the
+    // fast path, which does not, must stay off for the whole session.
+    let (_dir, root, _outside) = setup();
+    let inline = json!({
+        "io.modelcontextprotocol/protocolVersion": "2026-07-28",
+        "io.modelcontextprotocol/clientCapabilities": {}
+    });
+    let lines = [
+        call_meta(json!(1), "read_file", json!({"path": "small.txt"}), inline),
+        call(json!(2), "read_file", json!({"path": "small.txt"})),
+        call(json!(3), "list_dir", json!({})),
+    ];
+    let mut servers = [Server::spawn(&root, true), Server::spawn(&root, false)];
+    for line in &lines {
+        let replies: Vec<String> = servers
+            .iter_mut()
+            .map(|s| {
+                s.send(&line.to_string());
+                s.recv()
+            })
+            .collect();
+        assert_eq!(replies[0], replies[1], "{line}");
+    }
+    for server in servers {
+        assert_eq!(server.finish(), Vec::<String>::new());
+    }
+}
