@@ -16,7 +16,7 @@ use toml_edit::{Array, DocumentMut, InlineTable, Item, Table};
 
 use crate::check::valid_server_name;
 use crate::error::{ConfigError, Result};
-use crate::load::parse_layer;
+use crate::layers::parse_layer;
 use crate::locate::SourceName;
 
 /// What an import did.

@@ -8,7 +8,7 @@
 
 use crate::agent::AgentLayer;
 use crate::error::{ConfigError, Result};
-use crate::locate::SourceText;
+use crate::locate::{SourceName, SourceText};
 use crate::permissions::PermissionsLayer;
 use crate::raw::RawConfig;
 use crate::sandbox::SandboxLayer;
@@ -116,6 +116,13 @@ pub(crate) fn override_text(arg: &str) -> Result<String> {
         .collect::<Vec<_>>()
         .join(".");
     Ok(format!("{key} = {}\n", value.decorated("", "")))
+}
+
+/// One layer from the text of a config file named `name` (a file, a flag, a plugin's
+/// converted manifest): parsed strictly, then checked section by section.
+pub(crate) fn parse_layer(name: &SourceName, text: &str) -> Result<Layer> {
+    let source = SourceText { name, text };
+    Layer::from_raw(crate::raw::parse(&source)?, &source)
 }
 
 #[cfg(test)]

@@ -7,11 +7,10 @@ use std::path::{Path, PathBuf};
 use crate::agent::AgentSection;
 use crate::error::{ConfigError, Result};
 use crate::expand::EnvLookup;
-use crate::layers::{Layer, override_text};
-use crate::locate::{SourceName, SourceText};
+use crate::layers::{Layer, override_text, parse_layer};
+use crate::locate::SourceName;
 use crate::paths::ConfigPaths;
 use crate::permissions::{PermissionMode, Permissions, RuleList};
-use crate::raw;
 use crate::sandbox::SandboxConfig;
 use crate::sections::ModelConfig;
 use crate::servers::ServerConfig;
@@ -448,11 +447,6 @@ fn resolve(
         layers,
         notices,
     })
-}
-
-pub(crate) fn parse_layer(name: &SourceName, text: &str) -> Result<Layer> {
-    let source = SourceText { name, text };
-    Layer::from_raw(raw::parse(&source)?, &source)
 }
 
 fn read_optional(path: &Path) -> Result<Option<String>> {

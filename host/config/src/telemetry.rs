@@ -141,7 +141,7 @@ mod tests {
     use std::path::PathBuf;
 
     use super::*;
-    use crate::load::parse_layer;
+    use crate::layers::parse_layer;
     use crate::locate::SourceName;
 
     fn layer(text: &str) -> Result<TelemetrySection> {

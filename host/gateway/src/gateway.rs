@@ -19,6 +19,7 @@ use crate::{
     cap::{Spill, cap, needs_cap, spill_path, write_spill},
     dispatch::{Dispatch, dispatch},
     permission::Verdict,
+    recorders::Recorders,
     redact::Redactor,
     resolve::resolve,
     rules::{CallFacts, RuleParseError, RuleSet},
@@ -45,32 +46,6 @@ fn list(errors: &[RuleParseError]) -> String {
         .join("\n")
 }
 
-/// Where a gateway records what it does: the run's events, the one redactor every writer of the
-/// run shares, and the one audit log. The host builds them before the pool (which learns
-/// secrets and audits elicitations through the same two) and hands them to [`Gateway::new`], so
-/// nothing is bound late and no second redactor has to be kept in step.
-#[derive(Clone)]
-pub struct Recorders {
-    pub events: EventSink,
-    pub redactor: Arc<Redactor>,
-    pub audit: Arc<AuditLog>,
-}
-
-impl Recorders {
-    /// Opens the audit log at `audit_log` (for tests and tools that build a gateway alone).
-    pub fn open(
-        audit_log: &std::path::Path,
-        secrets: impl IntoIterator<Item = crate::redact::Secret>,
-        events: EventSink,
-    ) -> Result<Self, AuditOpenError> {
-        Ok(Self {
-            events,
-            redactor: Arc::new(Redactor::new(secrets)),
-            audit: Arc::new(AuditLog::open(audit_log)?),
-        })
-    }
-}
-
 /// The one path from the agent to any tool.
 pub struct Gateway {
     pub(crate) pool: Arc<ServerPool>,
@@ -90,7 +65,7 @@ pub struct Gateway {
     /// `[[hooks.EVENT]]` (the gateway runs `PreToolUse` and `PostToolUse`).
     pub(crate) hooks: Option<Arc<crate::hooks::Hooks>>,
     /// What holds for the running turn only: a custom command's allow rules, loaded skills.
-    pub(crate) turn: RwLock<crate::turn_rules::TurnState>,
+    pub(crate) turn: RwLock<crate::turn_state::TurnState>,
 }
 
 /// What the stages learned, for the audit line.

@@ -63,6 +63,7 @@ pub mod hooks;
 pub mod paths;
 pub mod permission;
 mod permit;
+mod recorders;
 mod redact;
 pub mod resolve;
 pub mod rules;
@@ -70,6 +71,7 @@ mod session_rules;
 mod settings;
 pub mod shell;
 mod turn_rules;
+mod turn_state;
 pub mod validate;
 mod wildcard;
 
@@ -80,8 +82,9 @@ pub use approver::{
 pub use ask::{USER_ALWAYS, USER_ONCE, save_rules};
 pub use audit::AuditRecord;
 pub use call::{CallContext, CallMeta, Outcome};
-pub use gateway::{Gateway, GatewayError, Recorders};
+pub use gateway::{Gateway, GatewayError};
 pub use paths::PathScope;
+pub use recorders::Recorders;
 pub use redact::{REDACTED, Redactor, Secret};
 pub use settings::{GatewaySettings, ProjectRules, ToolPolicy};
 pub use tern_protocol::{

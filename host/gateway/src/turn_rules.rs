@@ -14,36 +14,14 @@ use tern_config::{
     claude_tools::{Converted, split_list, to_rules},
 };
 
+pub use crate::turn_state::TurnRule;
 use crate::{
     gateway::{Gateway, Pending},
     permission::{Verdict, allowed_by},
     rules::{Rule, RuleSet},
     settings::ToolPolicy,
+    turn_state::{ActiveSkill, TurnState},
 };
-
-/// One turn-scoped allow rule and where it was written (`FILE:LINE`, shown in the audit).
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct TurnRule {
-    /// In tern's rule language (see [`tern_config::claude_tools`] for Claude Code's).
-    pub rule: String,
-    pub origin: String,
-}
-
-/// A skill loaded in this turn and the calls its `allowed-tools` let through.
-#[derive(Debug, Clone)]
-pub(crate) struct ActiveSkill {
-    name: String,
-    /// `allowed-tools` as the skill wrote it, for the reason a call is denied.
-    declared: String,
-    allowed: RuleSet,
-}
-
-/// The turn's extra state.
-#[derive(Debug, Clone, Default)]
-pub(crate) struct TurnState {
-    allow: RuleSet,
-    skills: Vec<ActiveSkill>,
-}
 
 impl Gateway {
     /// Starts a turn whose calls `rules` also allow; they end at [`Self::end_turn`]. Errors

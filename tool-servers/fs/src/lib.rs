@@ -51,6 +51,7 @@
 #![deny(clippy::print_stdout, clippy::print_stderr)]
 
 mod deny;
+mod deny_links;
 mod editor;
 mod fast;
 pub mod resolve;

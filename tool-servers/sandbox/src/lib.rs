@@ -51,9 +51,10 @@ mod seccomp;
 mod support;
 mod view_plan;
 
+pub use child::Session;
 pub use git_guard::GitGuard;
 pub use policy::{GIT_CONTROL_ENTRIES, GitWrites, Mode, Network, Policy, builtin_protected};
-pub use sandbox::{Degradation, Sandbox, Session, abort};
+pub use sandbox::{Degradation, Sandbox, abort};
 pub use support::{Support, landlock_abi};
 
 /// Why a sandbox could not be set up or a sandboxed command not started.

@@ -1,29 +1,17 @@
 //! A policy turned into a plan for this kernel, applied to commands.
 
-use std::ffi::CString;
 use std::fmt;
 use std::path::{Path, PathBuf};
 use std::process::{Command, ExitStatus};
 use std::sync::Arc;
 
 use crate::SandboxError;
-use crate::child::{self, Fixed, Namespaces, Plan, SharedNamespaces};
+use crate::child::{self, Fixed, Plan, Session, SharedNamespaces, namespaces};
 use crate::landlock_rules::{self, TcpRule};
 use crate::policy::{Mode, Network, Policy};
 use crate::seccomp;
 use crate::support::Support;
 use crate::view_plan::{self, ViewPlan, c_path, kept_mount_flags, socket_dirs};
-
-/// Whether the command gets a session (and process group) of its own.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Session {
-    /// `setsid`: detached from any terminal; the supervisor's pid is the
-    /// group id, so one signal reaches the whole command. For servers.
-    New,
-    /// Stay in the caller's session and process group, so an interactive
-    /// `tern sandbox -- CMD` keeps its terminal and Ctrl-C.
-    Inherit,
-}
 
 /// A layer the policy asked for that this kernel cannot provide.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -412,28 +400,6 @@ pub fn abort(supervisor_pid: u32) {
         Ok(()) => {}
         Err(e) if e.raw_os_error() == Some(libc::ESRCH) => {}
         Err(e) => tracing::warn!(pid, "cannot abort the sandboxed command: {e}"),
-    }
-}
-
-/// The namespace part of a plan; uid and gid map to themselves, so files the
-/// command creates belong to the server's user.
-pub(crate) fn namespaces(
-    flags: libc::c_int,
-    mount_proc: bool,
-    loopback: bool,
-    read_only: Vec<(CString, libc::c_ulong)>,
-) -> Namespaces {
-    let uid = rustix::process::geteuid().as_raw();
-    let gid = rustix::process::getegid().as_raw();
-    Namespaces {
-        flags,
-        uid_map: format!("{uid} {uid} 1\n").into_bytes(),
-        gid_map: format!("{gid} {gid} 1\n").into_bytes(),
-        mount_proc,
-        loopback,
-        read_only,
-        join: None,
-        view: None,
     }
 }
 

@@ -8,8 +8,7 @@ use std::fmt;
 use std::process::{Command, Stdio};
 use std::sync::Arc;
 
-use crate::child::{self, Fixed, Namespaces, Plan};
-use crate::sandbox::{Session, namespaces};
+use crate::child::{self, Fixed, Namespaces, Plan, Session, namespaces};
 use crate::seccomp;
 
 /// The sandbox layers this kernel supports; each `Err` says why not.

@@ -11,7 +11,7 @@ use serde_json::Value;
 
 use super::HookEvent;
 use crate::error::{ConfigError, Result};
-use crate::load::parse_layer;
+use crate::layers::parse_layer;
 use crate::locate::SourceName;
 
 /// What an import did.

@@ -9,7 +9,7 @@ use serde_json::Value;
 use crate::error::{ConfigError, Result};
 use crate::hooks::HookEvent;
 use crate::layers::Layer;
-use crate::load::parse_layer;
+use crate::layers::parse_layer;
 use crate::locate::SourceName;
 
 /// Which agent's layout a plugin folder is in.

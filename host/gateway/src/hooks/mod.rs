@@ -23,7 +23,7 @@ use tern_protocol::{Event, EventSink, now_rfc3339};
 pub use matcher::Matcher;
 pub use output::{Effect, Permission};
 
-use crate::{audit::AuditLog, gateway::Recorders, redact::Redactor};
+use crate::{audit::AuditLog, recorders::Recorders, redact::Redactor};
 
 /// The hooks to run once each: the first of every identical command (and environment), with
 /// `fail_closed` if any of the copies is — the same script configured at two layers (or by

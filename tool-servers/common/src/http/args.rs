@@ -8,7 +8,7 @@ use std::time::Duration;
 
 use crate::ServeError;
 
-use super::guard::{Origin, Token};
+use super::guard::{Origin, Token, host_name};
 
 /// Shortest bearer token accepted: a token is the only thing between the network and the
 /// tools, so a short one is refused rather than warned about.
@@ -248,16 +248,6 @@ fn read_token(var: &str, env: &impl Fn(&str) -> Option<OsString>) -> Result<Toke
         )));
     }
     Ok(Token::new(value))
-}
-
-/// A `Host`-style name, lowercased, IPv6 brackets removed, any port dropped.
-pub(crate) fn host_name(raw: &str) -> Option<String> {
-    let authority = axum::http::uri::Authority::try_from(raw.trim()).ok()?;
-    let host = authority
-        .host()
-        .trim_matches(['[', ']'])
-        .to_ascii_lowercase();
-    (!host.is_empty()).then_some(host)
 }
 
 /// `--http ADDR`: an IP socket address, or `localhost:PORT` for `127.0.0.1:PORT`.

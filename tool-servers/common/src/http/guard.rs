@@ -25,7 +25,6 @@ use axum::http::{HeaderMap, HeaderValue, Method, StatusCode, header};
 use axum::middleware::Next;
 use axum::response::{IntoResponse, Response};
 
-use super::args::host_name;
 use super::conn::Authorized;
 
 /// A bearer token; never printed (its `Debug` is redacted).
@@ -291,6 +290,16 @@ fn refusal_response(refusal: Refusal) -> Response {
         )
             .into_response(),
     }
+}
+
+/// A `Host`-style name, lowercased, IPv6 brackets removed, any port dropped.
+pub(crate) fn host_name(raw: &str) -> Option<String> {
+    let authority = axum::http::uri::Authority::try_from(raw.trim()).ok()?;
+    let host = authority
+        .host()
+        .trim_matches(['[', ']'])
+        .to_ascii_lowercase();
+    (!host.is_empty()).then_some(host)
 }
 
 #[cfg(test)]

@@ -37,8 +37,6 @@ use std::os::fd::{AsRawFd, OwnedFd};
 use std::process::Command;
 use std::sync::Arc;
 
-use crate::sandbox::Session;
-
 /// Parts of a plan shared by every command of one sandbox.
 pub(crate) struct Fixed {
     /// A Landlock ruleset to enforce.
@@ -340,4 +338,37 @@ pub(crate) fn landlock_abi() -> Option<u32> {
 /// Sends the abort signal to a supervisor (by its pid).
 pub(crate) fn signal_abort(supervisor: libc::pid_t) -> io::Result<()> {
     check(unsafe { libc::kill(supervisor, ABORT_SIGNAL) }).map(drop)
+}
+
+/// Whether the command gets a session (and process group) of its own.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Session {
+    /// `setsid`: detached from any terminal; the supervisor's pid is the
+    /// group id, so one signal reaches the whole command. For servers.
+    New,
+    /// Stay in the caller's session and process group, so an interactive
+    /// `tern sandbox -- CMD` keeps its terminal and Ctrl-C.
+    Inherit,
+}
+
+/// The namespace part of a plan; uid and gid map to themselves, so files the
+/// command creates belong to the server's user.
+pub(crate) fn namespaces(
+    flags: libc::c_int,
+    mount_proc: bool,
+    loopback: bool,
+    read_only: Vec<(CString, libc::c_ulong)>,
+) -> Namespaces {
+    let uid = rustix::process::geteuid().as_raw();
+    let gid = rustix::process::getegid().as_raw();
+    Namespaces {
+        flags,
+        uid_map: format!("{uid} {uid} 1\n").into_bytes(),
+        gid_map: format!("{gid} {gid} 1\n").into_bytes(),
+        mount_proc,
+        loopback,
+        read_only,
+        join: None,
+        view: None,
+    }
 }
