@@ -39,6 +39,11 @@ pub const TODO: &str = "tern/todo";
 /// of the turn to its `allowed_tools`).
 pub const SKILL: &str = "tern/skill";
 
+/// `notifications/progress` `_meta`: the editor terminal a call's command runs in
+/// ([`TerminalShown`]), sent once by tern-shell started with `--editor-socket` when the editor
+/// (an ACP client) has created it; `tern acp` embeds it in the call's `tool_call_update`.
+pub const TERMINAL: &str = "tern/terminal";
+
 /// JSON-RPC error `data`: marks an error made by tern's own client (a reply too large, a server
 /// gone), not one the server sent.
 pub const LOCAL: &str = "tern/local";
@@ -54,6 +59,8 @@ pub enum Carrier {
     ToolDefinition,
     /// A JSON-RPC error's `data`.
     ErrorData,
+    /// A `notifications/progress` params' `_meta`.
+    Progress,
 }
 
 /// Every key, where it travels and what it says: what the README's table and its test read.
@@ -90,6 +97,11 @@ pub const KEYS: &[(&str, Carrier, &str)] = &[
         "the Agent Skill a `load` call loaded, with its allowed-tools",
     ),
     (
+        TERMINAL,
+        Carrier::Progress,
+        "the editor terminal (ACP) a running call's command is shown in",
+    ),
+    (
         LOCAL,
         Carrier::ErrorData,
         "an error made by tern's client, not the server",
@@ -105,6 +117,20 @@ pub struct Limits {
     /// The host shows the model at most this many characters of the result.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub max_output_chars: Option<u64>,
+}
+
+/// The payload of [`TERMINAL`]: the id the editor gave the terminal (ACP `terminalId`).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct TerminalShown {
+    pub terminal_id: String,
+}
+
+impl TerminalShown {
+    /// The terminal named in a progress notification's `_meta` object; `None` when absent or
+    /// malformed.
+    pub fn from_progress_meta(meta: &serde_json::Map<String, serde_json::Value>) -> Option<Self> {
+        serde_json::from_value(meta.get(TERMINAL)?.clone()).ok()
+    }
 }
 
 /// The payload of [`USAGE`]: what one tool call reports it spent.
@@ -166,7 +192,7 @@ mod tests {
             assert!(!what.is_empty());
             assert!(seen.insert(*key), "{key} listed twice");
         }
-        assert_eq!(seen.len(), 8);
+        assert_eq!(seen.len(), 9);
     }
 
     #[test]

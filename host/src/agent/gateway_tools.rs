@@ -206,7 +206,16 @@ impl ToolExecutor for GatewayTools {
         let bus = self.bus.clone();
         let call_id = call.id.clone();
         let forward = tokio::spawn(async move {
-            while let Some(p) = rx.recv().await {
+            while let Some(mut p) = rx.recv().await {
+                if let Some(terminal_id) = p.terminal_id.take() {
+                    bus.emit(Event::ToolTerminal {
+                        call_id: call_id.clone(),
+                        terminal_id,
+                    });
+                    if p.message.is_none() {
+                        continue; // only the terminal: no progress to show
+                    }
+                }
                 bus.emit(match p.task {
                     Some(task) => Event::ToolTask {
                         call_id: call_id.clone(),

@@ -44,6 +44,8 @@ pub struct Settings {
     pub env: Vec<(OsString, OsString)>,
     /// The OS sandbox every command runs under.
     pub sandbox: Arc<tern_sandbox::Sandbox>,
+    /// Commands are shown in the ACP editor's terminal (`--editor-socket`).
+    pub editor: Option<crate::terminal::EditorTerminal>,
 }
 
 /// Parameters of the `run` tool.
@@ -202,13 +204,21 @@ impl ShellServer {
             env: &settings.env,
             timeout,
             max_output_chars: limits::output_budget(&host, settings.max_output_chars),
+            echo: None,
             sandbox: &settings.sandbox,
             hidden: &hidden,
         };
         let on_progress = progress
             .as_mut()
             .map(|f| f as &mut (dyn FnMut(Duration, u64) + Send));
-        let outcome = exec::run(invocation, &context.ct, on_progress).await;
+        let outcome = match &settings.editor {
+            Some(editor) => crate::terminal::run(editor, invocation, &context)
+                .await
+                .map_err(|e| e.to_string()),
+            None => exec::run(invocation, &context.ct, on_progress)
+                .await
+                .map_err(|e| e.to_string()),
+        };
         // `.git` entries a command may not create are removed whatever became of the command.
         let removed: Vec<String> = git_guard
             .after()
@@ -399,6 +409,7 @@ mod tests {
             max_output_chars: 100,
             env: Vec::new(),
             sandbox: Arc::new(tern_sandbox::Sandbox::new(policy, support).unwrap()),
+            editor: None,
         })
     }
 
