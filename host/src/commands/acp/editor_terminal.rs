@@ -60,12 +60,7 @@ impl Cards {
         loop {
             // Made before the check: a `done` between the two still wakes it.
             let notified = self.0.1.notified();
-            if self
-                .0
-                .0
-                .lock()
-                .is_ok_and(|mut set| set.remove(terminal_id))
-            {
+            if self.0.0.lock().is_ok_and(|mut set| set.remove(terminal_id)) {
                 return true;
             }
             if tokio::time::timeout_at(deadline, notified).await.is_err() {
@@ -145,9 +140,19 @@ async fn accept(
     }
 }
 
-/// The ACP error's message, for the model.
-fn message(error: &Value) -> &str {
-    error["message"].as_str().unwrap_or("(no message)")
+/// The ACP error's message, for the model, with its `data.details` (or a string `data`) when
+/// it has one: SDKs answer a handler's exception as "Internal error" with the reason there.
+fn message(error: &Value) -> String {
+    let mut text = error["message"]
+        .as_str()
+        .unwrap_or("(no message)")
+        .to_string();
+    let data = &error["data"];
+    if let Some(details) = data["details"].as_str().or(data.as_str()) {
+        text.push_str(": ");
+        text.push_str(details);
+    }
+    text
 }
 
 /// One command: create, report, wait (killing on request), report the exit, release.
@@ -183,7 +188,11 @@ async fn serve(
         output_byte_limit,
     })) = requests.recv().await
     else {
-        return reply(&mut write, &TerminalReply::Error("expected a `run` request".into())).await;
+        return reply(
+            &mut write,
+            &TerminalReply::Error("expected a `run` request".into()),
+        )
+        .await;
     };
     let Some(session) = session_id.get() else {
         let not_yet = TerminalReply::Error("the session is not started yet".into());
@@ -244,7 +253,9 @@ async fn serve(
         Some(Err(why)) => TerminalReply::Error(why),
         Some(Ok(status)) => match out.request("terminal/output", ids.clone()).await {
             None => TerminalReply::Error("the editor closed the connection".into()),
-            Some(Err(e)) => TerminalReply::Error(format!("terminal/output failed: {}", message(&e))),
+            Some(Err(e)) => {
+                TerminalReply::Error(format!("terminal/output failed: {}", message(&e)))
+            }
             Some(Ok(output)) => TerminalReply::Exited {
                 exit_code: status["exitCode"]
                     .as_u64()
@@ -302,6 +313,15 @@ impl Drop for AbortOnDrop {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn an_error_says_its_details() {
+        let plain = json!({"code": 1, "message": "no terminals"});
+        assert_eq!(message(&plain), "no terminals");
+        let sdk = json!({"code": -32603, "message": "Internal error", "data": {"details": "off"}});
+        assert_eq!(message(&sdk), "Internal error: off");
+        assert_eq!(message(&json!({})), "(no message)");
+    }
 
     #[tokio::test]
     async fn a_terminal_waits_for_its_card_or_the_limit() {

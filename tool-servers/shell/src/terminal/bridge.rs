@@ -28,12 +28,13 @@ impl Drop for Connection {
 
 impl Connection {
     pub(super) async fn open(socket: &Path) -> Result<Self, TerminalError> {
-        let stream = UnixStream::connect(socket)
-            .await
-            .map_err(|error| TerminalError::Unreachable {
-                socket: socket.to_path_buf(),
-                error,
-            })?;
+        let stream =
+            UnixStream::connect(socket)
+                .await
+                .map_err(|error| TerminalError::Unreachable {
+                    socket: socket.to_path_buf(),
+                    error,
+                })?;
         let (read, writer) = stream.into_split();
         let (tx, replies) = mpsc::channel(4);
         let reader = tokio::spawn(async move {

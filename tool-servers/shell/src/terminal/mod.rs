@@ -190,9 +190,9 @@ fn run_request(
 ) -> Result<TerminalRequest, TerminalError> {
     // ACP carries strings: a path that is not UTF-8 cannot be named to the editor.
     let text = |s: &std::ffi::OsStr| {
-        s.to_str().map(str::to_string).ok_or_else(|| {
-            TerminalError::Prepare(format!("{} is not UTF-8", s.to_string_lossy()))
-        })
+        s.to_str()
+            .map(str::to_string)
+            .ok_or_else(|| TerminalError::Prepare(format!("{} is not UTF-8", s.to_string_lossy())))
     };
     let (program, prefix) = editor
         .runner

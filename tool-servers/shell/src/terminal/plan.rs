@@ -294,7 +294,10 @@ mod tests {
         let mut policy = Policy::new(
             Mode::WorkspaceWrite,
             Network::On,
-            vec![PathBuf::from("/w"), PathBuf::from(OsString::from_vec(b"/odd\xff".to_vec()))],
+            vec![
+                PathBuf::from("/w"),
+                PathBuf::from(OsString::from_vec(b"/odd\xff".to_vec())),
+            ],
         );
         policy.temp_dirs = vec![PathBuf::from("/t")];
         policy.protected = vec![PathBuf::from("/home/u/.tern")];

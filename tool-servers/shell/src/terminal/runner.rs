@@ -61,7 +61,11 @@ async fn execute(plan: &Plan) -> (Report, i32) {
     };
     let sandbox = match tern_sandbox::Sandbox::new(policy, &tern_sandbox::Support::detect()) {
         Ok(sandbox) => sandbox,
-        Err(e) => return fail(format!("tern-shell's runner cannot set up the sandbox: {e}")),
+        Err(e) => {
+            return fail(format!(
+                "tern-shell's runner cannot set up the sandbox: {e}"
+            ));
+        }
     };
     // Weaker than tern-shell's own sandbox on this machine: refuse rather than run it with less.
     if let Some(extra) = sandbox
