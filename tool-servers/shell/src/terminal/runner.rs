@@ -14,6 +14,7 @@
 //! the runner itself is SIGKILLed, the sandbox's supervisor notices its parent's death and
 //! kills the command with everything it started.
 
+use std::io::Write;
 use std::path::Path;
 
 use tokio::signal::unix::{SignalKind, signal};
@@ -39,8 +40,8 @@ pub async fn run(path: &Path) -> ! {
         Ok(plan) => execute(&plan).await,
     };
     if let Report::Failed(why) = &report {
-        // The editor's terminal shows it too.
-        tracing::error!("{why}");
+        // The editor's terminal shows it too (stderr is the terminal here, not a log).
+        let _ = writeln!(std::io::stderr(), "tern: {why}");
     }
     if let Some(path) = report_path
         && let Err(e) = plan::write_private(&path, &report)
@@ -52,6 +53,25 @@ pub async fn run(path: &Path) -> ! {
 
 fn fail(why: String) -> (Report, i32) {
     (Report::Failed(why), NOT_RUN)
+}
+
+/// Refuses a sandbox weaker than tern-shell's own on this machine: one that lacks a layer
+/// tern-shell has (`missing` lists those tern-shell lacks too). An editor started inside
+/// another sandbox (a Flatpak, a container without user namespaces) must not quietly give the
+/// command less than tern-shell would.
+fn as_strong(sandbox: &tern_sandbox::Sandbox, missing: &[String]) -> Result<(), String> {
+    match sandbox
+        .degradations()
+        .iter()
+        .find(|d| !missing.iter().any(|m| m == d.layer))
+    {
+        None => Ok(()),
+        Some(extra) => Err(format!(
+            "the editor's terminal cannot give the command tern's sandbox: {extra}. The command \
+             was not run.\nhint: start the editor where tern itself could sandbox it (not inside \
+             another sandbox), or turn off the editor's terminal for tern"
+        )),
+    }
 }
 
 async fn execute(plan: &Plan) -> (Report, i32) {
@@ -67,17 +87,8 @@ async fn execute(plan: &Plan) -> (Report, i32) {
             ));
         }
     };
-    // Weaker than tern-shell's own sandbox on this machine: refuse rather than run it with less.
-    if let Some(extra) = sandbox
-        .degradations()
-        .iter()
-        .find(|d| !plan.missing_layers.iter().any(|m| m == d.layer))
-    {
-        return fail(format!(
-            "the editor's terminal cannot give the command tern's sandbox: {extra}. The command \
-             was not run.\nhint: start the editor where user namespaces are allowed (not inside \
-             another sandbox), or turn the editor's terminal off for tern"
-        ));
+    if let Err(why) = as_strong(&sandbox, &plan.missing_layers) {
+        return fail(why);
     }
     let cancel = CancellationToken::new();
     for kind in [
@@ -123,5 +134,38 @@ async fn execute(plan: &Plan) -> (Report, i32) {
             };
             (Report::Ran(RanReport::from(&outcome)), code)
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_sandbox_weaker_than_tern_shells_is_refused() {
+        let policy = || {
+            tern_sandbox::Policy::new(
+                tern_sandbox::Mode::WorkspaceWrite,
+                tern_sandbox::Network::Off,
+                vec![std::env::temp_dir()],
+            )
+        };
+        let mut support = tern_sandbox::Support::detect();
+        support.network_namespace = Err("refused by the test".into());
+        let weaker = tern_sandbox::Sandbox::new(policy(), &support).unwrap();
+        let why = as_strong(&weaker, &[]).unwrap_err();
+        assert!(
+            why.starts_with(
+                "the editor's terminal cannot give the command tern's sandbox: network namespace \
+                 unavailable (refused by the test)"
+            ),
+            "{why}"
+        );
+        assert!(why.contains("hint:"), "{why}");
+        // tern-shell lacks it too: the runner gives what tern-shell would.
+        assert_eq!(
+            as_strong(&weaker, &["network namespace".to_string()]),
+            Ok(())
+        );
     }
 }
