@@ -157,10 +157,11 @@ pub fn settings_from(args: Args) -> Result<Settings, tern_tool_common::ServeErro
     let env = env::child_env(std::env::vars_os(), &args.env_allow);
     let var = |name: &str| env.iter().find(|(k, _)| k == name).map(|(_, v)| v.clone());
     let shell = find_shell(&var("PATH").unwrap_or_default());
-    let sandbox = sandbox_from(&args, &root, var("TMPDIR"))?;
+    let support = tern_sandbox::Support::detect();
+    let sandbox = sandbox_from(&args, &root, var("TMPDIR"), &support)?;
     let editor = match &args.editor_socket {
         None => None,
-        Some(socket) => Some(editor_terminal(socket, &args.invoked_as)?),
+        Some(socket) => Some(editor_terminal(socket, &args.invoked_as, support)?),
     };
     Ok(Settings {
         root,
@@ -178,6 +179,7 @@ pub fn settings_from(args: Args) -> Result<Settings, tern_tool_common::ServeErro
 fn editor_terminal(
     socket: &Path,
     invoked_as: &[String],
+    support: tern_sandbox::Support,
 ) -> Result<terminal::EditorTerminal, tern_tool_common::ServeError> {
     let invalid = |msg: String| tern_tool_common::ServeError::Config(msg);
     let exe = std::env::current_exe()
@@ -186,7 +188,11 @@ fn editor_terminal(
         .map_err(|e| invalid(format!("--editor-socket {}: {e}", socket.display())))?;
     let mut runner = vec![exe.into_os_string()];
     runner.extend(invoked_as.iter().map(std::ffi::OsString::from));
-    Ok(terminal::EditorTerminal { socket, runner })
+    Ok(terminal::EditorTerminal {
+        socket,
+        runner,
+        support,
+    })
 }
 
 /// The sandbox commands run under: the policy from the flags, fitted to what
@@ -195,6 +201,7 @@ fn sandbox_from(
     args: &Args,
     root: &Path,
     tmpdir: Option<std::ffi::OsString>,
+    support: &tern_sandbox::Support,
 ) -> Result<tern_sandbox::Sandbox, tern_tool_common::ServeError> {
     let invalid = |msg: String| tern_tool_common::ServeError::Config(msg);
     let absolute = |flag: &str, p: &Path| {
@@ -223,8 +230,7 @@ fn sandbox_from(
             .allow_sockets
             .push(absolute("--allow-socket", socket)?);
     }
-    let support = tern_sandbox::Support::detect();
-    tern_sandbox::Sandbox::new(policy, &support).map_err(|e| invalid(format!("--sandbox: {e}")))
+    tern_sandbox::Sandbox::new(policy, support).map_err(|e| invalid(format!("--sandbox: {e}")))
 }
 
 /// `bash` from the commands' `PATH` when present (models write bash), else `sh`.

@@ -11,6 +11,9 @@ use tokio::sync::mpsc;
 
 use super::TerminalError;
 
+/// What the reader reports when the bridge hangs up.
+const CLOSED: &str = "the connection closed";
+
 /// An open connection: requests go out on the write half; replies come in through a task that
 /// reads whole lines, so waiting for one is cancel-safe inside `select!`.
 pub(super) struct Connection {
@@ -42,7 +45,7 @@ impl Connection {
             loop {
                 let mut line = Vec::new();
                 let reply = match lines.read_until(b'\n', &mut line).await {
-                    Ok(0) => Err("the connection closed".to_string()),
+                    Ok(0) => Err(CLOSED.to_string()),
                     Ok(_) => serde_json::from_slice(&line).map_err(|e| e.to_string()),
                     Err(e) => Err(e.to_string()),
                 };
@@ -77,8 +80,14 @@ impl Connection {
     pub(super) async fn next(&mut self) -> Result<TerminalReply, TerminalError> {
         match self.replies.recv().await {
             Some(Ok(reply)) => Ok(reply),
+            Some(Err(why)) if why == CLOSED => Err(TerminalError::Failed(format!(
+                "`tern acp` ({}) closed the connection before the command's end was reported \
+                 (the session ended?); the command may run on in the editor's terminal until its \
+                 timeout",
+                self.socket.display()
+            ))),
             Some(Err(why)) => Err(TerminalError::Garbled(why)),
-            None => Err(TerminalError::Garbled("the connection closed".into())),
+            None => Err(TerminalError::Garbled("no reply".into())),
         }
     }
 }

@@ -52,6 +52,8 @@ pub struct EditorTerminal {
     /// This executable, then the arguments that make it tern-shell (`serve shell` for `tern`);
     /// `--run-plan FILE` follows.
     pub runner: Vec<OsString>,
+    /// The sandbox layers this kernel gave tern-shell: the runner uses exactly these.
+    pub support: tern_sandbox::Support,
 }
 
 /// Why a command could not be run in the editor's terminal.
@@ -102,7 +104,8 @@ pub async fn run(
         .map_err(prepare)?;
     let plan_path = dir.path().join("plan.json");
     let report_path = dir.path().join("report.json");
-    plan::write_private(&plan_path, &Plan::of(&inv, &report_path)).map_err(prepare)?;
+    let plan = Plan::of(&inv, &editor.support, &report_path);
+    plan::write_private(&plan_path, &plan).map_err(prepare)?;
     let request = run_request(editor, &plan_path, &inv)?;
 
     let started = Instant::now();

@@ -14,7 +14,7 @@ use std::path::{Path, PathBuf};
 use std::time::Duration;
 
 use serde::{Deserialize, Serialize};
-use tern_sandbox::{GitWrites, Mode, Network, Policy};
+use tern_sandbox::{GitWrites, Mode, Network, Policy, Support};
 use tern_tool_common::Capped;
 
 use crate::exec::{Ending, Outcome, Stop};
@@ -127,6 +127,54 @@ impl PolicyPlan {
     }
 }
 
+/// [`Support`], field for field (`Err` holds why a layer is missing).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub(crate) struct SupportPlan {
+    namespaces: Result<(), String>,
+    proc_mount: Result<(), String>,
+    network_namespace: Result<(), String>,
+    mount_view: Result<(), String>,
+    landlock_abi: Option<u32>,
+    seccomp: Result<(), String>,
+}
+
+impl From<&Support> for SupportPlan {
+    fn from(support: &Support) -> Self {
+        // Every field named: a layer added to `Support` must be carried here too.
+        let Support {
+            namespaces,
+            proc_mount,
+            network_namespace,
+            mount_view,
+            landlock_abi,
+            seccomp,
+        } = support.clone();
+        Self {
+            namespaces,
+            proc_mount,
+            network_namespace,
+            mount_view,
+            landlock_abi,
+            seccomp,
+        }
+    }
+}
+
+impl SupportPlan {
+    pub(crate) fn support(&self) -> Support {
+        let s = self.clone();
+        Support {
+            namespaces: s.namespaces,
+            proc_mount: s.proc_mount,
+            network_namespace: s.network_namespace,
+            mount_view: s.mount_view,
+            landlock_abi: s.landlock_abi,
+            seccomp: s.seccomp,
+        }
+    }
+}
+
 /// One command, as [`crate::exec::Invocation`] would run it.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
@@ -142,17 +190,18 @@ pub(crate) struct Plan {
     pub(crate) policy: PolicyPlan,
     /// Paths the command sees as empty (the host's file deny rules).
     pub(crate) hidden: Vec<Bytes>,
-    /// The sandbox layers tern-shell's own sandbox lacks on this machine: the runner refuses to
-    /// run with any *other* layer missing (an editor started in a more confined place, e.g.
-    /// without user namespaces, must not weaken the sandbox silently).
-    pub(crate) missing_layers: Vec<String>,
+    /// What tern-shell found this kernel supports: the runner builds its sandbox for exactly
+    /// these layers instead of probing again (which cost it some 40 ms). A layer the editor's
+    /// process cannot have (an editor inside a Flatpak or a container without user namespaces)
+    /// makes the command fail to start — never run with less than tern-shell would give it.
+    pub(crate) support: SupportPlan,
     /// Where the runner writes its [`Report`].
     pub(crate) report: Bytes,
 }
 
 impl Plan {
-    /// The plan of `inv`, whose report goes to `report`.
-    pub(crate) fn of(inv: &crate::exec::Invocation<'_>, report: &Path) -> Self {
+    /// The plan of `inv` under the layers of `support`, whose report goes to `report`.
+    pub(crate) fn of(inv: &crate::exec::Invocation<'_>, support: &Support, report: &Path) -> Self {
         Self {
             version: PLAN_VERSION,
             shell: Bytes::from(inv.shell),
@@ -167,12 +216,7 @@ impl Plan {
             max_output_chars: inv.max_output_chars,
             policy: PolicyPlan::from(inv.sandbox.policy()),
             hidden: paths(inv.hidden),
-            missing_layers: inv
-                .sandbox
-                .degradations()
-                .iter()
-                .map(|d| d.layer.to_string())
-                .collect(),
+            support: SupportPlan::from(support),
             report: Bytes::from(report),
         }
     }
@@ -275,8 +319,8 @@ pub(crate) fn write_private<T: Serialize>(path: &Path, value: &T) -> std::io::Re
         .create_new(true)
         .mode(0o600)
         .open(path)?;
-    file.write_all(&bytes)?;
-    file.sync_all()
+    // No fsync: the reader is on this machine and reads it from the page cache.
+    file.write_all(&bytes)
 }
 
 /// Reads the JSON file `path`.
@@ -307,6 +351,16 @@ mod tests {
         let json = serde_json::to_string(&plan).unwrap();
         let back: PolicyPlan = serde_json::from_str(&json).unwrap();
         assert_eq!(back.policy().unwrap(), policy);
+    }
+
+    #[test]
+    fn the_kernels_layers_survive_the_trip_through_the_plan() {
+        let mut support = Support::detect();
+        support.network_namespace = Err("refused by the test".into());
+        support.landlock_abi = Some(3);
+        let json = serde_json::to_string(&SupportPlan::from(&support)).unwrap();
+        let back: SupportPlan = serde_json::from_str(&json).unwrap();
+        assert_eq!(back.support(), support);
     }
 
     #[test]

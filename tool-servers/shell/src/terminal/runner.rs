@@ -55,23 +55,14 @@ fn fail(why: String) -> (Report, i32) {
     (Report::Failed(why), NOT_RUN)
 }
 
-/// Refuses a sandbox weaker than tern-shell's own on this machine: one that lacks a layer
-/// tern-shell has (`missing` lists those tern-shell lacks too). An editor started inside
-/// another sandbox (a Flatpak, a container without user namespaces) must not quietly give the
-/// command less than tern-shell would.
-fn as_strong(sandbox: &tern_sandbox::Sandbox, missing: &[String]) -> Result<(), String> {
-    match sandbox
-        .degradations()
-        .iter()
-        .find(|d| !missing.iter().any(|m| m == d.layer))
-    {
-        None => Ok(()),
-        Some(extra) => Err(format!(
-            "the editor's terminal cannot give the command tern's sandbox: {extra}. The command \
-             was not run.\nhint: start the editor where tern itself could sandbox it (not inside \
-             another sandbox), or turn off the editor's terminal for tern"
-        )),
-    }
+/// Why the command did not start, for the model and the terminal.
+fn not_started(e: &exec::SpawnError) -> String {
+    format!(
+        "the command could not be started in the editor's terminal under tern's sandbox: {e}\n\
+         hint: an editor that runs more confined than tern (inside a Flatpak, or a container \
+         without user namespaces) cannot give its terminal tern's sandbox; run the editor \
+         outside it, or turn off the editor's terminal for tern"
+    )
 }
 
 async fn execute(plan: &Plan) -> (Report, i32) {
@@ -79,7 +70,8 @@ async fn execute(plan: &Plan) -> (Report, i32) {
         Ok(policy) => policy,
         Err(e) => return fail(format!("tern-shell's runner: bad sandbox policy: {e}")),
     };
-    let sandbox = match tern_sandbox::Sandbox::new(policy, &tern_sandbox::Support::detect()) {
+    // Exactly tern-shell's layers: one this process cannot have fails the spawn below.
+    let sandbox = match tern_sandbox::Sandbox::new(policy, &plan.support.support()) {
         Ok(sandbox) => sandbox,
         Err(e) => {
             return fail(format!(
@@ -87,9 +79,6 @@ async fn execute(plan: &Plan) -> (Report, i32) {
             ));
         }
     };
-    if let Err(why) = as_strong(&sandbox, &plan.missing_layers) {
-        return fail(why);
-    }
     let cancel = CancellationToken::new();
     for kind in [
         SignalKind::terminate(),
@@ -125,7 +114,7 @@ async fn execute(plan: &Plan) -> (Report, i32) {
         hidden: &hidden,
     };
     match exec::run(invocation, &cancel, None).await {
-        Err(e) => fail(e.to_string()),
+        Err(e) => fail(not_started(&e)),
         Ok(outcome) => {
             let code = match outcome.ending {
                 Ending::Exited(code) => code,
@@ -140,32 +129,39 @@ async fn execute(plan: &Plan) -> (Report, i32) {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::terminal::plan::{Bytes, PolicyPlan, SupportPlan};
 
-    #[test]
-    fn a_sandbox_weaker_than_tern_shells_is_refused() {
-        let policy = || {
-            tern_sandbox::Policy::new(
-                tern_sandbox::Mode::WorkspaceWrite,
-                tern_sandbox::Network::Off,
-                vec![std::env::temp_dir()],
-            )
+    #[tokio::test]
+    async fn a_command_that_cannot_start_is_reported_not_run() {
+        let dir = tempfile::tempdir().unwrap();
+        let policy = tern_sandbox::Policy::new(
+            tern_sandbox::Mode::WorkspaceWrite,
+            tern_sandbox::Network::Off,
+            vec![dir.path().to_path_buf()],
+        );
+        let plan = Plan {
+            version: PLAN_VERSION,
+            shell: Bytes::Utf8("/bin/sh".into()),
+            command: "touch made".into(),
+            cwd: Bytes::from(dir.path().join("gone").as_path()),
+            env: Vec::new(),
+            timeout_ms: 5_000,
+            max_output_chars: 100,
+            policy: PolicyPlan::from(&policy),
+            hidden: Vec::new(),
+            support: SupportPlan::from(&tern_sandbox::Support::detect()),
+            report: Bytes::from(dir.path().join("report.json").as_path()),
         };
-        let mut support = tern_sandbox::Support::detect();
-        support.network_namespace = Err("refused by the test".into());
-        let weaker = tern_sandbox::Sandbox::new(policy(), &support).unwrap();
-        let why = as_strong(&weaker, &[]).unwrap_err();
+        let (report, code) = execute(&plan).await;
+        let Report::Failed(why) = report else {
+            panic!("{report:?}")
+        };
         assert!(
-            why.starts_with(
-                "the editor's terminal cannot give the command tern's sandbox: network namespace \
-                 unavailable (refused by the test)"
-            ),
+            why.starts_with("the command could not be started in the editor's terminal"),
             "{why}"
         );
         assert!(why.contains("hint:"), "{why}");
-        // tern-shell lacks it too: the runner gives what tern-shell would.
-        assert_eq!(
-            as_strong(&weaker, &["network namespace".to_string()]),
-            Ok(())
-        );
+        assert_eq!(code, NOT_RUN);
+        assert!(!dir.path().join("made").exists());
     }
 }

@@ -185,3 +185,67 @@ async fn a_refusal_or_a_missing_bridge_fails_the_call_and_runs_nothing() {
     );
     assert!(!s.root.join("made.txt").exists());
 }
+
+#[tokio::test]
+async fn the_runner_never_runs_a_command_with_less_sandbox_than_its_plan_says() {
+    // The runner inside tern's own sandbox (a model's command calling it, or an editor that runs
+    // more confined than tern): seccomp refuses the namespaces the plan asks for, so the command
+    // is not started at all — never run with less.
+    let s = start(&[], &[]).await;
+    let root = s.root.to_str().unwrap();
+    let ok = json!({"Ok": null});
+    let plan = json!({
+        "version": 1,
+        "shell": "/bin/sh",
+        "command": "touch escaped-too",
+        "cwd": root,
+        "env": [],
+        "timeout_ms": 5000,
+        "max_output_chars": 1000,
+        "policy": {
+            "mode": "full-access", "network": "on", "writable_roots": [root],
+            "temp_dirs": [], "protected": [], "allow_sockets": [], "git_objects": false,
+            "pty": false,
+        },
+        "hidden": [],
+        "support": {
+            "namespaces": ok, "proc_mount": ok, "network_namespace": ok, "mount_view": ok,
+            "landlock_abi": null, "seccomp": ok,
+        },
+        "report": s.root.join("report.json"),
+    });
+    // Full access asks for no layer: it runs, but still inside the sandbox it was started in.
+    let mut full = plan.clone();
+    full["command"] = json!("touch escaped; touch /etc/tern-nested-escape");
+    std::fs::write(s.root.join("plan.json"), full.to_string()).unwrap();
+    let mut confined = plan.clone();
+    confined["policy"]["mode"] = json!("workspace-write");
+    confined["report"] = json!(s.root.join("report2.json"));
+    std::fs::write(s.root.join("plan2.json"), confined.to_string()).unwrap();
+    let runner = env!("CARGO_BIN_EXE_tern-shell");
+    let r = s
+        .run(json!({ "command": format!(
+            "{runner} --run-plan plan2.json; echo status=$?; {runner} --run-plan plan.json; echo status=$?"
+        )}))
+        .await;
+    let t = text(&r);
+    assert!(
+        t.contains(
+            "tern: the command could not be started in the editor's terminal under tern's sandbox"
+        ),
+        "{t}"
+    );
+    assert!(t.contains("status=126"), "{t}");
+    let report: Value =
+        serde_json::from_str(&std::fs::read_to_string(s.root.join("report2.json")).unwrap())
+            .unwrap();
+    assert!(report["failed"].is_string(), "{report}");
+    // The full-access plan ran its command, confined by the sandbox it was started in.
+    assert!(
+        t.contains("'/etc/tern-nested-escape': Read-only file system\nstatus=1"),
+        "{t}"
+    );
+    assert!(s.root.join("escaped").exists());
+    assert!(!Path::new("/etc/tern-nested-escape").exists(), "{t}");
+    assert!(!s.root.join("escaped-too").exists());
+}
