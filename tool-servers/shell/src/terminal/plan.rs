@@ -11,7 +11,7 @@ use std::io::Write;
 use std::os::unix::ffi::{OsStrExt, OsStringExt};
 use std::os::unix::fs::OpenOptionsExt;
 use std::path::{Path, PathBuf};
-use std::time::Duration;
+use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
 use serde::{Deserialize, Serialize};
 use tern_sandbox::{GitWrites, Mode, Network, Policy, Support};
@@ -186,6 +186,10 @@ pub(crate) struct Plan {
     /// The command's complete environment (nothing else is inherited).
     pub(crate) env: Vec<(Bytes, Bytes)>,
     pub(crate) timeout_ms: u64,
+    /// When tern-shell took the call (ms since the Unix epoch): the timeout runs from then, as
+    /// it does when tern-shell spawns the command itself, not from the runner's start.
+    #[serde(default)]
+    pub(crate) since_unix_ms: Option<u64>,
     pub(crate) max_output_chars: usize,
     pub(crate) policy: PolicyPlan,
     /// Paths the command sees as empty (the host's file deny rules).
@@ -213,6 +217,7 @@ impl Plan {
                 .map(|(k, v)| (Bytes::from(k.as_os_str()), Bytes::from(v.as_os_str())))
                 .collect(),
             timeout_ms: u64::try_from(inv.timeout.as_millis()).unwrap_or(u64::MAX),
+            since_unix_ms: unix_ms(SystemTime::now()),
             max_output_chars: inv.max_output_chars,
             policy: PolicyPlan::from(inv.sandbox.policy()),
             hidden: paths(inv.hidden),
@@ -221,8 +226,17 @@ impl Plan {
         }
     }
 
-    pub(crate) fn timeout(&self) -> Duration {
-        Duration::from_millis(self.timeout_ms)
+    /// The time left of the call's timeout at `now`: the time spent starting the runner is
+    /// taken off (never below 1 ms, never above the timeout when clocks disagree).
+    pub(crate) fn timeout_left(&self, now: SystemTime) -> Duration {
+        let timeout = Duration::from_millis(self.timeout_ms);
+        let spent = match (self.since_unix_ms, unix_ms(now)) {
+            (Some(since), Some(now)) => Duration::from_millis(now.saturating_sub(since)),
+            _ => Duration::ZERO,
+        };
+        timeout
+            .saturating_sub(spent)
+            .max(Duration::from_millis(1).min(timeout))
     }
 }
 
@@ -311,6 +325,11 @@ impl RanReport {
     }
 }
 
+fn unix_ms(t: SystemTime) -> Option<u64> {
+    let since = t.duration_since(UNIX_EPOCH).ok()?;
+    u64::try_from(since.as_millis()).ok()
+}
+
 /// Writes `value` as JSON to a new file `path`, readable by this user only.
 pub(crate) fn write_private<T: Serialize>(path: &Path, value: &T) -> std::io::Result<()> {
     let bytes = serde_json::to_vec(value).map_err(std::io::Error::other)?;
@@ -361,6 +380,31 @@ mod tests {
         let json = serde_json::to_string(&SupportPlan::from(&support)).unwrap();
         let back: SupportPlan = serde_json::from_str(&json).unwrap();
         assert_eq!(back.support(), support);
+    }
+
+    #[test]
+    fn the_timeout_runs_from_when_tern_shell_took_the_call() {
+        let now = SystemTime::now();
+        let plan = |since: Option<SystemTime>| Plan {
+            version: PLAN_VERSION,
+            shell: Bytes::Utf8("/bin/sh".into()),
+            command: String::new(),
+            cwd: Bytes::Utf8("/".into()),
+            env: Vec::new(),
+            timeout_ms: 10_000,
+            since_unix_ms: since.and_then(unix_ms),
+            max_output_chars: 1,
+            policy: PolicyPlan::from(&Policy::new(Mode::ReadOnly, Network::Off, Vec::new())),
+            hidden: Vec::new(),
+            support: SupportPlan::from(&Support::detect()),
+            report: Bytes::Utf8("/r".into()),
+        };
+        let ms = Duration::from_millis;
+        assert_eq!(plan(Some(now - ms(250))).timeout_left(now), ms(9_750));
+        assert_eq!(plan(None).timeout_left(now), ms(10_000));
+        // Clocks that disagree never lengthen it, nor bring it to nothing.
+        assert_eq!(plan(Some(now + ms(5_000))).timeout_left(now), ms(10_000));
+        assert_eq!(plan(Some(now - ms(60_000))).timeout_left(now), ms(1));
     }
 
     #[test]
