@@ -220,6 +220,10 @@ pub enum Command {
         /// Continue the most recent session.
         #[arg(long = "continue")]
         continue_session: bool,
+        /// Attach an image (PNG, JPEG, GIF or WebP, told by its content) to the goal; repeat
+        /// for more. A file in the workspace is read through the fs server like any read.
+        #[arg(long = "image", value_name = "FILE")]
+        images: Vec<std::path::PathBuf>,
         #[command(flatten)]
         flags: RunFlags,
     },

@@ -134,6 +134,7 @@ fn main() -> ExitCode {
                 goal_flag,
                 output_format,
                 continue_session,
+                images,
                 flags,
             } => {
                 if let Some(notice) = flags.apply(&mut ws.config) {
@@ -148,7 +149,7 @@ fn main() -> ExitCode {
                 } else {
                     None
                 };
-                commands::run::run(&ws, goal, output_format, session).await
+                commands::run::run(&ws, goal, images, output_format, session).await
             }
             Command::Tools { json } => commands::tools::run(&ws, json, &mut out, &mut err).await,
             Command::Trust => commands::trust::run(&ws, &mut out),

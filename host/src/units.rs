@@ -20,3 +20,12 @@ pub fn format_cost(usd: f64) -> String {
         format!("${usd:.2}")
     }
 }
+
+/// `512 B`, `120 KB`, `3.9 MB` (decimal units, as file managers show sizes).
+pub fn format_bytes(n: usize) -> String {
+    match n {
+        0..=999 => format!("{n} B"),
+        1_000..=999_999 => format!("{} KB", (n as f64 / 1000.0).round()),
+        _ => format!("{:.1} MB", n as f64 / 1_000_000.0),
+    }
+}

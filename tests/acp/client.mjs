@@ -4,7 +4,7 @@
 //
 // usage: node client.mjs PLAN_JSON
 //   PLAN = {tern, cwd, scenario: "session" | "load", answers: [optionId…], extraServer: [cmd, …args],
-//           sessionId (load), prompts: [{text, cancelOnCommand?, mode?}],
+//           sessionId (load), prompts: [{text | blocks (ACP content blocks), cancelOnCommand?, mode?}],
 //           buffers?: {absPath: text}, fsOffer?: {readTextFile, writeTextFile}}
 //   With `buffers`, the client offers fs.readTextFile/writeTextFile over that in-memory map (a
 //   path not in it is read from disk, like an editor without the file open) and reports every
@@ -198,7 +198,8 @@ try {
       cancelOnOutput = p.cancelOnOutput ?? null;
       const t0 = Date.now();
       try {
-        const r = await ctx.request("session/prompt", { sessionId, prompt: [{ type: "text", text: p.text }] });
+        const prompt = p.blocks ?? [{ type: "text", text: p.text }];
+        const r = await ctx.request("session/prompt", { sessionId, prompt });
         report.prompts.push({ stopReason: r.stopReason, ms: Date.now() - t0 });
       } catch (e) {
         report.prompts.push({ error: String(e?.message ?? e), code: e?.code });

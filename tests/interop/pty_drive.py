@@ -7,7 +7,8 @@ output after the previous expect); {"screen": "text", "hold": seconds} keeps rea
 for `hold` seconds, then checks that `text` is visible on the emulated screen (pyte,
 a VT100 emulator): what a person would see, after every redraw and erase;
 {"file": "path", "equals": "text"} checks a file's content at that moment (relative to
-the working directory; "equals": null means the file must not exist). Prints
+the working directory; "equals": null means the file must not exist); {"touch": "path"}
+creates an empty file (a signal to a test server that something should happen now). Prints
 {"output": ..., "status": ..., "screen": ...} as JSON (the screen as the program left it). Exits 1 (printing what was seen) when an
 expectation fails.
 """
@@ -78,6 +79,9 @@ def main():
                                   "screen": visible(),
                                   "output": out.decode("utf-8", "replace")}))
                 sys.exit(1)
+        if "touch" in step:
+            with open(step["touch"], "w", encoding="utf-8"):
+                pass
         if "send" in step:
             time.sleep(0.05)
             os.write(fd, step["send"].encode())

@@ -205,6 +205,53 @@ fn mcp_list_reports_a_missing_command_and_a_crash_with_its_stderr() {
     );
 }
 
+/// A key in the environment, which a crashing server prints in its last stderr lines.
+const PLANTED: &str = "planted-9f3k2-zebra-quartz-77";
+
+#[test]
+fn a_failed_servers_stderr_tail_is_listed_with_the_environments_keys_redacted() {
+    let p = Project::new();
+    p.user_config(&format!(
+        "{NO_BUILTINS}{}env_vars = [\"PLANTED_API_KEY\"]\n",
+        test_server_entry(
+            "dying",
+            &["--crash-after-ms", "50", "--leak-env", "PLANTED_API_KEY"]
+        ),
+    ));
+    let run = |args: &[&str]| {
+        tern(p.home.path(), p.dir.path())
+            .args(args)
+            .env("PLANTED_API_KEY", PLANTED)
+            .output()
+            .unwrap()
+    };
+    for args in [
+        &["mcp", "list"][..],
+        &["mcp", "list", "--json"],
+        &["mcp", "doctor"],
+        &["mcp", "doctor", "--json"],
+    ] {
+        let out = run(args);
+        let text = stdout(&out);
+        // The tail is there: the line before the key and the line after it.
+        assert!(
+            text.contains("the database refused the connection"),
+            "{args:?}: {text}{}",
+            stderr(&out)
+        );
+        assert!(
+            text.contains("connecting to the database as [REDACTED]"),
+            "{args:?}: {text}"
+        );
+        assert!(!text.contains(PLANTED), "{args:?} shows the key: {text}");
+        if args.contains(&"--json") {
+            let parsed: Value = serde_json::from_str(&text)
+                .unwrap_or_else(|e| panic!("{args:?}: not JSON ({e}): {text}"));
+            assert!(parsed.is_array(), "{text}");
+        }
+    }
+}
+
 #[test]
 fn doctor_lints_odd_servers_and_fails_when_a_server_fails() {
     let p = Project::new();

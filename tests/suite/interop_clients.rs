@@ -72,10 +72,14 @@ fn call_text(report: &Value, i: usize) -> String {
 fn python_sdk_drives_tern_fs_standalone_and_via_tern_serve() {
     let dir = tempfile::tempdir().unwrap();
     std::fs::write(dir.path().join("notes.txt"), "first line\nsecond line\n").unwrap();
+    // An image: the SDK parses the image block and validates structuredContent against the
+    // declared outputSchema.
+    std::fs::write(dir.path().join("shot.png"), super::images::png()).unwrap();
     let calls = json!([
         {"name": "read_file", "arguments": {"path": "notes.txt"}},
         {"name": "read_file", "arguments": {"path": "/etc/passwd"}},
         {"name": "write_file", "arguments": {"path": "sub/new.txt", "content": "made by python"}},
+        {"name": "read_file", "arguments": {"path": "shot.png"}},
     ]);
     for server in [
         vec![s(&bin("tern-fs")), "--root".into(), s(dir.path())],
@@ -128,6 +132,16 @@ fn check_fs_report(report: &Value, dir: &Path) {
         assert_eq!(
             std::fs::read_to_string(dir.join("sub/new.txt")).unwrap(),
             "made by python"
+        );
+        let image = &report["calls"][3];
+        assert_eq!(image["isError"], false, "{image}");
+        assert_eq!(image["content"][1]["type"], "image", "{image}");
+        assert_eq!(image["content"][1]["mimeType"], "image/png");
+        assert_eq!(image["content"][1]["data"], super::images::PNG_B64);
+        assert_eq!(image["structuredContent"]["mime_type"], "image/png");
+        assert_eq!(
+            image["structuredContent"]["content"], image["content"][0]["text"],
+            "the text mirrors the structured result"
         );
     }
 }

@@ -307,6 +307,58 @@ async fn a_tool_call_written_as_fenced_json_runs_and_the_history_stays_valid() {
     assert!(of_type(&env.events(), "tool_call_finished").is_empty());
 }
 
+/// The same model under llama.cpp's stock template (the README's recipe as written) wrote its
+/// edit as an XML-like element, not JSON: the run must edit the file, not end with that text as
+/// its answer (it did, exit 0, before `<function …>` elements were read).
+#[tokio::test]
+async fn a_tool_call_written_as_a_function_element_runs() {
+    let env = RunEnv::new().await;
+    env.server
+        .simulate(tern_model::mock::simulate::Api::Openai, 200_000);
+    std::fs::write(
+        env.dir.path().join("calc.py"),
+        "def add(a, b):\n    return a - b\n",
+    )
+    .unwrap();
+    // Verbatim from the real run (only the path made relative).
+    env.server.enqueue(
+        OpenAiTurn::new()
+            .text(&[
+                "<tools>\n  <function name=\"fs__edit_file\" arguments='{\"path\": \"calc.py\", ",
+                "\"old_string\": \"return a - b\", \"new_string\": \"return a + b\"}'/>\n</tools>",
+            ])
+            .finish("stop"),
+    );
+    env.server
+        .enqueue(OpenAiTurn::new().text(&["Fixed."]).finish("stop"));
+    let out = run(
+        &env,
+        "qwen2.5-coder-1.5b-instruct",
+        &[
+            "run",
+            "fix add",
+            "--mode",
+            "accept-edits",
+            "--output-format",
+            "jsonl",
+        ],
+    )
+    .await;
+    assert_exit(&out, 0);
+    let events = env.events();
+    let calls = of_type(&events, "tool_call_finished");
+    assert_eq!(calls.len(), 1, "{events:?}");
+    assert_eq!(calls[0]["tool"], "fs__edit_file");
+    assert_eq!(calls[0]["is_error"], false, "{:?}", calls[0]);
+    assert_eq!(
+        std::fs::read_to_string(env.dir.path().join("calc.py")).unwrap(),
+        "def add(a, b):\n    return a + b\n"
+    );
+    let sent = env.server.model_requests();
+    assert_eq!(sent.len(), 2, "the edit's result went back to the model");
+    assert_eq!(events.last().unwrap()["answer"], "Fixed.");
+}
+
 #[tokio::test]
 async fn with_tool_calls_text_the_format_is_taught_and_no_native_tools_are_sent() {
     let env = RunEnv::new().await;

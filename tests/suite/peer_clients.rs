@@ -16,6 +16,9 @@
 //! inside a namespace tool (`mcp__fs` holding `read_file`, …) and sends the model the result as
 //! `function_call_output` — `JSON.stringify(structuredContent)` when there is one, so the text
 //! must be in it.
+//!
+//! `read_file` of a PNG (tern-fs returns an image block): Claude Code hands the model the image
+//! itself; Codex, which passes on only `structuredContent`, the note naming its type and size.
 
 use std::path::Path;
 use std::time::Duration;
@@ -140,11 +143,13 @@ async fn claude_code_gets_the_real_output_of_tern_fs_and_tern_shell() {
         "the quokka line\nsecond: wombat-42\n",
     )
     .unwrap();
+    std::fs::write(root.join("shot.png"), super::images::png()).unwrap();
     let server = MockModelServer::start().await.unwrap();
     script(
         &server,
         vec![
             ("mcp__fs__read_file", json!({"path": "notes.txt"})),
+            ("mcp__fs__read_file", json!({"path": "shot.png"})),
             (
                 "mcp__fs__edit_file",
                 json!({"path": "notes.txt", "old_string": "wombat-42", "new_string": "numbat-7"}),
@@ -178,7 +183,19 @@ async fn claude_code_gets_the_real_output_of_tern_fs_and_tern_shell() {
         .into_iter()
         .rfind(|r| r.method == "POST" && r.path.starts_with("/v1/messages"))
         .expect("claude asked the model");
-    let results: Vec<String> = tool_results(&last).iter().map(result_text).collect();
+    let blocks = tool_results(&last);
+    // read_file of an image: Claude Code hands the model tern-fs's image block, as an image.
+    let image = json!({"type": "image", "source": {"type": "base64", "media_type": "image/png",
+        "data": super::images::PNG_B64}});
+    assert!(
+        blocks[1]["content"]
+            .as_array()
+            .is_some_and(|c| c.contains(&image)),
+        "the image did not reach the model as an image: {}",
+        blocks[1]
+    );
+    let mut results: Vec<String> = blocks.iter().map(result_text).collect();
+    results.remove(1);
     assert_eq!(results.len(), 4, "{results:#?}");
     // read_file: the file's lines themselves, numbered.
     assert!(
@@ -385,11 +402,13 @@ async fn codex_gets_the_real_output_of_tern_fs_and_tern_shell() {
         "the quokka line\nsecond: wombat-42\n",
     )
     .unwrap();
+    std::fs::write(root.join("shot.png"), super::images::png()).unwrap();
     let server = MockModelServer::start().await.unwrap();
     script_responses(
         &server,
         vec![
             ("mcp__fs", "read_file", json!({"path": "notes.txt"})),
+            ("mcp__fs", "read_file", json!({"path": "shot.png"})),
             (
                 "mcp__fs",
                 "edit_file",
@@ -414,11 +433,26 @@ async fn codex_gets_the_real_output_of_tern_fs_and_tern_shell() {
         .into_iter()
         .rfind(|r| r.method == "POST" && r.path.ends_with("/responses"))
         .expect("codex asked the model");
-    let outputs = call_outputs(&last);
+    let image_item = last.json()["input"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|i| i["type"] == "function_call_output" && i["call_id"] == "call_1")
+        .cloned()
+        .unwrap();
+    // read_file of an image: Codex passes on only `structuredContent` when a result has it
+    // (see above), so its model learns what the file is, not what it shows.
+    let said = image_item["output"].to_string();
+    assert!(
+        said.contains("image/png") && said.contains("70 bytes"),
+        "{image_item}"
+    );
+    let mut outputs = call_outputs(&last);
+    outputs.remove(1);
     let ids: Vec<&str> = outputs.iter().map(|(id, _)| id.as_str()).collect();
     assert_eq!(
         ids,
-        ["call_0", "call_1", "call_2", "call_3"],
+        ["call_0", "call_2", "call_3", "call_4"],
         "{outputs:#?}"
     );
     let results: Vec<&str> = outputs.iter().map(|(_, o)| o.as_str()).collect();

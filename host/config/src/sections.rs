@@ -113,6 +113,10 @@ pub struct ModelConfig {
     pub seed: Option<u64>,
     /// `tool_calls`: `native` (default) or `text` for models without native tool calling.
     pub tool_calls: Option<ToolCallMode>,
+    /// `vision`: whether the model takes images (`false` refuses an attached image before
+    /// anything is sent); tern's catalog decides when absent, and sends them when it does not
+    /// know the model.
+    pub vision: Option<bool>,
     /// `max_retries`: retries of a failed request (default 4).
     pub max_retries: Option<u32>,
     /// `retry_base_delay_ms`: first backoff delay (default 500); doubles per retry.
@@ -151,6 +155,7 @@ impl ModelConfig {
             top_p,
             seed,
             tool_calls,
+            vision,
             max_retries,
             retry_base_delay_ms,
             retry_max_delay_ms,

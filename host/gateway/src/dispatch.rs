@@ -5,6 +5,8 @@
 //! server with limits of its own (tern-shell's timeout and output cap) applies the host's: the two
 //! can never disagree about how long a command may run or how much output it may keep. A trusted
 //! server also gets the deny rules' path globs ([`DENY_PATHS_META`]), to enforce on what it opens.
+//! When someone follows the call's progress, the request asks for a live tail of its output
+//! ([`meta::OUTPUT_TAIL`]).
 
 use serde_json::{Map, Value, json};
 use tern_config::ToolLimits;
@@ -22,6 +24,10 @@ pub struct Dispatch {
     /// Deny globs for [`DENY_PATHS_META`]; sent only when not empty.
     pub deny_paths: Vec<String>,
 }
+
+/// Lines of a running call's output the host asks for ([`meta::OUTPUT_TAIL`]): what the
+/// terminal shows under the call.
+pub const TAIL_LINES: usize = 5;
 
 /// How long the host waits beyond the limit it sent (at most; a tenth of the limit for short
 /// ones), so that a server enforcing it itself can still answer with its own, more useful,
@@ -51,6 +57,14 @@ pub async fn dispatch(
     );
     if !how.deny_paths.is_empty() {
         meta.insert(DENY_PATHS_META.into(), json!(how.deny_paths));
+    }
+    // Someone follows the call's progress: a server that can (tern-shell) adds the last lines
+    // of its output to its progress notifications.
+    if ctx.progress.is_some() {
+        meta.insert(
+            meta::OUTPUT_TAIL.into(),
+            json!(meta::TailRequest { lines: TAIL_LINES }),
+        );
     }
     let options = CallOptions {
         timeout: limits.timeout + SERVER_GRACE.min(limits.timeout / 10),

@@ -18,12 +18,12 @@ use crate::{
     call::{CallContext, CallMeta, Outcome},
     cap::{Spill, cap, needs_cap, spill_path, write_spill},
     dispatch::{Dispatch, dispatch},
-    permission::{ToolFacts, Verdict, decide},
+    permission::Verdict,
     redact::Redactor,
     resolve::resolve,
     rules::{CallFacts, RuleParseError, RuleSet},
     settings::{GatewaySettings, ToolPolicy},
-    shell::{Analysis, analyze},
+    shell::Analysis,
     validate::Validators,
 };
 
@@ -408,7 +408,7 @@ impl Gateway {
     }
 
     /// The scope a shell command runs in: the tool's `cwd` argument, when it gives one.
-    fn shell_scope(&self, args: &Map<String, Value>) -> crate::paths::PathScope {
+    pub(crate) fn shell_scope(&self, args: &Map<String, Value>) -> crate::paths::PathScope {
         let mut ws = self.settings.scope.clone();
         if let Some(cwd) = args.get("cwd").and_then(Value::as_str) {
             ws.cwd = ws.normalize(cwd);
@@ -416,9 +416,6 @@ impl Gateway {
         ws
     }
 
-    /// Stage 3: decides, asks when it must, and records the outcome.
-    /// Whether this run may call `name` at all (an agent profile's tools); one outside is
-    /// neither offered to the model nor let through the permission stage.
     /// Whether the tool is offered to the model now: the profile allows it and the current
     /// mode offers it ([`ToolPolicy::offered_in`]; plan mode offers only read-only tools and
     /// the todo and plan servers'). The permission stage denies a call to any other.
@@ -443,131 +440,13 @@ impl Gateway {
             .is_some_and(|e| self.settings.policy(e).builtin == Some(tern_config::Builtin::Plan))
     }
 
+    /// Whether this run may call `name` at all (an agent profile's tools); one outside is
+    /// neither offered to the model nor let through the permission stage.
     pub fn may_call(&self, name: &str) -> bool {
         self.settings
             .tool_allow
             .as_ref()
             .is_none_or(|allow| allow.is_match(name))
-    }
-
-    /// A call whose permission is to be decided, with its shell command analysed.
-    pub(crate) fn pending<'a>(
-        &self,
-        call: &'a ToolCall,
-        entry: &'a ToolEntry,
-        args: &'a Map<String, Value>,
-        policy: &'a ToolPolicy,
-    ) -> Pending<'a> {
-        let shell = policy
-            .command_arg
-            .as_deref()
-            .and_then(|arg| args.get(arg))
-            .and_then(Value::as_str)
-            .map(|line| analyze(line, &self.shell_scope(args)));
-        Pending {
-            call,
-            entry,
-            args,
-            policy,
-            shell,
-        }
-    }
-
-    /// What the profile, the rules, the annotations and the mode say about a call.
-    pub(crate) fn verdict(&self, p: &Pending<'_>) -> Verdict {
-        if !self.may_call(&p.entry.name) {
-            Verdict::Deny {
-                rule: "profile".into(),
-                reason: format!(
-                    "`{}` is not among the tools this agent's profile may use",
-                    p.entry.name
-                ),
-            }
-        } else if let Some(narrowed) = self.skill_verdict(p) {
-            narrowed
-        } else {
-            let session = self.extra_allows();
-            let tool = ToolFacts {
-                annotations: &p.entry.def.annotations,
-                trusted: p.policy.trusted,
-                is_edit: p.policy.edits_files,
-                plannable: p.policy.plannable(p.entry),
-                plan_server: p.policy.builtin == Some(tern_config::Builtin::Plan),
-                mode: self.mode(),
-            };
-            let facts = p.facts(self);
-            match decide(&facts, &tool, &self.rules, &session) {
-                // Refused before asking when the server's confinement would refuse it anyway.
-                Verdict::Ask { rule, reasons } => match self
-                    .settings
-                    .servers
-                    .get(&p.entry.server)
-                    .and_then(|s| crate::confine::fs_roots(s, &self.settings.scope))
-                    .and_then(|roots| crate::confine::refusal(&facts, &roots))
-                {
-                    Some(reason) => Verdict::Deny {
-                        rule: "confinement:fs-roots".into(),
-                        reason,
-                    },
-                    None => Verdict::Ask { rule, reasons },
-                },
-                verdict => verdict,
-            }
-        }
-    }
-
-    async fn permit(
-        &self,
-        p: &Pending<'_>,
-        ctx: &CallContext,
-        trace: &mut Trace,
-        verdict: Verdict,
-    ) -> Result<(), Box<ToolResult>> {
-        let (decision, rule, asked, reason) = match verdict {
-            Verdict::Allow { rule } => (Decision::Allow, rule, false, None),
-            Verdict::Deny { rule, reason } => (Decision::Deny, rule, false, Some(reason)),
-            Verdict::Ask { rule, reasons } => {
-                self.notify_ask(&p.entry.name, ctx);
-                let answer = self.ask(p, ctx, &rule, reasons).await;
-                match answer {
-                    Ok(rule) => (Decision::Allow, rule, true, None),
-                    Err((rule, reason)) if rule == "cancelled" => {
-                        trace.decision = Some(Decision::Deny);
-                        trace.rule = Some(rule);
-                        return Err(Box::new(ToolResult::failed(
-                            &p.call.id,
-                            ErrorKind::Cancelled,
-                            reason,
-                        )));
-                    }
-                    Err((rule, reason)) => (Decision::Deny, rule, true, Some(reason)),
-                }
-            }
-        };
-        let reason = reason.map(|r| self.redactor.redact(&r));
-        trace.decision = Some(decision);
-        trace.rule = Some(rule.clone());
-        (self.events)(Event::PermissionDecided {
-            call_id: self.redactor.redact(&p.call.id),
-            tool: p.entry.name.clone(),
-            server: p.entry.server.clone(),
-            decision,
-            rule: rule.clone(),
-            asked,
-            reason: reason.clone(),
-        });
-        match decision {
-            Decision::Allow => Ok(()),
-            Decision::Deny => Err(Box::new(ToolResult::failed(
-                &p.call.id,
-                ErrorKind::Denied,
-                format!(
-                    "permission denied for `{}`: {}",
-                    p.entry.name,
-                    reason.unwrap_or_else(|| "denied".into())
-                ),
-            ))),
-        }
     }
 
     /// Writes the audit line and emits `tool_call_finished`.

@@ -62,6 +62,7 @@ mod hook_stage;
 pub mod hooks;
 pub mod paths;
 pub mod permission;
+mod permit;
 mod redact;
 pub mod resolve;
 pub mod rules;

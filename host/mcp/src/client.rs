@@ -22,8 +22,8 @@ use rmcp::{
     model::{
         ClientCapabilities, ClientConfig, ElicitRequestParams, ElicitResult, ElicitationAction,
         ElicitationCapability, FormElicitationCapability, Implementation, ListRootsResult,
-        LoggingMessageNotificationParam, ProgressNotificationParam, ProgressToken, ProtocolVersion,
-        RootsCapabilities, UrlElicitationCapability,
+        LoggingMessageNotificationParam, NotificationMetaObject, ProgressNotificationParam,
+        ProgressToken, ProtocolVersion, RootsCapabilities, UrlElicitationCapability,
     },
     service::{NotificationContext, RequestContext},
 };
@@ -329,12 +329,25 @@ impl ClientHandler for TernClient {
             .ok()
             .and_then(|routes| routes.get(&params.progress_token).cloned());
         if let Some(tx) = route {
+            // Where the notification's `_meta` ends up: rmcp 3.11 parses it into the message's
+            // extensions, and its dispatch moves those into `context.extensions` before it reads
+            // `context.meta` from them (which is therefore empty). All three are looked at.
+            let tail = [
+                context.extensions.get::<NotificationMetaObject>(),
+                Some(&context.meta),
+                params.meta.as_ref(),
+            ]
+            .into_iter()
+            .flatten()
+            .find_map(|m| tern_protocol::meta::OutputTail::from_progress_meta(&m.0.0))
+            .map(|t| t.lines);
             let _ = tx.send(Progress {
                 progress: params.progress,
                 terminal_id: terminal_of(&params, &context),
                 total: params.total,
                 message: params.message,
                 task: None,
+                tail,
             });
         }
     }

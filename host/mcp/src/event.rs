@@ -18,6 +18,9 @@ pub struct Progress {
     pub total: Option<f64>,
     pub message: Option<String>,
     pub task: Option<TaskProgress>,
+    /// The last lines of the call's output, when the notification's `_meta` carried them
+    /// ([`tern_protocol::meta::OUTPUT_TAIL`]), already bounded.
+    pub tail: Option<Vec<String>>,
 }
 
 /// The state of the task a call became (2025-11-25 SEP-1686 or the 2026-07-28 tasks extension):

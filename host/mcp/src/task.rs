@@ -137,6 +137,7 @@ impl ServerPool {
                         status: state.unwrap_or_default().to_string(),
                         message: note.map(str::to_string),
                     }),
+                    tail: None,
                 });
                 last = message;
             }

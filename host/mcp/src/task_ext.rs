@@ -96,6 +96,7 @@ fn report(
             total: None,
             message: Some(words),
             task: Some(now.clone()),
+            tail: None,
         });
     }
     *last = Some(now);

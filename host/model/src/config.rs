@@ -123,6 +123,15 @@ pub struct ResolvedModelConfig {
     pub sampling: Sampling,
     /// How the model makes tool calls.
     pub tool_calls: ToolCallMode,
+    /// `[model] vision`, when set (see [`crate::vision`]).
+    pub vision: Option<bool>,
+}
+
+impl ResolvedModelConfig {
+    /// What this model does with images.
+    pub fn image_support(&self) -> crate::vision::ImageSupport {
+        crate::vision::image_support(self.provider, self.wire_api, &self.model, self.vision)
+    }
 }
 
 /// `[model] temperature`, `top_p`, `seed`: sent only when set, so each server's defaults hold
@@ -299,6 +308,7 @@ impl ResolvedModelConfig {
             wire_api,
             sampling,
             tool_calls: config.tool_calls.unwrap_or(ToolCallMode::Native),
+            vision: config.vision,
         })
     }
 }

@@ -55,6 +55,7 @@ pub mod text_calls;
 pub mod tokens;
 mod tool_args;
 pub mod types;
+pub mod vision;
 
 use std::time::Duration;
 
@@ -94,6 +95,12 @@ pub trait ModelAdapter: Send + Sync {
     /// then `None` from it means the probe failed, which is worth saying once.
     fn probes_window(&self) -> bool {
         false
+    }
+
+    /// Whether the model takes images and how large (see [`vision`]); adapters built from a
+    /// config add its `[model] vision`.
+    fn images(&self) -> vision::ImageSupport {
+        vision::image_support(self.provider(), WireApi::Chat, self.name(), None)
     }
 
     /// Starts one assistant turn.

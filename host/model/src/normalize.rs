@@ -121,7 +121,8 @@ fn pair_results(content: &mut Vec<UserContent>, call_ids: &[String]) {
     for block in content.drain(..) {
         match block {
             UserContent::ToolResult(r) => results.push(r),
-            text @ UserContent::Text { .. } => texts.push(text),
+            // Text and attached images keep their order after the results.
+            other @ (UserContent::Text { .. } | UserContent::Image(_)) => texts.push(other),
         }
     }
     let mut used = HashSet::new();
@@ -205,6 +206,7 @@ mod tests {
             .map(|c| match c {
                 UserContent::ToolResult(r) => format!("{}:{}", r.call_id, r.is_error),
                 UserContent::Text { text } => format!("text:{text}"),
+                UserContent::Image(i) => format!("image:{}", i.mime_type),
             })
             .collect();
         assert_eq!(ids, ["a:false", "b:true", "c:false", "text:note"]);

@@ -152,6 +152,8 @@ impl Tokenizer {
                 .iter()
                 .map(|c| match c {
                     UserContent::Text { text } => self.count(text),
+                    // An image costs what the provider makes of its pixels, not its base64.
+                    UserContent::Image(_) => IMAGE_TOKENS,
                     UserContent::ToolResult(r) => {
                         self.count(&r.call_id)
                             + self.count(&r.content)

@@ -55,6 +55,10 @@ pub enum UserContent {
     },
     /// The outcome of one tool call from the preceding assistant turn.
     ToolResult(ToolResult),
+    /// An image the person attached to their message (`--image`, `@pic.png`, a pasted path, an
+    /// editor's image block). Sent as the provider's image block where the model takes images
+    /// (the adapters); counted as a fixed number of tokens, never as its base64 text.
+    Image(Image),
 }
 
 /// A block of an assistant turn.

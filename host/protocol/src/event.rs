@@ -198,6 +198,16 @@ pub enum Event {
         total: Option<f64>,
         message: Option<String>,
     },
+    /// The last lines a running call has printed so far, which its server sent in a progress
+    /// notification's `_meta["tern/output_tail"]` (tern-shell's `run`, at most ten a second).
+    /// Redacted before any subscriber sees it. Each one replaces the call's previous tail; the
+    /// call's `tool_call_finished` ends it. For display only: the model gets the result.
+    ToolOutputTail {
+        call_id: String,
+        /// Oldest first, the unfinished last line included; at most ten, each at most 200
+        /// characters (a longer one ends in `…`).
+        lines: Vec<String>,
+    },
     /// The server runs a call as a task (MCP tasks: SEP-1686 or the 2026-07-28 extension) and
     /// the task's state changed; it keeps the call's `call_id`.
     ToolTask {

@@ -12,6 +12,7 @@ pub mod editor_fs;
 pub mod editor_terminal;
 mod event;
 pub mod files;
+pub mod image;
 pub mod meta;
 mod time;
 pub mod todo;

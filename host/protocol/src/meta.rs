@@ -44,6 +44,12 @@ pub const SKILL: &str = "tern/skill";
 /// (an ACP client) has created it; `tern acp` embeds it in the call's `tool_call_update`.
 pub const TERMINAL: &str = "tern/terminal";
 
+/// `notifications/progress` `_meta`: the last lines a running call has printed
+/// ([`OutputTail`]), so the person sees a long command work (tern-shell's `run`). A server sends
+/// it only when the call's request `_meta` carries the same key ([`TailRequest`]): a client that
+/// did not ask gets the progress notifications it always got.
+pub const OUTPUT_TAIL: &str = "tern/output_tail";
+
 /// JSON-RPC error `data`: marks an error made by tern's own client (a reply too large, a server
 /// gone), not one the server sent.
 pub const LOCAL: &str = "tern/local";
@@ -59,7 +65,8 @@ pub enum Carrier {
     ToolDefinition,
     /// A JSON-RPC error's `data`.
     ErrorData,
-    /// A `notifications/progress` params' `_meta`.
+    /// A `notifications/progress` params' `_meta` (`tern/output_tail` only when asked for in the
+    /// request's `_meta`).
     Progress,
 }
 
@@ -102,6 +109,12 @@ pub const KEYS: &[(&str, Carrier, &str)] = &[
         "the editor terminal (ACP) a running call's command is shown in",
     ),
     (
+        OUTPUT_TAIL,
+        Carrier::Progress,
+        "the last lines of a running call's output (asked for with the same key in the call's \
+         `_meta`)",
+    ),
+    (
         LOCAL,
         Carrier::ErrorData,
         "an error made by tern's client, not the server",
@@ -131,6 +144,60 @@ impl TerminalShown {
     pub fn from_progress_meta(meta: &serde_json::Map<String, serde_json::Value>) -> Option<Self> {
         serde_json::from_value(meta.get(TERMINAL)?.clone()).ok()
     }
+}
+
+/// The payload of [`OUTPUT_TAIL`] in a `tools/call` request's `_meta`: the host shows a live
+/// tail of the call's output and wants at most this many lines.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+pub struct TailRequest {
+    /// Lines wanted (a server sends at most [`OutputTail::MAX_LINES`]).
+    pub lines: usize,
+}
+
+/// The payload of [`OUTPUT_TAIL`] in a progress notification's `_meta`: the last lines of the
+/// call's output so far, the unfinished last line included. Each notification replaces the
+/// previous one's lines.
+#[derive(Debug, Default, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct OutputTail {
+    /// Oldest first; at most [`OutputTail::MAX_LINES`], each at most
+    /// [`OutputTail::MAX_LINE_CHARS`] characters (a longer one is cut and ends in `…`).
+    pub lines: Vec<String>,
+}
+
+impl OutputTail {
+    /// Most lines a notification carries.
+    pub const MAX_LINES: usize = 10;
+    /// Most characters of one line; the rest is cut and marked with [`OutputTail::CUT`].
+    pub const MAX_LINE_CHARS: usize = 200;
+    /// Ends a line that was cut.
+    pub const CUT: char = '…';
+
+    /// The tail in a progress notification's `_meta` object, bounded to the limits above
+    /// whatever the server sent (the last lines kept, long ones cut); `None` when absent or
+    /// malformed.
+    pub fn from_progress_meta(meta: &serde_json::Map<String, serde_json::Value>) -> Option<Self> {
+        let tail: Self = serde_json::from_value(meta.get(OUTPUT_TAIL)?.clone()).ok()?;
+        let skip = tail.lines.len().saturating_sub(Self::MAX_LINES);
+        Some(Self {
+            lines: tail
+                .lines
+                .into_iter()
+                .skip(skip)
+                .map(|l| cut_line(&l))
+                .collect(),
+        })
+    }
+}
+
+/// `line` cut to [`OutputTail::MAX_LINE_CHARS`] characters, the cut marked with
+/// [`OutputTail::CUT`] (which counts as one of them).
+pub fn cut_line(line: &str) -> String {
+    if line.chars().count() <= OutputTail::MAX_LINE_CHARS {
+        return line.to_string();
+    }
+    let mut cut: String = line.chars().take(OutputTail::MAX_LINE_CHARS - 1).collect();
+    cut.push(OutputTail::CUT);
+    cut
 }
 
 /// The payload of [`USAGE`]: what one tool call reports it spent.
@@ -192,7 +259,30 @@ mod tests {
             assert!(!what.is_empty());
             assert!(seen.insert(*key), "{key} listed twice");
         }
-        assert_eq!(seen.len(), 9);
+        assert_eq!(seen.len(), 10);
+    }
+
+    #[test]
+    fn an_output_tail_is_bounded_whatever_the_server_sent() {
+        let long = "x".repeat(500);
+        let lines: Vec<String> = (0..30).map(|i| format!("line {i}")).chain([long]).collect();
+        let meta = serde_json::json!({ OUTPUT_TAIL: { "lines": lines, "extra": 1 } });
+        let tail = OutputTail::from_progress_meta(meta.as_object().unwrap()).unwrap();
+        assert_eq!(tail.lines.len(), OutputTail::MAX_LINES);
+        assert_eq!(tail.lines[0], "line 21");
+        let last = tail.lines.last().unwrap();
+        assert_eq!(last.chars().count(), OutputTail::MAX_LINE_CHARS);
+        assert!(last.ends_with(OutputTail::CUT));
+        let absent = serde_json::json!({ "other": 1 });
+        assert_eq!(
+            OutputTail::from_progress_meta(absent.as_object().unwrap()),
+            None
+        );
+        let malformed = serde_json::json!({ OUTPUT_TAIL: "no" });
+        assert_eq!(
+            OutputTail::from_progress_meta(malformed.as_object().unwrap()),
+            None
+        );
     }
 
     #[test]

@@ -132,11 +132,13 @@ pub struct Engine {
     clear_in_place: bool,
 }
 
+#[path = "attach.rs"]
+pub mod attach;
 mod history;
 #[path = "hook_points.rs"]
 pub mod hook_points;
 #[path = "mention_read.rs"]
-mod mention_read;
+pub mod mention_read;
 #[path = "model_swap.rs"]
 mod model_swap;
 mod phases;

@@ -205,31 +205,16 @@ impl ToolExecutor for GatewayTools {
         let (tx, mut rx) = tokio::sync::mpsc::unbounded_channel::<tern_mcp::Progress>();
         let bus = self.bus.clone();
         let call_id = call.id.clone();
+        let redactor = self.gateway.redactor();
         let forward = tokio::spawn(async move {
-            while let Some(mut p) = rx.recv().await {
-                if let Some(terminal_id) = p.terminal_id.take() {
-                    bus.emit(Event::ToolTerminal {
-                        call_id: call_id.clone(),
-                        terminal_id,
-                    });
-                    if p.message.is_none() {
-                        continue; // only the terminal: no progress to show
-                    }
+            let mut last_tail = None;
+            while let Some(p) = rx.recv().await {
+                let Some(p) = thin_tails(&mut last_tail, p, std::time::Instant::now()) else {
+                    continue;
+                };
+                for event in progress_events(&call_id, p, &redactor) {
+                    bus.emit(event);
                 }
-                bus.emit(match p.task {
-                    Some(task) => Event::ToolTask {
-                        call_id: call_id.clone(),
-                        task_id: task.task_id,
-                        status: task.status,
-                        message: task.message,
-                    },
-                    None => Event::ToolProgress {
-                        call_id: call_id.clone(),
-                        progress: p.progress,
-                        total: p.total,
-                        message: p.message,
-                    },
-                });
             }
         });
         let mut meta = serde_json::Map::new();
@@ -276,5 +261,152 @@ impl ToolExecutor for GatewayTools {
             }
         }
         outcome.result
+    }
+}
+
+/// The shortest time between two `tool_output_tail` events of one call: a server sending more
+/// often (tern-shell sends at most ten a second) has the extra ones dropped; each tail replaces
+/// the last, so a dropped one is only a frame not drawn.
+const MIN_TAIL_GAP: std::time::Duration = std::time::Duration::from_millis(50);
+
+/// `p` without its tail when the call's last tail (at `last`) came less than [`MIN_TAIL_GAP`]
+/// ago; `None` when nothing is then left to report.
+fn thin_tails(
+    last: &mut Option<std::time::Instant>,
+    mut p: tern_mcp::Progress,
+    now: std::time::Instant,
+) -> Option<tern_mcp::Progress> {
+    if p.tail.is_none() {
+        return Some(p);
+    }
+    if last.is_some_and(|t| now.duration_since(t) < MIN_TAIL_GAP) {
+        p.tail = None;
+        return p.message.is_some().then_some(p);
+    }
+    *last = Some(now);
+    Some(p)
+}
+
+/// The events one progress notification of call `call_id` becomes: a task's new state, the editor
+/// terminal its command runs in (`_meta["tern/terminal"]`), a live tail of the output (redacted
+/// here, before any subscriber sees it; a line the server cut may end inside a secret), and the
+/// progress itself — unless the notification carried only a terminal or a tail.
+fn progress_events(
+    call_id: &str,
+    p: tern_mcp::Progress,
+    redactor: &tern_gateway::Redactor,
+) -> Vec<Event> {
+    if let Some(task) = p.task {
+        return vec![Event::ToolTask {
+            call_id: call_id.to_string(),
+            task_id: task.task_id,
+            status: task.status,
+            message: task.message,
+        }];
+    }
+    let mut events = Vec::new();
+    // The editor terminal the command runs in (`tern-shell --editor-socket`), said once.
+    if let Some(terminal_id) = p.terminal_id {
+        events.push(Event::ToolTerminal {
+            call_id: call_id.to_string(),
+            terminal_id,
+        });
+        if p.message.is_none() && p.tail.is_none() {
+            return events;
+        }
+    }
+    let only_a_tail = p.tail.is_some() && p.message.is_none();
+    if let Some(lines) = p.tail {
+        let cut = tern_protocol::meta::OutputTail::CUT;
+        events.push(Event::ToolOutputTail {
+            call_id: call_id.to_string(),
+            lines: lines.iter().map(|l| redactor.redact_cut(l, cut)).collect(),
+        });
+    }
+    if !only_a_tail {
+        events.push(Event::ToolProgress {
+            call_id: call_id.to_string(),
+            progress: p.progress,
+            total: p.total,
+            message: p.message,
+        });
+    }
+    events
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn progress(message: Option<&str>, tail: Option<&[&str]>) -> tern_mcp::Progress {
+        tern_mcp::Progress {
+            progress: 1.5,
+            terminal_id: None,
+            total: Some(120.0),
+            message: message.map(str::to_string),
+            task: None,
+            tail: tail.map(|t| t.iter().map(|l| l.to_string()).collect()),
+        }
+    }
+
+    #[test]
+    fn a_tail_becomes_its_own_redacted_event_and_a_tail_alone_is_no_progress() {
+        let redactor = tern_gateway::Redactor::new([tern_gateway::Secret::new("s3cr3t-value-42")]);
+        let events = progress_events(
+            "c1",
+            progress(None, Some(&["ok", "key=s3cr3t-value-42", "cut s3cr3t-va…"])),
+            &redactor,
+        );
+        assert_eq!(
+            events,
+            vec![Event::ToolOutputTail {
+                call_id: "c1".into(),
+                lines: vec![
+                    "ok".into(),
+                    "key=[REDACTED]".into(),
+                    "cut [REDACTED]…".into()
+                ],
+            }]
+        );
+        // A tick with a message (and a tail) is progress too; without a tail, only progress.
+        let both = progress_events("c1", progress(Some("2 s"), Some(&["x"])), &redactor);
+        assert!(matches!(
+            both.as_slice(),
+            [Event::ToolOutputTail { .. }, Event::ToolProgress { .. }]
+        ));
+        let plain = progress_events("c1", progress(Some("2 s"), None), &redactor);
+        assert!(
+            matches!(plain.as_slice(), [Event::ToolProgress { message: Some(m), .. }] if m == "2 s")
+        );
+    }
+
+    #[test]
+    fn an_editor_terminal_is_its_own_event_and_no_progress() {
+        let redactor = tern_gateway::Redactor::new([]);
+        let mut shown = progress(None, None);
+        shown.terminal_id = Some("term-1".into());
+        assert_eq!(
+            progress_events("c1", shown, &redactor),
+            vec![Event::ToolTerminal {
+                call_id: "c1".into(),
+                terminal_id: "term-1".into()
+            }]
+        );
+    }
+
+    #[test]
+    fn a_server_flooding_tails_is_thinned_to_one_per_gap() {
+        let t0 = std::time::Instant::now();
+        let mut last = None;
+        let tail_only = || progress(None, Some(&["x"]));
+        assert!(thin_tails(&mut last, tail_only(), t0).is_some());
+        let soon = t0 + MIN_TAIL_GAP / 2;
+        assert!(thin_tails(&mut last, tail_only(), soon).is_none());
+        // A message still goes through, without the tail.
+        let kept = thin_tails(&mut last, progress(Some("1 s"), Some(&["x"])), soon);
+        assert!(kept.is_some_and(|p| p.tail.is_none() && p.message.is_some()));
+        assert!(thin_tails(&mut last, tail_only(), t0 + MIN_TAIL_GAP).is_some());
+        // Progress without a tail is never held back.
+        assert!(thin_tails(&mut last, progress(None, None), t0 + MIN_TAIL_GAP).is_some());
     }
 }

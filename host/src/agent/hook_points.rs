@@ -173,6 +173,7 @@ impl Engine {
     pub(super) async fn hooked_turn(
         &mut self,
         input: &str,
+        images: Vec<tern_protocol::Image>,
         cancel: &CancellationToken,
     ) -> TurnOutcome {
         let mut input = input.to_string();
@@ -199,7 +200,10 @@ impl Engine {
                 input = format!("{input}\n\n{}", effect.context.join("\n\n"));
             }
         }
-        let mut outcome = self.agent.run_turn(&mut self.conv, &input, cancel).await;
+        let mut outcome = self
+            .agent
+            .run_turn_with_images(&mut self.conv, &input, images, cancel)
+            .await;
         let event = if self.subagent {
             HookEvent::SubagentStop
         } else {

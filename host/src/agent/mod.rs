@@ -27,7 +27,13 @@ pub use bus::{EventBus, Subscriber};
 pub use context::{SYSTEM_PROMPT, system_blocks};
 pub use conversation::{Conversation, Reason};
 pub use engine::hook_points::{EndReason, StartSource};
-pub use engine::{Engine, EngineOptions};
+pub use engine::{Engine, EngineOptions, attach};
 pub use executor::ToolExecutor;
 pub use resources::{Outputs, RunResources};
 pub use run_loop::{Agent, AgentSettings, TurnOutcome, summary};
+
+/// The redactor a run in `ws` would use (the environment's keys, the stored OAuth tokens), for
+/// commands that show what servers print without running an agent (`tern mcp list`).
+pub fn redactor_for(ws: &crate::workspace::Workspace) -> tern_gateway::Redactor {
+    tern_gateway::Redactor::new(secrets::for_run(ws))
+}

@@ -16,6 +16,7 @@ use tokio_util::sync::CancellationToken;
 
 use super::{
     bus::EventBus,
+    context,
     conversation::{Ask, Conversation, Reason},
     executor::ToolExecutor,
 };
@@ -133,7 +134,20 @@ impl Agent {
         input: &str,
         cancel: &CancellationToken,
     ) -> TurnOutcome {
-        let out = self.run_turn_unmarked(conv, input, cancel).await;
+        self.run_turn_with_images(conv, input, Vec::new(), cancel)
+            .await
+    }
+
+    /// [`Self::run_turn`] with images the person attached: they go before the text in the
+    /// user message (Anthropic's vision guide: images before the question work best).
+    pub async fn run_turn_with_images(
+        &self,
+        conv: &mut Conversation,
+        input: &str,
+        images: Vec<tern_protocol::Image>,
+        cancel: &CancellationToken,
+    ) -> TurnOutcome {
+        let out = self.run_turn_unmarked(conv, input, images, cancel).await;
         if out.status == RunStatus::Cancelled {
             mark_interrupted(&mut conv.transcript);
         }
@@ -144,9 +158,14 @@ impl Agent {
         &self,
         conv: &mut Conversation,
         input: &str,
+        images: Vec<tern_protocol::Image>,
         cancel: &CancellationToken,
     ) -> TurnOutcome {
-        conv.transcript.push(Message::user_text(input));
+        let mut content: Vec<UserContent> = images.into_iter().map(UserContent::Image).collect();
+        content.push(UserContent::Text {
+            text: input.to_string(),
+        });
+        conv.transcript.push(Message::User { content });
         let mut out = TurnOutcome {
             status: RunStatus::Success,
             steps: 0,
@@ -180,7 +199,9 @@ impl Agent {
             let mut overflowed = false;
             let (turn, request_id, usage, started) = loop {
                 let estimate = self.fit(conv, &tools, &mut out.usage, cancel).await;
-                let mut messages = conv.transcript.clone();
+                // Images the model cannot take (none at all, or too large) go as notes.
+                let mut messages =
+                    context::images::fit_images(conv.transcript.clone(), &self.model.images());
                 let starting = self.tools.starting();
                 if !starting.is_empty()
                     && let Some(Message::User { content }) = messages.last_mut()
@@ -216,7 +237,8 @@ impl Agent {
                     tool_choice: ToolChoice::Auto,
                     cache: true,
                 };
-                let request_json = serde_json::to_value(&request).unwrap_or(Value::Null);
+                let mut request_json = serde_json::to_value(&request).unwrap_or(Value::Null);
+                context::images::elide_image_data(&mut request_json);
                 self.bus.emit(Event::ModelRequest {
                     step,
                     messages: request.messages.len(),

@@ -60,6 +60,8 @@ enum Step {
 /// summary (its system prompt carries the compaction marker) is answered with a canned summary,
 /// outside the script.
 struct ScriptedModel {
+    /// The model's name (the catalog decides from it whether it takes images).
+    name: &'static str,
     steps: Mutex<VecDeque<Step>>,
     requests: Mutex<Vec<ModelRequest>>,
     summaries: AtomicUsize,
@@ -72,6 +74,7 @@ impl ScriptedModel {
 
     fn script(steps: Vec<Step>) -> Arc<Self> {
         Arc::new(Self {
+            name: "scripted",
             steps: Mutex::new(steps.into()),
             requests: Mutex::new(Vec::new()),
             summaries: AtomicUsize::new(0),
@@ -82,7 +85,7 @@ impl ScriptedModel {
 #[async_trait]
 impl ModelAdapter for ScriptedModel {
     fn name(&self) -> &str {
-        "scripted"
+        self.name
     }
     fn provider(&self) -> tern_model::Provider {
         tern_model::Provider::Anthropic
@@ -234,10 +237,68 @@ fn results_in(request: &ModelRequest) -> Vec<ToolResult> {
             .iter()
             .filter_map(|c| match c {
                 UserContent::ToolResult(r) => Some(r.clone()),
-                UserContent::Text { .. } => None,
+                UserContent::Text { .. } | UserContent::Image(_) => None,
             })
             .collect(),
         _ => Vec::new(),
+    }
+}
+
+/// Attached images go before the text of the user message; a model known to take none is sent
+/// a note in their place (a session continued on a text-only model), and the `model_request`
+/// event carries each image's size, not its data.
+#[tokio::test]
+async fn attached_images_reach_a_vision_model_and_become_notes_for_a_text_only_one() {
+    let png = tern_protocol::Image {
+        mime_type: "image/png".into(),
+        data: "iVBORw0KGgo=".into(),
+    };
+    for (name, sees) in [("claude-sonnet-4-5", true), ("deepseek-chat", false)] {
+        let model = Arc::new(ScriptedModel {
+            name,
+            ..Arc::into_inner(ScriptedModel::new(vec![answer("a pixel")])).unwrap()
+        });
+        let (agent, events) = agent(model.clone(), Arc::new(FakeTools::default()));
+        let mut conv = conversation();
+        let out = agent
+            .run_turn_with_images(
+                &mut conv,
+                "what is it?",
+                vec![png.clone()],
+                &CancellationToken::new(),
+            )
+            .await;
+        assert_eq!(out.status, RunStatus::Success);
+        // The transcript keeps the image either way (a later model may take it).
+        let Message::User { content } = &conv.transcript[0] else {
+            panic!()
+        };
+        assert!(matches!(&content[0], UserContent::Image(i) if *i == png));
+        let requests = model.requests.lock().unwrap();
+        let Message::User { content } = &requests[0].messages[0] else {
+            panic!()
+        };
+        match (&content[0], sees) {
+            (UserContent::Image(i), true) => assert_eq!(*i, png),
+            (UserContent::Text { text }, false) => {
+                assert!(
+                    text.contains("left out: this model takes no images"),
+                    "{text}"
+                )
+            }
+            (other, _) => panic!("{name}: {other:?}"),
+        }
+        assert!(matches!(&content[1], UserContent::Text { text } if text == "what is it?"));
+        let logged = events
+            .lock()
+            .unwrap()
+            .iter()
+            .find_map(|e| match e {
+                Event::ModelRequest { request, .. } => Some(request.to_string()),
+                _ => None,
+            })
+            .unwrap();
+        assert!(!logged.contains("iVBORw0KGgo"), "{logged}");
     }
 }
 
@@ -381,7 +442,7 @@ async fn cancelling_mid_tool_ends_the_turn_cancelled_with_a_result_for_every_cal
         .iter()
         .filter_map(|c| match c {
             UserContent::ToolResult(r) => Some(r),
-            UserContent::Text { .. } => None,
+            UserContent::Text { .. } | UserContent::Image(_) => None,
         })
         .collect();
     assert_eq!(results.len(), 2);

@@ -44,8 +44,35 @@ pub async fn start_pool_of(
     Ok(started)
 }
 
+/// Writes `text` through the run's redactor: what servers print (a crashed one's stderr, an
+/// error naming its command line) may hold a key from the environment, and must not show it.
+/// JSON is redacted value by value, so it stays valid JSON.
+fn write_redacted(
+    ws: &Workspace,
+    json: bool,
+    text: &[u8],
+    out: &mut dyn Write,
+) -> anyhow::Result<()> {
+    let redactor = crate::agent::redactor_for(ws);
+    if json {
+        let value: serde_json::Value = serde_json::from_slice(text)?;
+        serde_json::to_writer_pretty(&mut *out, &redactor.redact_json(&value))?;
+        writeln!(out)?;
+    } else {
+        out.write_all(redactor.redact(&String::from_utf8_lossy(text)).as_bytes())?;
+    }
+    Ok(())
+}
+
 /// `tern mcp list`.
 pub async fn list(ws: &Workspace, json: bool, out: &mut dyn Write) -> anyhow::Result<i32> {
+    let mut shown = Vec::new();
+    let code = list_into(ws, json, &mut shown).await?;
+    write_redacted(ws, json, &shown, out)?;
+    Ok(code)
+}
+
+async fn list_into(ws: &Workspace, json: bool, out: &mut dyn Write) -> anyhow::Result<i32> {
     let started = start_and_settle(ws, None).await?;
     let statuses = started.pool.statuses();
     started.pool.shutdown().await;
@@ -170,7 +197,7 @@ fn describe_problems(s: &ServerStatus, out: &mut dyn Write) -> std::io::Result<(
     if !s.stderr_tail.is_empty() {
         writeln!(out, "    stderr (last {} lines):", s.stderr_tail.len())?;
         for line in &s.stderr_tail {
-            writeln!(out, "      {line}")?;
+            writeln!(out, "      {}", crate::render::sanitize(line))?;
         }
     }
     for h in &s.held {
@@ -210,6 +237,18 @@ struct Finding {
 
 /// `tern mcp doctor [NAME]`.
 pub async fn doctor(
+    ws: &Workspace,
+    name: Option<&str>,
+    json: bool,
+    out: &mut dyn Write,
+) -> anyhow::Result<i32> {
+    let mut shown = Vec::new();
+    let code = doctor_into(ws, name, json, &mut shown).await?;
+    write_redacted(ws, json, &shown, out)?;
+    Ok(code)
+}
+
+async fn doctor_into(
     ws: &Workspace,
     name: Option<&str>,
     json: bool,
@@ -390,7 +429,7 @@ pub async fn doctor(
             if !r.ok && !r.status.stderr_tail.is_empty() {
                 writeln!(out, "  stderr (last {} lines):", r.status.stderr_tail.len())?;
                 for line in &r.status.stderr_tail {
-                    writeln!(out, "    {line}")?;
+                    writeln!(out, "    {}", crate::render::sanitize(line))?;
                 }
             }
         }

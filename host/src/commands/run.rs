@@ -1,7 +1,8 @@
 //! `tern run`: one goal, headless.
 
 use std::{
-    io::{IsTerminal, Read},
+    io::{IsTerminal, Read, Write},
+    path::PathBuf,
     sync::Arc,
 };
 
@@ -9,7 +10,7 @@ use tern_gateway::{Approver, HeadlessApprover};
 use tokio_util::sync::CancellationToken;
 
 use crate::{
-    agent::{Engine, EngineOptions, Subscriber, TurnOutcome},
+    agent::{Engine, EngineOptions, Subscriber, TurnOutcome, attach::Attachment},
     cli::OutputFormat,
     error::UsageError,
     render::{JsonlPrinter, Mode, TerminalPrinter},
@@ -57,13 +58,60 @@ fn custom_invocation(
         .map_err(|e| UsageError(format!("custom command /{name}: {e}")))
 }
 
-/// Runs `goal` to its end and returns the exit code.
+/// Refuses `--image` files that do not exist before anything starts (their content is
+/// checked once the run is up: a workspace file is read through the gateway).
+pub fn check_image_args(ws: &Workspace, images: &[PathBuf]) -> Result<(), UsageError> {
+    for path in images {
+        let full = ws.cwd.join(path);
+        if !full.is_file() {
+            let what = if full.exists() {
+                "not a regular file"
+            } else {
+                "no such file"
+            };
+            return Err(UsageError(format!(
+                "--image {}: {what}\nhint: --image takes a {} file (relative paths start at {})",
+                path.display(),
+                tern_protocol::image::formats_list(),
+                ws.cwd.display()
+            )));
+        }
+    }
+    Ok(())
+}
+
+/// Reads the `--image` files for the goal's message and shows each as attached; the message
+/// (with its hint) when one cannot be attached or the model takes no images.
+async fn attach_images(
+    engine: &Engine,
+    ws: &Workspace,
+    paths: &[PathBuf],
+) -> Result<Vec<Attachment>, String> {
+    let mut images = Vec::new();
+    for path in paths {
+        let attached = engine
+            .attach_image(path, &ws.cwd)
+            .await
+            .map_err(|e| format!("--image {e}"))?;
+        images.push(attached);
+    }
+    engine.check_images(&images)?;
+    let mut err = std::io::stderr();
+    for a in &images {
+        let _ = writeln!(err, "{}", a.label());
+    }
+    Ok(images)
+}
+
+/// Runs `goal` (with the images at `images`) to its end and returns the exit code.
 pub async fn run(
     ws: &Workspace,
     goal: String,
+    images: Vec<PathBuf>,
     output: OutputFormat,
     session: Option<String>,
 ) -> anyhow::Result<i32> {
+    check_image_args(ws, &images)?;
     let printer: Box<dyn Subscriber> = match output {
         OutputFormat::Jsonl => Box::new(JsonlPrinter),
         OutputFormat::Text => Box::new(TerminalPrinter::auto(Mode::Headless).in_workspace(&ws.cwd)),
@@ -96,9 +144,19 @@ pub async fn run(
             engine.report_error(message.clone());
             TurnOutcome::failed(message)
         }
-        None => match &command {
-            Some(invocation) => engine.submit_with(invocation, &cancel).await,
-            None => engine.submit(&goal, &cancel).await,
+        None => match attach_images(&engine, ws, &images).await {
+            Ok(images) => match &command {
+                Some(invocation) => engine.submit_with(invocation, images, &cancel).await,
+                None => engine.submit_with_images(&goal, images, &cancel).await,
+            },
+            Err(message) => {
+                // Nothing was sent: a usage problem, said like one on stderr (exit 2); the
+                // events record it in `run_finished`.
+                let outcome = TurnOutcome::failed(message.clone());
+                ctrl_c.abort();
+                engine.finish(outcome.status, Some(&outcome)).await;
+                return Err(UsageError(message).into());
+            }
         },
     };
     ctrl_c.abort();

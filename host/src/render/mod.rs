@@ -5,6 +5,6 @@ mod terminal;
 
 pub use jsonl::JsonlPrinter;
 pub use terminal::{
-    CallPreview, Mode, Notifier, Screen, TerminalPrinter, approval_preview, format_cost,
-    format_tokens, sanitize, status_line, thought_lines, todo_lines,
+    CallPreview, Mode, Notifier, PromptPrinter, Screen, TerminalPrinter, approval_preview,
+    format_cost, format_tokens, sanitize, status_line, thought_lines, todo_lines,
 };

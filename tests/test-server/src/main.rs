@@ -46,6 +46,18 @@ struct Args {
     /// Exit with status 3 before reading anything.
     #[arg(long)]
     crash_at_start: bool,
+    /// Die this many ms after starting, before serving: a few lines on stderr (with the value
+    /// of `--leak-env`), then exit status 3. The client is already waiting for the handshake.
+    #[arg(long)]
+    crash_after_ms: Option<u64>,
+    /// Die as `--crash-after-ms` does once this file appears (it is removed first, so the
+    /// restarted server lives): a crash at a moment the test chooses.
+    #[arg(long)]
+    crash_when_file: Option<PathBuf>,
+    /// With `--crash-after-ms` or `--crash-when-file`: an environment variable whose value the
+    /// dying server prints on stderr, as a crash dump may print a key.
+    #[arg(long)]
+    leak_env: Option<String>,
     /// Read requests but never answer initialize.
     #[arg(long)]
     hang_initialize: bool,
@@ -466,6 +478,21 @@ async fn main() {
     if let Some(ms) = args.slow_start_ms {
         tokio::time::sleep(Duration::from_millis(ms)).await;
     }
+    if let Some(ms) = args.crash_after_ms {
+        tokio::time::sleep(Duration::from_millis(ms)).await;
+        die(args.leak_env.as_deref());
+    }
+    if let Some(file) = args.crash_when_file.clone() {
+        let leak = args.leak_env.clone();
+        tokio::spawn(async move {
+            loop {
+                if std::fs::remove_file(&file).is_ok() {
+                    die(leak.as_deref());
+                }
+                tokio::time::sleep(Duration::from_millis(50)).await;
+            }
+        });
+    }
     if args.hang_initialize {
         // Hold stdin open and never answer.
         tokio::time::sleep(Duration::from_secs(3600)).await;
@@ -517,6 +544,17 @@ async fn main() {
         });
     }
     let _ = service.waiting().await;
+}
+
+/// A crash: a few lines on stderr, one with the value of the variable `leak` (a key in a crash
+/// dump), then exit status 3.
+fn die(leak: Option<&str>) -> ! {
+    let key = leak
+        .map(|var| std::env::var(var).unwrap_or_default())
+        .unwrap_or_default();
+    eprintln!("test-server: connecting to the database as {key}");
+    eprintln!("test-server: fatal: the database refused the connection");
+    std::process::exit(3);
 }
 
 /// Streamable HTTP mode: `/mcp` on `addr`, for the pool's HTTP transport tests.

@@ -79,6 +79,12 @@ pub struct Args {
     /// Bytes of file content one read_file call returns at most.
     #[arg(long, value_name = "BYTES", default_value_t = 512 * 1024)]
     pub max_read_bytes: usize,
+    /// Bytes of an image file (PNG, JPEG, GIF, WebP) read_file returns at most, as an image
+    /// block. The default, 10 MiB, keeps the reply (13.4 MiB of base64) under the 16 MiB
+    /// message limit of rmcp and tern's client; the model's own limit (Anthropic 3.75 MiB,
+    /// OpenAI 20 MB) is the host's to apply.
+    #[arg(long, value_name = "BYTES", default_value_t = 10 * 1024 * 1024)]
+    pub max_image_bytes: usize,
     /// Entries glob and list_dir return at most.
     #[arg(long, value_name = "N", default_value_t = 1000)]
     pub max_glob_results: usize,
@@ -110,6 +116,7 @@ impl Args {
             max_read_bytes: self.max_read_bytes,
             max_entries: self.max_glob_results,
             max_matches: self.max_grep_results,
+            max_image_bytes: self.max_image_bytes,
         }
     }
 }

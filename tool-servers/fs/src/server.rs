@@ -135,8 +135,9 @@ impl FsServer {
         output_schema = schema_for_output::<ReadOutput>(),
         description = "Read a UTF-8 text file. Returns its lines numbered like `cat -n`. Use \
                        `offset` (1-based line) and `limit` (lines) for parts of large files; a \
-                       read cut by the per-call byte limit says so and gives `next_offset`. \
-                       Binary files, directories, FIFOs and devices are refused.",
+                       read cut by the per-call byte limit says so and gives `next_offset`. An \
+                       image file (PNG, JPEG, GIF, WebP) is returned as an image to look at. \
+                       Other binary files, directories, FIFOs and devices are refused.",
         annotations(
             title = "Read file",
             read_only_hint = true,

@@ -26,6 +26,7 @@ use tokio_util::sync::CancellationToken;
 
 use crate::decode::Utf8Stream;
 use crate::group::{Group, KillOnDrop, group_has_live_members, signal_group};
+use crate::live::LiveTail;
 use tern_sandbox::Session;
 
 /// Time between SIGTERM and SIGKILL.
@@ -38,6 +39,10 @@ pub const DRAIN_AFTER_EXIT: Duration = Duration::from_millis(300);
 
 /// How often a progress callback fires.
 pub const PROGRESS_INTERVAL: Duration = Duration::from_secs(1);
+
+/// The shortest time between two live tails ([`Report::Tail`]): at most ten a second, however
+/// fast the output comes.
+pub const TAIL_INTERVAL: Duration = Duration::from_millis(100);
 
 /// Size of one read from the output pipe: a quarter of the enlarged pipe
 /// buffer, so a flood is taken in few, large reads.
@@ -65,6 +70,21 @@ pub struct Invocation<'a> {
     pub sandbox: &'a tern_sandbox::Sandbox,
     /// Paths the command sees as empty (the host's file deny rules).
     pub hidden: &'a [std::path::PathBuf],
+    /// Lines of live tail wanted ([`Report::Tail`]); 0 for none.
+    pub tail_lines: usize,
+}
+
+/// What the progress callback of [`run`] is told.
+#[derive(Debug, Clone, PartialEq)]
+pub enum Report {
+    /// Every [`PROGRESS_INTERVAL`]: how long it has run and how much it wrote.
+    Tick { elapsed: Duration, bytes: u64 },
+    /// The output's last lines changed (when asked for with [`Invocation::tail_lines`]); at
+    /// most once per [`TAIL_INTERVAL`].
+    Tail {
+        elapsed: Duration,
+        lines: Vec<String>,
+    },
 }
 
 /// A writer that gets every byte of output as it is read, unchanged. A write that fails (the
@@ -141,13 +161,14 @@ pub enum SpawnError {
 
 /// Runs `inv` to completion, timeout or cancellation.
 ///
-/// `on_progress(elapsed, bytes_so_far)` is called every [`PROGRESS_INTERVAL`]
-/// when given. If the returned future is dropped before it completes (the
-/// client went away), the whole process group is killed.
+/// `on_progress` is told a [`Report::Tick`] every [`PROGRESS_INTERVAL`] and, when the
+/// invocation asks for a tail, a [`Report::Tail`] whenever the last lines changed (at most once
+/// per [`TAIL_INTERVAL`]). If the returned future is dropped before it completes (the client
+/// went away), the whole process group is killed.
 pub async fn run(
     mut inv: Invocation<'_>,
     cancel: &CancellationToken,
-    mut on_progress: Option<&mut (dyn FnMut(Duration, u64) + Send)>,
+    mut on_progress: Option<&mut (dyn FnMut(Report) + Send)>,
 ) -> Result<Outcome, SpawnError> {
     let start = Instant::now();
     let (mut child, mut reader) = spawn(&inv)?;
@@ -179,6 +200,11 @@ pub async fn run(
     ticker.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
     // A far-future instant for disabled timers (their branch is also guarded off).
     let never = deadline + Duration::from_secs(86_400 * 365);
+    // The live tail: new output schedules one, no sooner than TAIL_INTERVAL after the last.
+    let tailing = inv.tail_lines > 0 && on_progress.is_some();
+    let mut live = LiveTail::default();
+    let mut tail_due: Option<tokio::time::Instant> = None;
+    let mut tail_sent: Option<(tokio::time::Instant, Vec<String>)> = None;
 
     while !(eof && ending.is_some()) {
         let kill_at = termed_at.map(|t| t + TERM_GRACE);
@@ -214,6 +240,12 @@ pub async fn run(
                     bytes_read += n as u64;
                     decoder.push(&buf[..n], &mut capture);
                     echo(&mut inv.echo, &buf[..n]);
+                    if tailing {
+                        live.push(&buf[..n]);
+                        let now = tokio::time::Instant::now();
+                        let earliest = tail_sent.as_ref().map_or(now, |(at, _)| *at + TAIL_INTERVAL);
+                        tail_due.get_or_insert(earliest.max(now));
+                    }
                 }
                 Err(e) => {
                     tracing::warn!("reading command output failed: {e}");
@@ -226,7 +258,18 @@ pub async fn run(
             }
             _ = ticker.tick(), if on_progress.is_some() => {
                 if let Some(report) = on_progress.as_mut() {
-                    report(start.elapsed(), bytes_read);
+                    report(Report::Tick { elapsed: start.elapsed(), bytes: bytes_read });
+                }
+            }
+            _ = tokio::time::sleep_until(tail_due.unwrap_or(never)), if tail_due.is_some() => {
+                tail_due = None;
+                let lines = live.lines(inv.tail_lines);
+                let now = tokio::time::Instant::now();
+                if tail_sent.as_ref().is_none_or(|(_, sent)| *sent != lines)
+                    && let Some(report) = on_progress.as_mut()
+                {
+                    report(Report::Tail { elapsed: start.elapsed(), lines: lines.clone() });
+                    tail_sent = Some((now, lines));
                 }
             }
         }

@@ -29,6 +29,8 @@ pub mod env;
 pub mod exec;
 mod group;
 mod limits;
+mod live;
+mod progress;
 mod server;
 pub mod terminal;
 

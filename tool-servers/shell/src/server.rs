@@ -9,17 +9,16 @@ use std::time::Duration;
 use rmcp::handler::server::router::tool::ToolRouter;
 use rmcp::handler::server::tool::schema_for_output;
 use rmcp::handler::server::wrapper::Parameters;
-use rmcp::model::{
-    CallToolResult, ContentBlock, ProgressNotificationParam, ServerCapabilities, ServerConfig,
-};
+use rmcp::model::{CallToolResult, ContentBlock, ServerCapabilities, ServerConfig};
 use rmcp::service::RequestContext;
 use rmcp::{RoleServer, ServerHandler, tool, tool_handler, tool_router};
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 
 use crate::cwd::resolve_cwd;
-use crate::exec::{self, Ending, Invocation, Outcome, Stop};
+use crate::exec::{self, Ending, Invocation, Outcome, Report, Stop};
 use crate::limits::{self, Timeout, host_limits};
+use crate::progress::{Notifier, tail_request};
 
 /// The tool's `_meta`: tells a host which argument holds the shell command, so
 /// it can apply command rules without recognising this server by name.
@@ -172,23 +171,13 @@ impl ShellServer {
             settings.timeout_max,
         );
 
-        let mut progress = context.meta.get_progress_token().map(|token| {
-            let peer = context.peer.clone();
-            let total = timeout.as_secs_f64();
-            move |elapsed: Duration, bytes: u64| {
-                let secs = elapsed.as_secs();
-                let note = ProgressNotificationParam::new(token.clone(), secs as f64)
-                    .with_total(total)
-                    .with_message(format!("{secs} s elapsed, {bytes} bytes of output"));
-                let peer = peer.clone();
-                // Never let a slow client stall the output reader.
-                tokio::spawn(async move {
-                    if let Err(e) = peer.notify_progress(note).await {
-                        tracing::debug!("progress notification not sent: {e}");
-                    }
-                });
-            }
-        });
+        // Progress only for a client that asked (a progress token); the live tail only for one
+        // that asked for that too (`_meta["tern/output_tail"]`).
+        let tail_lines = tail_request(&context.meta.0.0);
+        let mut progress = context
+            .meta
+            .get_progress_token()
+            .map(|token| Notifier::start(context.peer.clone(), token, timeout, tail_lines > 0));
         // Full access is no sandbox: there is no view to hide anything in.
         let full_access = settings.sandbox.policy().mode == tern_sandbox::Mode::FullAccess;
         let hidden = match crate::deny::denied_paths(&settings.root, &context.meta.0.0) {
@@ -207,10 +196,12 @@ impl ShellServer {
             echo: None,
             sandbox: &settings.sandbox,
             hidden: &hidden,
+            tail_lines,
         };
-        let on_progress = progress
+        let mut report = progress.as_mut().map(|n| move |r: Report| n.report(r));
+        let on_progress = report
             .as_mut()
-            .map(|f| f as &mut (dyn FnMut(Duration, u64) + Send));
+            .map(|f| f as &mut (dyn FnMut(Report) + Send));
         let outcome = match &settings.editor {
             Some(editor) => crate::terminal::run(editor, invocation, &context)
                 .await

@@ -300,6 +300,13 @@ fn a_wrong_type_names_the_key_and_its_line() {
         "{message}"
     );
 
+    // `[model] vision` (image attach) is a boolean.
+    let (message, _, _) = user_error("[model]\nvision = \"yes\"\n");
+    assert!(
+        message.contains(":2:10: model.vision: invalid type: string \"yes\", expected a boolean"),
+        "{message}"
+    );
+
     let (message, _, _) = user_error("[mcp_servers.x]\nbuiltin = \"git\"\n");
     assert!(message.contains(":2:11: mcp_servers.x.builtin: unknown variant `git`, expected one of `fs`, `shell`, `web`"), "{message}");
 }

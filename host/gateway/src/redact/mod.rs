@@ -161,6 +161,21 @@ impl Redactor {
         patterns::shapes(&patterns::assignments(&patterns::pem_bodies(&out)))
     }
 
+    /// [`Redactor::redact`] for a line whose end was cut off (ending in `cut`, e.g. a live tail's
+    /// `…`): a secret that began before the cut shows only its start, which no value matches, so
+    /// that start is replaced too.
+    pub fn redact_cut(&self, text: &str, cut: char) -> String {
+        let Some(kept) = text.strip_suffix(cut) else {
+            return self.redact(text);
+        };
+        let redacted = self.redact(kept);
+        let start = redacted.len() - self.pending_prefix(&redacted);
+        if start == redacted.len() {
+            return format!("{redacted}{cut}");
+        }
+        format!("{}{REDACTED}{cut}", &redacted[..start])
+    }
+
     /// Redacts every string inside a JSON value.
     pub fn redact_json(&self, value: &serde_json::Value) -> serde_json::Value {
         use serde_json::Value;
@@ -194,6 +209,21 @@ mod tests {
         assert_eq!(r.redact("abc"), "abc");
         // A clone carries what was learned.
         assert_eq!(r.clone().redact(token), REDACTED);
+    }
+
+    #[test]
+    fn a_line_cut_inside_a_secret_shows_none_of_it() {
+        let r = Redactor::new([Secret::new("hunter2-very-secret")]);
+        assert_eq!(
+            r.redact_cut("token=x hunter2-ve…", '…'),
+            format!("token=x {REDACTED}…")
+        );
+        assert_eq!(r.redact_cut("plain hun", '…'), "plain hun", "not cut: kept");
+        assert_eq!(r.redact_cut("nothing secret…", '…'), "nothing secret…");
+        assert_eq!(
+            r.redact_cut("a hunter2-very-secret b…", '…'),
+            format!("a {REDACTED} b…")
+        );
     }
 
     #[test]

@@ -28,6 +28,8 @@ pub struct AnthropicAdapter {
     model: String,
     max_tokens: u32,
     sampling: Sampling,
+    /// What the model does with images (`[model] vision` and the catalog).
+    images: crate::vision::ImageSupport,
 }
 
 struct AnthropicWire {
@@ -47,6 +49,7 @@ impl AnthropicAdapter {
             model: cfg.model.clone(),
             max_tokens: cfg.max_tokens,
             sampling: cfg.sampling,
+            images: cfg.image_support(),
         }
     }
 
@@ -66,6 +69,10 @@ impl crate::ModelAdapter for AnthropicAdapter {
 
     fn provider(&self) -> Provider {
         Provider::Anthropic
+    }
+
+    fn images(&self) -> crate::vision::ImageSupport {
+        self.images.clone()
     }
 
     async fn stream(

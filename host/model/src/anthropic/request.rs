@@ -78,6 +78,7 @@ fn message(m: &Message) -> Value {
                 .iter()
                 .map(|c| match c {
                     UserContent::Text { text } => json!({"type": "text", "text": text}),
+                    UserContent::Image(i) => image_block(i),
                     UserContent::ToolResult(r) => {
                         let mut block = json!({"type": "tool_result", "tool_use_id": r.call_id});
                         // An empty result is sent without `content`, as the docs' example does.
@@ -88,10 +89,7 @@ fn message(m: &Message) -> Value {
                             if !r.content.is_empty() {
                                 parts.push(json!({"type": "text", "text": r.content}));
                             }
-                            parts.extend(r.images.iter().map(|i| {
-                                json!({"type": "image", "source": {
-                                    "type": "base64", "media_type": i.mime_type, "data": i.data}})
-                            }));
+                            parts.extend(r.images.iter().map(image_block));
                             block["content"] = Value::Array(parts);
                         } else if !r.content.is_empty() {
                             block["content"] = json!(r.content);
@@ -128,6 +126,14 @@ fn message(m: &Message) -> Value {
             json!({"role": "assistant", "content": blocks})
         }
     }
+}
+
+/// An image block, the shape of the Messages API's vision guide ("Base64-encoded image
+/// example": `{"type": "image", "source": {"type": "base64", "media_type": "image/jpeg",
+/// "data": …}}`, https://platform.claude.com/docs/en/build-with-claude/vision). The same block
+/// goes in a user turn and inside a `tool_result`'s content.
+fn image_block(i: &crate::types::Image) -> Value {
+    json!({"type": "image", "source": {"type": "base64", "media_type": i.mime_type, "data": i.data}})
 }
 
 fn add_cache_breakpoints(body: &mut Value) {

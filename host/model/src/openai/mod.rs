@@ -39,6 +39,8 @@ pub struct OpenAiAdapter {
     max_tokens: u32,
     max_tokens_field: MaxTokensField,
     sampling: Sampling,
+    /// What the model does with images (`[model] vision` and the catalog).
+    images: crate::vision::ImageSupport,
     server: Option<ModelServer>,
 }
 
@@ -74,6 +76,7 @@ impl OpenAiAdapter {
             max_tokens: cfg.max_tokens,
             max_tokens_field,
             sampling: cfg.sampling,
+            images: cfg.image_support(),
             server: cfg.server,
         }
     }
@@ -104,6 +107,10 @@ impl crate::ModelAdapter for OpenAiAdapter {
 
     fn provider(&self) -> Provider {
         Provider::Openai
+    }
+
+    fn images(&self) -> crate::vision::ImageSupport {
+        self.images.clone()
     }
 
     fn probes_window(&self) -> bool {

@@ -99,13 +99,29 @@ pub fn build_body(
     Value::Object(body)
 }
 
+/// A piece of what the person said in a user turn.
+enum UserPart<'a> {
+    Text(String),
+    Image(&'a crate::types::Image),
+}
+
+/// An image content part as Chat Completions takes it (API reference, "User message" →
+/// "Image content part": `{"type": "image_url", "image_url": {"url": …}}`, the URL a base64
+/// `data:` URL as in the "Images and vision" guide,
+/// https://developers.openai.com/api/docs/guides/images-vision).
+fn image_part(i: &crate::types::Image) -> Value {
+    json!({"type": "image_url", "image_url": {
+        "url": format!("data:{};base64,{}", i.mime_type, i.data)}})
+}
+
 /// Appends the wire messages for one neutral message. After [`normalize`], a user turn that
 /// follows tool calls starts with exactly one result per call, in call order, so the `tool`
 /// messages land right after the assistant message, in the order of its `tool_calls`.
 fn push_message(out: &mut Vec<Value>, m: &Message) {
     match m {
         Message::User { content } => {
-            let mut text = Vec::new();
+            // What the person said, in order: text, and the images they attached.
+            let mut said: Vec<UserPart> = Vec::new();
             // `tool` messages carry text only; images a tool returned follow in a user message,
             // after every tool message of the turn (the API wants those right after the call).
             let mut images = Vec::new();
@@ -119,22 +135,33 @@ fn push_message(out: &mut Vec<Value>, m: &Message) {
                         if !r.images.is_empty() {
                             images.push(json!({"type": "text", "text": format!(
                                 "The image(s) returned by tool call {}:", r.call_id)}));
-                            images.extend(r.images.iter().map(|i| {
-                                json!({"type": "image_url", "image_url": {
-                                    "url": format!("data:{};base64,{}", i.mime_type, i.data)}})
-                            }));
+                            images.extend(r.images.iter().map(image_part));
                         }
                     }
-                    UserContent::Text { text: t } => text.push(t.as_str()),
+                    UserContent::Text { text: t } => match said.last_mut() {
+                        // Adjacent texts join as before images existed (one string).
+                        Some(UserPart::Text(prev)) => {
+                            prev.push_str("\n\n");
+                            prev.push_str(t);
+                        }
+                        _ => said.push(UserPart::Text(t.clone())),
+                    },
+                    UserContent::Image(i) => said.push(UserPart::Image(i)),
                 }
             }
-            if !images.is_empty() {
-                if !text.is_empty() {
-                    images.push(json!({"type": "text", "text": text.join("\n\n")}));
+            let only_text =
+                images.is_empty() && said.iter().all(|p| matches!(p, UserPart::Text(_)));
+            if only_text {
+                // Plain string content: what every compatible server (and chat template) takes.
+                if let Some(UserPart::Text(text)) = said.first() {
+                    out.push(json!({"role": "user", "content": text}));
                 }
+            } else {
+                images.extend(said.iter().map(|p| match p {
+                    UserPart::Text(t) => json!({"type": "text", "text": t}),
+                    UserPart::Image(i) => image_part(i),
+                }));
                 out.push(json!({"role": "user", "content": images}));
-            } else if !text.is_empty() {
-                out.push(json!({"role": "user", "content": text.join("\n\n")}));
             }
         }
         Message::Assistant { content } => {

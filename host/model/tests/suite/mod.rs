@@ -3,6 +3,7 @@ mod anthropic_fixtures;
 mod anthropic_requests;
 mod common;
 mod config;
+mod images;
 mod openai;
 mod responses;
 mod streaming;

@@ -19,6 +19,10 @@ pub const SUMMARY_MARKER: &str = "tern:compact";
 /// The first line of a compacted conversation's head message.
 pub const HEAD_MARKER: &str = "[tern: the earlier conversation was compacted]";
 
+/// Starts the note that replaces images the person attached in a compacted part.
+pub const IMAGES_DROPPED_MARKER: &str =
+    "[tern: images attached earlier were dropped by compaction:";
+
 /// Tool results shorter than this are left alone: eliding them saves nothing.
 const ELIDE_MIN_CHARS: usize = 200;
 
@@ -115,7 +119,7 @@ fn texts(message: &Message) -> Vec<&str> {
             .iter()
             .filter_map(|c| match c {
                 UserContent::Text { text } => Some(text.as_str()),
-                UserContent::ToolResult(_) => None,
+                UserContent::ToolResult(_) | UserContent::Image(_) => None,
             })
             .collect(),
         Message::Assistant { .. } => Vec::new(),
@@ -167,6 +171,11 @@ pub fn render(transcript: &[Message], cut: usize, max_chars: usize) -> String {
                             "RESULT{}: {}\n\n",
                             if r.is_error { " (error)" } else { "" },
                             clip(&r.content, 600)
+                        )),
+                        // The summarizer reads text: it learns that an image was there.
+                        UserContent::Image(i) => out.push_str(&format!(
+                            "USER: [attached an image: {}]\n\n",
+                            crate::agent::attach::describe(i)
                         )),
                     }
                 }
@@ -262,6 +271,30 @@ pub fn apply_summary(transcript: &mut Vec<Message>, cut: usize, summary: &str) -
     blocks.push(UserContent::Text {
         text: format!("Summary of the work so far:\n{}", summary.trim()),
     });
+    // Images the person attached in the summarized part go with it; the model is told so.
+    let dropped: Vec<String> = transcript
+        .iter()
+        .take(cut)
+        .flat_map(|m| match m {
+            Message::User { content } => content
+                .iter()
+                .filter_map(|c| match c {
+                    UserContent::Image(i) => Some(crate::agent::attach::describe(i)),
+                    _ => None,
+                })
+                .collect(),
+            Message::Assistant { .. } => Vec::new(),
+        })
+        .collect();
+    if !dropped.is_empty() {
+        blocks.push(UserContent::Text {
+            text: format!(
+                "{IMAGES_DROPPED_MARKER} {} (ask the user to attach again what you still need \
+                 to see)",
+                dropped.join(", ")
+            ),
+        });
+    }
     transcript.splice(..cut, [Message::User { content: blocks }]);
     cut
 }
@@ -358,6 +391,48 @@ mod tests {
         // Elision is idempotent.
         assert_eq!(elide(&mut t, tail), (0, 0));
         // Pairing holds: normalisation (what the adapters send) changes nothing.
+        assert_eq!(tern_model::normalize::normalize(&t), t);
+    }
+
+    #[test]
+    fn images_in_the_summarized_part_are_dropped_with_a_marker() {
+        let png = tern_protocol::Image {
+            mime_type: "image/png".into(),
+            data: "A".repeat(4_000),
+        };
+        let mut t = vec![Message::User {
+            content: vec![
+                UserContent::Image(png.clone()),
+                UserContent::Text {
+                    text: "why does the button look like this?".into(),
+                },
+            ],
+        }];
+        t.extend(turn(0, "y"));
+        t.extend(turn(1, "z"));
+        let cut = t.len() - 2;
+        // The summarizer is told an image was there, not sent its base64.
+        let ask = render(&t, cut, 10_000);
+        assert!(
+            ask.contains("USER: [attached an image: image/png, 3 KB]"),
+            "{ask}"
+        );
+        assert!(!ask.contains("AAAA"), "{ask}");
+        apply_summary(&mut t, cut, "Goal: fix the button.");
+        let Message::User { content } = &t[0] else {
+            panic!()
+        };
+        assert!(!content.iter().any(|c| matches!(c, UserContent::Image(_))));
+        let texts: Vec<&str> = texts(&t[0]);
+        assert!(
+            texts[0].contains("why does the button look like this?"),
+            "the goal is the text, not the image: {texts:?}"
+        );
+        let note = texts.last().unwrap();
+        assert!(
+            note.starts_with(IMAGES_DROPPED_MARKER) && note.contains("image/png, 3 KB"),
+            "{note}"
+        );
         assert_eq!(tern_model::normalize::normalize(&t), t);
     }
 

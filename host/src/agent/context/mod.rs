@@ -4,6 +4,7 @@
 pub mod budget;
 pub mod compact;
 pub mod defer;
+pub mod images;
 mod prompt;
 
 pub use prompt::{SYSTEM_PROMPT, system_blocks};

@@ -73,7 +73,9 @@ impl Engine {
     /// compaction rewrote it, the whole compacted transcript.
     pub(super) fn save(&mut self, before: usize) {
         let redactor = self.redactor.clone();
-        let redact = |line: &str| redactor.redact(line);
+        // Image data is kept whole: a secret shape found in base64 by chance is no secret.
+        let redact =
+            |line: &str| crate::agent::context::images::redact_keeping_images(&redactor, line);
         let saved = if self.conv.compacted {
             self.conv.compacted = false;
             session::append_snapshot(

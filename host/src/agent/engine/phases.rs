@@ -52,6 +52,7 @@ pub(super) fn given_model_settings(
             .model
             .tool_calls
             .unwrap_or(tern_model::ToolCallMode::Native),
+        vision: ws.config.model.vision,
     }
 }
 

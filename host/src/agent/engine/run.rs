@@ -6,10 +6,10 @@ use std::sync::Arc;
 
 use tern_gateway::Gateway;
 use tern_mcp::{PromptInfo, ServerState, ServerStatus, ToolTable};
-use tern_protocol::{Event, RunStatus, Usage};
+use tern_protocol::{Event, Image, RunStatus, Usage};
 use tokio_util::sync::CancellationToken;
 
-use super::{Engine, hook_points};
+use super::{Engine, attach::Attachment, hook_points};
 use crate::agent::{
     bus::Subscriber,
     context::budget::Breakdown,
@@ -66,6 +66,21 @@ impl Engine {
     /// Runs one user input to its end (an answer, `max_steps`, an error or `cancel`) and saves
     /// the new messages to the session.
     pub async fn submit(&mut self, input: &str, cancel: &CancellationToken) -> TurnOutcome {
+        self.submit_with_images(input, Vec::new(), cancel).await
+    }
+
+    /// [`Self::submit`] with images the person attached. A model that takes no images (or an
+    /// image over its limit) fails the turn before anything is sent, with a hint.
+    pub async fn submit_with_images(
+        &mut self,
+        input: &str,
+        images: Vec<Attachment>,
+        cancel: &CancellationToken,
+    ) -> TurnOutcome {
+        if let Err(message) = self.check_images(&images) {
+            return self.refuse_turn(message);
+        }
+        let images: Vec<Image> = images.into_iter().map(|a| a.image).collect();
         // The workspace is recorded while the first request goes out; the first tool call waits
         // for it ([`checkpoints::Gate`]). The message is redacted, like the transcript.
         self.gate
@@ -80,7 +95,7 @@ impl Engine {
         });
         let before = self.conv.transcript.len();
         let delegated_before = self.delegated.total();
-        let outcome = self.hooked_turn(input, cancel).await;
+        let outcome = self.hooked_turn(input, images, cancel).await;
         // A command's rules and the skills loaded in this turn end with it.
         self.gateway.end_turn();
         self.gate.wait().await;
@@ -110,12 +125,14 @@ impl Engine {
         outcome
     }
 
-    /// Runs a custom command's turn: [`Self::submit`] with its `model` for this turn only (the
-    /// session's model is back for the next) and its `allowed-tools` as allow rules that end
-    /// with the turn. A model that cannot be used fails the turn before anything is sent.
+    /// Runs a custom command's turn (with any images attached to it, `tern run --image`):
+    /// [`Self::submit_with_images`] with its `model` for this turn only (the session's model is
+    /// back for the next) and its `allowed-tools` as allow rules that end with the turn. A model
+    /// that cannot be used fails the turn before anything is sent.
     pub async fn submit_with(
         &mut self,
         invocation: &crate::custom_commands::Invocation,
+        images: Vec<Attachment>,
         cancel: &CancellationToken,
     ) -> TurnOutcome {
         let scope = &invocation.scope;
@@ -138,7 +155,9 @@ impl Engine {
             }
             None => None,
         };
-        let outcome = self.submit(&invocation.text, cancel).await;
+        let outcome = self
+            .submit_with_images(&invocation.text, images, cancel)
+            .await;
         if let Some(snapshot) = previous {
             self.restore_model(snapshot);
         }

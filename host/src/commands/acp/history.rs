@@ -32,10 +32,16 @@ pub fn replay(cwd: &Path, messages: &[Message]) -> Vec<Value> {
         match m {
             Message::User { content } => {
                 for c in content {
-                    if let UserContent::Text { text } = c
-                        && !text.trim().is_empty()
-                    {
-                        out.push(chunk("user_message_chunk", text));
+                    match c {
+                        UserContent::Text { text } if !text.trim().is_empty() => {
+                            out.push(chunk("user_message_chunk", text));
+                        }
+                        // ACP's image content block, as the editor sent it.
+                        UserContent::Image(i) => out.push(json!({
+                            "sessionUpdate": "user_message_chunk",
+                            "content": {"type": "image", "mimeType": i.mime_type, "data": i.data},
+                        })),
+                        _ => {}
                     }
                 }
             }

@@ -155,7 +155,7 @@ impl Agent {
                 if let Ok(mut caps) = self.caps.lock() {
                     *caps = ClientCaps::from_initialize(&params);
                 }
-                Ok(initialize())
+                Ok(initialize(self.base.takes_images()))
             }
             "authenticate" => authenticate(&params),
             "session/new" => match self.new_session(&params, None).await {
@@ -264,7 +264,13 @@ impl Agent {
         let blocks = params["prompt"].as_array().ok_or_else(|| {
             RpcError::invalid_params("`prompt` must be an array of content blocks")
         })?;
-        let text = prompt::to_text(blocks)?;
+        let takes_images = session.takes_images().await;
+        let prompt::Prompt { text, images } = prompt::to_prompt(blocks, takes_images)?;
+        if !images.is_empty() {
+            // Images go with the message as it is (no slash command takes them).
+            let stop = session.prompt(&text, images).await?;
+            return Ok(json!({"stopReason": stop}));
+        }
         // tern's own slash commands run here, their output sent as the answer.
         if let Some(command) = text.trim_start().strip_prefix('/') {
             let (name, arg) = command
@@ -282,7 +288,7 @@ impl Agent {
                     }
                     session::SlashOutcome::Send(text) => text,
                 };
-                let stop = session.prompt(&text).await?;
+                let stop = session.prompt(&text, Vec::new()).await?;
                 return Ok(json!({"stopReason": stop}));
             }
             if let Some(invocation) = session.custom(name, arg).await {
@@ -291,7 +297,7 @@ impl Agent {
             }
         }
         let text = session.expand_command(&text).await?;
-        let stop = session.prompt(&text).await?;
+        let stop = session.prompt(&text, Vec::new()).await?;
         Ok(json!({"stopReason": stop}))
     }
 
@@ -320,13 +326,13 @@ impl Agent {
 
 /// The `initialize` answer: protocol version 1 whatever the editor asked (ACP: the agent
 /// answers with the version it supports; a client that cannot speak it disconnects), and what
-/// tern offers.
-fn initialize() -> Value {
+/// tern offers. `images`: whether the configured model takes images.
+fn initialize(images: bool) -> Value {
     json!({
         "protocolVersion": PROTOCOL_VERSION,
         "agentCapabilities": {
             "loadSession": true,
-            "promptCapabilities": {"image": false, "audio": false, "embeddedContext": true},
+            "promptCapabilities": {"image": images, "audio": false, "embeddedContext": true},
             "mcpCapabilities": {"http": true, "sse": false},
             "sessionCapabilities": {"list": {}},
         },

@@ -35,6 +35,25 @@ pub struct Base {
 }
 
 impl Base {
+    /// Whether the model `tern acp` was started with takes images (`promptCapabilities.image`):
+    /// the config of the directory it runs in, with its flags; a model tern knows nothing about
+    /// counts as taking them (its server judges). No model configured: no.
+    pub fn takes_images(&self) -> bool {
+        let Ok(here) = std::env::current_dir() else {
+            return false;
+        };
+        let Ok(mut ws) = Workspace::load(Some(&here), &self.load) else {
+            return false;
+        };
+        let _ = self.flags.apply(&mut ws.config);
+        tern_model::ResolvedModelConfig::resolve(&ws.config.model, &|k| ws.var(k)).is_ok_and(|r| {
+            !matches!(
+                r.image_support().takes,
+                tern_model::vision::Takes::No { .. }
+            )
+        })
+    }
+
     /// `$TERN_HOME` and its folders, as this process resolves them (the same for every `cwd`).
     pub fn paths(&self) -> Option<tern_config::ConfigPaths> {
         let here = std::env::current_dir().ok()?;
@@ -334,9 +353,31 @@ impl Session {
         Ok(())
     }
 
-    /// Runs one prompt to its end; the ACP stop reason, or an error for a failed turn.
-    pub async fn prompt(&self, text: &str) -> Result<&'static str, RpcError> {
-        self.turn(text, None).await
+    /// Whether this session's model takes images (its project's config may differ from the
+    /// directory `tern acp` started in, which `initialize` answered for).
+    pub async fn takes_images(&self) -> bool {
+        // A running turn holds the engine: then the prompt is refused as "already running"
+        // anyway, and nothing need wait for the turn here.
+        let Ok(engine) = self.engine.try_lock() else {
+            return true;
+        };
+        engine.as_ref().is_some_and(|e| {
+            !matches!(
+                e.image_support().takes,
+                tern_model::vision::Takes::No { .. }
+            )
+        })
+    }
+
+    /// Runs one prompt (with the images the editor sent) to its end; the ACP stop reason, or
+    /// an error for a failed turn. Images the model cannot take are invalid params: nothing is
+    /// sent.
+    pub async fn prompt(
+        &self,
+        text: &str,
+        images: Vec<crate::agent::attach::Attachment>,
+    ) -> Result<&'static str, RpcError> {
+        self.turn(text, None, images).await
     }
 
     /// Runs a custom command's turn (its model and allowed-tools for that turn only).
@@ -344,13 +385,15 @@ impl Session {
         &self,
         invocation: &crate::custom_commands::Invocation,
     ) -> Result<&'static str, RpcError> {
-        self.turn(&invocation.text, Some(invocation)).await
+        self.turn(&invocation.text, Some(invocation), Vec::new())
+            .await
     }
 
     async fn turn(
         &self,
         text: &str,
         invocation: Option<&crate::custom_commands::Invocation>,
+        images: Vec<crate::agent::attach::Attachment>,
     ) -> Result<&'static str, RpcError> {
         let cancel = {
             let mut turn = self.turn.lock().map_err(|_| RpcError::internal("lock"))?;
@@ -368,16 +411,23 @@ impl Session {
         let outcome = {
             let mut engine = self.engine.lock().await;
             match engine.as_mut() {
-                Some(engine) => Some(match invocation {
-                    Some(invocation) => engine.submit_with(invocation, &cancel).await,
-                    None => engine.submit(text, &cancel).await,
-                }),
-                None => None,
+                Some(engine) => match engine.check_images(&images) {
+                    Ok(()) => Ok(Some(match invocation {
+                        Some(invocation) => engine.submit_with(invocation, images, &cancel).await,
+                        None => engine.submit_with_images(text, images, &cancel).await,
+                    })),
+                    Err(refused) => Err(refused),
+                },
+                None => Ok(None),
             }
         };
         if let Ok(mut turn) = self.turn.lock() {
             *turn = None;
         }
+        let outcome = outcome.map_err(|refused| {
+            let (message, hint) = refused.split_once("\nhint: ").unwrap_or((&refused, ""));
+            RpcError::invalid_params(message).hint(hint)
+        })?;
         let Some(outcome) = outcome else {
             return Err(RpcError::internal("the session has ended"));
         };

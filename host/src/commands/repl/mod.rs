@@ -4,11 +4,14 @@
 //! empty prompt exits).
 
 mod approver;
+mod attach;
 mod elicit;
 mod external_editor;
 mod files;
 mod keys;
 mod mentions;
+mod notices;
+mod pasted;
 mod picker;
 mod plan;
 mod prompt;
@@ -158,6 +161,8 @@ pub async fn run(ws: &Workspace, session: Option<String>) -> anyhow::Result<i32>
     keys.on_back_tab(Arc::new(move || {
         gateway.set_mode(prompt::next_mode(gateway.mode()));
     }));
+    // Background notices (a server that failed) print above the prompt, not into the line.
+    let notices = notices::AbovePrompt::start(&mut editor);
     let first_model = engine.model_name().to_string();
     let mut out = std::io::stdout();
     writeln!(
@@ -177,11 +182,13 @@ pub async fn run(ws: &Workspace, session: Option<String>) -> anyhow::Result<i32>
             Some(model.as_str()).filter(|m| *m != first_model),
         );
         let ask = shown.clone();
+        let prompting = notices.as_ref().map(|n| screen.above_prompt(n.printer()));
         let (ed, line) = tokio::task::spawn_blocking(move || {
-            let line = editor.readline_with_initial(&ask, (&initial, ""));
+            let line = editor.readline_with_initial(ask.as_str(), (&initial, ""));
             (editor, line)
         })
         .await?;
+        drop(prompting);
         editor = ed;
         let line = match line {
             Ok(l) => {
@@ -259,8 +266,13 @@ pub async fn run(ws: &Workspace, session: Option<String>) -> anyhow::Result<i32>
             continue;
         }
         let _ = editor.add_history_entry(input);
+        let mut images = Vec::new();
         let mut command = None;
-        let text = match input.strip_prefix('/') {
+        // A dragged file's absolute path starts with `/` too: that is a message, not a command.
+        let slash_command = input
+            .strip_prefix('/')
+            .filter(|_| !pasted::starts_with_path(input, &ws.cwd));
+        let text = match slash_command {
             Some(cmd) => {
                 let (name, arg) = cmd.split_once(' ').unwrap_or((cmd, ""));
                 let mut slash = Slash {
@@ -280,8 +292,11 @@ pub async fn run(ws: &Workspace, session: Option<String>) -> anyhow::Result<i32>
                     }
                 }
             }
-            None => match attach(&engine, &ws.cwd, input, &mut out).await? {
-                Some(text) => text,
+            None => match attach::attach(&engine, ws, input, &mut out).await? {
+                Some(attached) => {
+                    images = attached.images;
+                    attached.text
+                }
                 None => {
                     // A mention could not be read: give the line back to fix it.
                     keep = input.to_string();
@@ -304,10 +319,12 @@ pub async fn run(ws: &Workspace, session: Option<String>) -> anyhow::Result<i32>
             // kept for the next prompt. The reader is stopped (joined) before anything reads the
             // terminal again (the prompt, or a plan's review).
             let reading = keys.reading(Some(cancel.clone()));
-            // A custom command's model and allowed-tools hold for its own turn only.
+            // A custom command's model and allowed-tools hold for its own turn only; attached
+            // images go with the first message only (not with a plan's feedback).
+            let images = std::mem::take(&mut images);
             let outcome = match command.take() {
-                Some(invocation) => engine.submit_with(&invocation, &cancel).await,
-                None => engine.submit(&text, &cancel).await,
+                Some(invocation) => engine.submit_with(&invocation, images, &cancel).await,
+                None => engine.submit_with_images(&text, images, &cancel).await,
             };
             drop(reading);
             ctrl_c.abort();
@@ -318,7 +335,10 @@ pub async fn run(ws: &Workspace, session: Option<String>) -> anyhow::Result<i32>
                 break outcome;
             };
             let sessions = ws.paths.sessions_dir();
+            // The plan's question is read by the line editor too: news goes above it.
+            let prompting = notices.as_ref().map(|n| screen.above_prompt(n.printer()));
             let (ed, next) = plan::review(editor, &engine, &sessions, &plan, &mut out).await?;
+            drop(prompting);
             editor = ed;
             match next {
                 Some(next) => text = next,
@@ -350,62 +370,6 @@ pub async fn run(ws: &Workspace, session: Option<String>) -> anyhow::Result<i32>
     engine.ending_because(crate::agent::EndReason::PromptInputExit);
     engine.finish(status, last.as_ref()).await;
     Ok(0)
-}
-
-/// `input` with every project file (`@path`) and server resource (`@server:uri`) it mentions
-/// read and attached after it; `None` (after saying why) when one cannot be read.
-async fn attach(
-    engine: &Engine,
-    cwd: &std::path::Path,
-    input: &str,
-    out: &mut dyn Write,
-) -> std::io::Result<Option<String>> {
-    if !input.contains('@') {
-        return Ok(Some(input.to_string()));
-    }
-    let servers: Vec<String> = engine.servers().into_iter().map(|s| s.name).collect();
-    // `@path`: a project file, read through the gateway (an audited `fs__read_file` call).
-    let paths = files::mentioned(input, cwd, &servers);
-    let mut text = input.to_string();
-    for path in &paths {
-        match engine.read_mentioned_file(path).await {
-            Ok(read) => {
-                text.push_str("\n\n");
-                text.push_str(&files::block(path, &read));
-            }
-            Err(e) => {
-                writeln!(out, "cannot read @{path}: {}", crate::render::sanitize(&e))?;
-                return Ok(None);
-            }
-        }
-    }
-    if !paths.is_empty() {
-        let names: Vec<String> = paths.iter().map(|p| format!("@{p}")).collect();
-        writeln!(out, "(attached {})", names.join(", "))?;
-    }
-    let listed = engine.resources().await;
-    // Mentions are taken from what was typed, never from the text of an attached file.
-    let found = mentions::mentions(input, &servers, &listed);
-    for m in &found {
-        match engine.read_resource(&m.server, &m.uri).await {
-            Ok(read) => {
-                text.push_str("\n\n");
-                text.push_str(&mentions::block(m, read.mime_type.as_deref(), &read.text));
-            }
-            Err(e) => {
-                writeln!(out, "cannot read @{}:{}: {e}", m.server, m.uri)?;
-                return Ok(None);
-            }
-        }
-    }
-    if !found.is_empty() {
-        let names: Vec<String> = found
-            .iter()
-            .map(|m| format!("@{}:{}", m.server, m.uri))
-            .collect();
-        writeln!(out, "(attached {})", names.join(", "))?;
-    }
-    Ok(Some(text))
 }
 
 /// Lists the project's files for `@path` completion, on a thread of its own (a large tree

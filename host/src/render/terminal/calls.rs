@@ -9,6 +9,9 @@
 //! - otherwise (a parallel batch: the next call's line came in between; an approval question;
 //!   a denial notice) the result block starts with a label naming its call and carrying the
 //!   duration (`  ⎿ fs__read_file(a.txt) · 3ms`), so results are never ambiguous.
+//!
+//! A live tail of the call's output under its line ([`super::tails`]) is not "something written
+//! in between": the screen erases it before the result, and the line still gets its duration.
 
 use std::path::{Path, PathBuf};
 
@@ -31,6 +34,8 @@ pub(super) struct Pending {
     pub width: usize,
     /// The screen's write count just after the line was written; `None` while it is held.
     pub written: Option<u64>,
+    /// The last lines of its output while it runs (the live tail), shown under it.
+    pub tail: Vec<String>,
 }
 
 impl Pending {
@@ -149,6 +154,7 @@ impl TerminalPrinter {
             width: format!("⏺ {}({args})", sanitize(tool)).width(),
             line,
             written: None,
+            tail: Vec::new(),
         };
         if self.redraw {
             self.out(&format!("{}\n", call.line));

@@ -16,6 +16,7 @@ mod screen;
 mod status;
 mod style;
 mod table;
+mod tails;
 mod thinking;
 
 use std::{
@@ -31,7 +32,7 @@ pub use notify::Notifier;
 pub use preview::{CallPreview, approval_preview};
 #[cfg(test)]
 use screen::Captured;
-pub use screen::Screen;
+pub use screen::{PromptPrinter, Screen};
 pub use style::sanitize;
 use style::{BOLD, CYAN, DIM, GREEN, Palette, RED, YELLOW};
 pub use thinking::thought_lines;
@@ -350,6 +351,7 @@ impl Subscriber for TerminalPrinter {
                 tool,
                 arguments,
             } => self.tool_started(call_id, tool, arguments),
+            Event::ToolOutputTail { call_id, lines } => self.output_tail(call_id, lines),
             Event::ToolProgress {
                 message,
                 progress,
@@ -423,6 +425,7 @@ impl Subscriber for TerminalPrinter {
             Event::ServerFailed {
                 server,
                 reason,
+                stderr_tail,
                 will_restart,
                 ..
             } => {
@@ -436,6 +439,9 @@ impl Subscriber for TerminalPrinter {
                     &format!("[server {server} {what}: {}]", sanitize(reason)),
                 );
                 self.say(&line);
+                for line in self.stderr_tail(stderr_tail) {
+                    self.say(&line);
+                }
             }
             Event::Compaction {
                 reason,

@@ -3,7 +3,13 @@
 //!
 //! Every write goes through one lock. The spinner only draws when the cursor is at the start of
 //! an empty line, erases itself before anything else is written, and stays away while a
-//! question is on screen ([`Screen::pause`]).
+//! question is on screen ([`Screen::pause`]). A live block (the last lines of a running
+//! command, [`Screen::live`]) behaves the same way: drawn under the call's line, replaced as it
+//! changes, erased before anything else is written, never counted as a write.
+//!
+//! While the line editor reads a prompt ([`Screen::above_prompt`]), output is background news
+//! (a server that failed): it goes, whole lines at a time, to a printer that draws it above the
+//! prompt and redraws the prompt with what was being typed.
 
 use std::{
     io::Write,
@@ -43,6 +49,9 @@ enum Drawn {
 
 type Sink = Box<dyn Write + Send>;
 
+/// Where output goes while the prompt is read: it prints the text above the prompt line.
+pub type PromptPrinter = Box<dyn FnMut(String) + Send>;
+
 struct State {
     out: Sink,
     err: Sink,
@@ -71,6 +80,13 @@ struct State {
     /// Output written while a question is on screen, shown once it is answered: a notice
     /// printed under a menu would break the menu's redraw and push it off screen.
     held: String,
+    /// Rows of the live block on screen now (0: none), the cursor at the start of the line
+    /// under it.
+    live_rows: usize,
+    /// The prompt is being read: output goes here instead, whole lines at a time.
+    above_prompt: Option<PromptPrinter>,
+    /// Output for `above_prompt` that does not end a line yet.
+    prompt_partial: String,
 }
 
 /// The shared terminal.
@@ -132,6 +148,9 @@ impl Screen {
                 folded: None,
                 thought: None,
                 held: String::new(),
+                live_rows: 0,
+                above_prompt: None,
+                prompt_partial: String::new(),
             }),
             columns: columns.max(1),
             alive: AtomicBool::new(true),
@@ -159,7 +178,43 @@ impl Screen {
             s.held.push_str(text);
             return;
         }
+        if s.above_prompt.is_some() {
+            above_prompt(&mut s, text);
+            return;
+        }
         write_out(&mut s, text, self.columns);
+    }
+
+    /// Shows `lines` under what was written last (the line of a running call), in place of the
+    /// block shown before; an empty list erases it. Each line must fit on one row. Nothing is
+    /// drawn mid-line, while a question is on screen, or while the prompt is read; the next
+    /// output erases the block first, and it does not count as a write ([`Screen::writes`]).
+    pub fn live(&self, lines: &[String]) {
+        let Ok(mut s) = self.state.lock() else { return };
+        erase_live(&mut s);
+        if lines.is_empty() || s.paused > 0 || s.mid_line || s.above_prompt.is_some() {
+            return;
+        }
+        erase_spinner(&mut s);
+        let mut block = String::new();
+        for line in lines {
+            block.push_str(line);
+            block.push('\n');
+        }
+        let _ = s.out.write_all(block.as_bytes());
+        let _ = s.out.flush();
+        s.live_rows = lines.len();
+    }
+
+    /// From now until the returned guard is dropped the line editor reads a prompt: output goes
+    /// to `printer`, a complete line at a time (the rest when the guard is dropped).
+    pub fn above_prompt(self: &Arc<Self>, printer: PromptPrinter) -> Prompting {
+        if let Ok(mut s) = self.state.lock() {
+            erase_spinner(&mut s);
+            erase_live(&mut s);
+            s.above_prompt = Some(printer);
+        }
+        Prompting(self.clone())
     }
 
     /// Shows `label` (with elapsed seconds) in the spinner; `None` hides it.
@@ -219,6 +274,7 @@ impl Screen {
     pub fn pause(self: &Arc<Self>) -> Paused {
         if let Ok(mut s) = self.state.lock() {
             erase_spinner(&mut s);
+            erase_live(&mut s);
             s.paused += 1;
         }
         Paused(self.clone())
@@ -227,6 +283,7 @@ impl Screen {
     /// Writes a question on stderr (the spinner is paused by the caller).
     pub fn ask(&self, text: &str) {
         let Ok(mut s) = self.state.lock() else { return };
+        erase_live(&mut s);
         if s.mid_line {
             let _ = s.out.write_all(b"\n");
             let _ = s.out.flush();
@@ -274,7 +331,7 @@ impl Screen {
     /// One spinner frame.
     fn tick(&self) {
         let Ok(mut s) = self.state.lock() else { return };
-        if !s.spinner_enabled || s.paused > 0 {
+        if !s.spinner_enabled || s.paused > 0 || s.above_prompt.is_some() {
             return;
         }
         let Some(spinner) = &s.spinner else {
@@ -336,6 +393,7 @@ impl Screen {
         self.alive.store(false, Ordering::SeqCst);
         if let Ok(mut s) = self.state.lock() {
             erase_spinner(&mut s);
+            erase_live(&mut s);
             s.spinner = None;
         }
     }
@@ -343,6 +401,7 @@ impl Screen {
 
 fn write_out(s: &mut State, text: &str, columns: usize) {
     erase_spinner(s);
+    erase_live(s);
     let _ = s.out.write_all(text.as_bytes());
     let _ = s.out.flush();
     if let Some(last) = text.chars().last() {
@@ -392,6 +451,48 @@ fn erase_spinner(s: &mut State) {
     s.drawn = Drawn::No;
 }
 
+/// Erases the live block: up to its first row, and everything from there down.
+fn erase_live(s: &mut State) {
+    if s.live_rows == 0 {
+        return;
+    }
+    erase_spinner(s);
+    let erase = format!("\x1b[{}A\r\x1b[J", s.live_rows);
+    let _ = s.out.write_all(erase.as_bytes());
+    let _ = s.out.flush();
+    s.live_rows = 0;
+}
+
+/// Output while the prompt is read: each complete line goes to the printer above the prompt
+/// (one call for all the lines `text` completes); an unfinished line waits for its end.
+fn above_prompt(s: &mut State, text: &str) {
+    s.prompt_partial.push_str(text);
+    let Some(end) = s.prompt_partial.rfind('\n') else {
+        return;
+    };
+    let rest = s.prompt_partial.split_off(end + 1);
+    let lines = std::mem::replace(&mut s.prompt_partial, rest);
+    if let Some(print) = s.above_prompt.as_mut() {
+        print(lines);
+    }
+    s.writes += 1;
+}
+
+/// The prompt is being read until this is dropped ([`Screen::above_prompt`]).
+pub struct Prompting(Arc<Screen>);
+
+impl Drop for Prompting {
+    fn drop(&mut self) {
+        if let Ok(mut s) = self.0.state.lock() {
+            s.above_prompt = None;
+            let partial = std::mem::take(&mut s.prompt_partial);
+            if !partial.is_empty() {
+                write_out(&mut s, &partial, self.0.columns);
+            }
+        }
+    }
+}
+
 /// Resumes the spinner when dropped.
 pub struct Paused(Arc<Screen>);
 
@@ -437,136 +538,5 @@ impl Write for Captured {
 }
 
 #[cfg(test)]
-mod tests {
-    use super::*;
-
-    fn captured() -> (Arc<Screen>, Captured, Captured) {
-        let (out, err) = (Captured::default(), Captured::default());
-        let screen = Arc::new(Screen::new(
-            Box::new(out.clone()),
-            Box::new(err.clone()),
-            true,
-            80,
-        ));
-        (screen, out, err)
-    }
-
-    #[test]
-    fn the_spinner_stays_away_from_text_and_questions() {
-        let (screen, out, err) = captured();
-        screen.spin(Some("fs__edit_file".into()));
-        screen.tick();
-        assert!(err.text().contains("fs__edit_file"));
-        // A question pauses it: ticks draw nothing, and it was erased first.
-        let before = err.text().len();
-        let paused = screen.pause();
-        assert!(err.text()[before..].contains("\r\x1b[2K"));
-        screen.ask("Allow? [y]es / [a]lways / [n]o, tell the model why ");
-        let asked = err.text().len();
-        screen.tick();
-        screen.tick();
-        assert_eq!(
-            err.text().len(),
-            asked,
-            "the spinner drew over the question"
-        );
-        // Output written meanwhile waits for the answer.
-        screen.write("notice\n");
-        assert_eq!(out.text(), "");
-        drop(paused);
-        assert_eq!(out.text(), "notice\n");
-        screen.tick();
-        assert!(err.text().len() > asked, "resumed after the answer");
-        // Never on a line that has text.
-        screen.spin(None);
-        screen.write("partial");
-        screen.spin(Some("x".into()));
-        let len = err.text().len();
-        screen.tick();
-        assert_eq!(err.text().len(), len);
-        assert_eq!(out.text(), "notice\npartial");
-    }
-
-    /// The stream last wrote two seconds ago.
-    fn stall(screen: &Screen) {
-        if let Ok(mut s) = screen.state.lock()
-            && let Some(then) = Instant::now().checked_sub(Duration::from_secs(2))
-        {
-            s.last_out = then;
-        }
-    }
-
-    /// The spinner's writes with the seconds masked (they depend on the clock).
-    fn masked(text: &str) -> String {
-        let mut out = String::new();
-        let mut chars = text.chars().peekable();
-        while let Some(c) = chars.next() {
-            if c.is_ascii_digit() && text.contains("waiting") {
-                // `2.0s` → `N.Ns`; other digits (escape parameters) are kept.
-                let mut num = c.to_string();
-                while let Some(d) = chars.peek().filter(|d| d.is_ascii_digit() || **d == '.') {
-                    num.push(*d);
-                    chars.next();
-                }
-                if chars.peek() == Some(&'s') {
-                    out.push_str("N.N");
-                } else {
-                    out.push_str(&num);
-                }
-                continue;
-            }
-            out.push(c);
-        }
-        out.replace('\x1b', "⟨ESC⟩")
-    }
-
-    #[test]
-    fn a_stalled_stream_shows_the_spinner_after_its_text_or_on_a_line_of_its_own() {
-        let (screen, out, err) = captured();
-        screen.stream("responding", Some("~42 tok/s".into()));
-        screen.write("The answer is");
-        screen.tick();
-        assert_eq!(err.text(), "", "no spinner while the text flows");
-        // Stalled mid-line: after the text, the cursor moved back to the text's end.
-        stall(&screen);
-        screen.tick();
-        let trailing = err.text();
-        assert!(
-            trailing.starts_with("\x1b[2m ⠋ ~42 tok/s · waiting 2."),
-            "{trailing:?}"
-        );
-        let width = " ⠋ ~42 tok/s · waiting 2.0s".width();
-        assert!(
-            trailing.ends_with(&format!("\x1b[{width}D")),
-            "{trailing:?}"
-        );
-        // The next text erases it (to the end of the line) before it is written.
-        screen.write(" 42.\n");
-        assert!(err.text().ends_with("\x1b[K"), "{:?}", err.text());
-        assert_eq!(out.text(), "The answer is 42.\n");
-        // Stalled at the start of a line: a line of its own, with the label.
-        stall(&screen);
-        screen.tick();
-        let line = err.text()[trailing.len() + 3..].to_string();
-        assert!(
-            line.starts_with("\r\x1b[2K⠙ responding · ~42 tok/s · waiting 2."),
-            "{line:?}"
-        );
-        // A line too full to hold it: no spinner after it.
-        screen.write(&"x".repeat(60));
-        stall(&screen);
-        let before = err.text().len();
-        screen.tick();
-        assert_eq!(err.text().len(), before, "drawn past the line's end");
-        insta::assert_snapshot!(masked(&err.text()));
-    }
-
-    #[test]
-    fn the_column_ignores_escapes_and_restarts_after_a_newline() {
-        assert_eq!(column_after(0, "\x1b[1mab\x1b[0m", 80), 2);
-        assert_eq!(column_after(5, "cd", 80), 7);
-        assert_eq!(column_after(5, "x\nabc", 80), 3);
-        assert_eq!(column_after(0, &"y".repeat(85), 80), 5);
-        assert_eq!(column_after(3, "\x1b[2A\r\x1b[Jé", 80), 1);
-    }
-}
+#[path = "screen_tests.rs"]
+mod tests;

@@ -96,6 +96,8 @@ pub struct Limits {
     pub max_entries: usize,
     /// Matches (or files, or counts) `grep` returns at most.
     pub max_matches: usize,
+    /// Bytes of an image file `read_file` returns (as an image block) at most.
+    pub max_image_bytes: usize,
 }
 
 /// A successful result: `text` and the same facts as `structuredContent`, the

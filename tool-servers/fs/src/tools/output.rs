@@ -32,6 +32,10 @@ pub(crate) struct ReadOutput {
     /// The `offset` to continue from, when more lines follow.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub(crate) next_offset: Option<u64>,
+    /// An image file's media type (`image/png`, …): the image itself is the result's image
+    /// content block, and `content` is a one-line note naming this type and the size.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub(crate) mime_type: Option<String>,
 }
 
 /// `write_file`'s result.

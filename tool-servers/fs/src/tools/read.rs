@@ -1,10 +1,13 @@
-//! `read_file`: numbered text lines, bounded per call, never binary, never blocking.
+//! `read_file`: numbered text lines, bounded per call, never blocking; an image file (PNG,
+//! JPEG, GIF, WebP by its bytes) as an MCP image block, bounded in size; other binary refused.
 
 use std::io::{BufRead, BufReader, Read};
 
-use rmcp::model::CallToolResult;
+use base64::Engine as _;
+use rmcp::model::{CallToolResult, ContentBlock};
 use schemars::JsonSchema;
 use serde::Deserialize;
+use tern_protocol::image::{self, ImageFormat};
 
 use super::output::ReadOutput;
 use super::{Context, failure, resolve, success};
@@ -91,6 +94,27 @@ pub(crate) fn read_file(
     if let Some(why) = deny.refusal(&ctx.roots, &p.path, resolved.path(), Some(&stat)) {
         return failure(ACTION, &p.path, why);
     }
+    // The first bytes decide whether this is an image (never the name): an image is returned
+    // as an MCP image block the model can look at, from disk even when an editor holds the
+    // text of files (editors keep no image buffers).
+    let total_bytes = u64::try_from(stat.st_size).unwrap_or(0);
+    let mut head = Vec::with_capacity(SNIFF_BYTES);
+    if let Err(e) = (&mut file)
+        .take(ImageFormat::SNIFF_LEN as u64)
+        .read_to_end(&mut head)
+    {
+        return failure(ACTION, &p.path, e);
+    }
+    if let Some(format) = image::sniff(&head) {
+        return read_image(
+            file,
+            head,
+            format,
+            total_bytes,
+            &p,
+            ctx.limits.max_image_bytes,
+        );
+    }
     if let Some(editor) = &ctx.editor {
         // Confined and checked on disk above; the text is the editor's (its buffer).
         drop(file);
@@ -99,16 +123,16 @@ pub(crate) fn read_file(
             Err(e) => failure(ACTION, &p.path, e),
         };
     }
-    let total_bytes = u64::try_from(stat.st_size).unwrap_or(0);
-    let mut head = Vec::with_capacity(SNIFF_BYTES);
     // A small file is read up to the size fstat gave, which spares the read that
     // would only report the end of the file. A size of 0 may be a lie (procfs,
-    // sysfs), so then the sniff window is read as usual.
+    // sysfs), so then the sniff window is read as usual. The image check's bytes are
+    // already in `head`.
     let first = match total_bytes {
         0 => SNIFF_BYTES as u64,
         n => n.min(SNIFF_BYTES as u64),
     };
-    if let Err(e) = (&mut file).take(first).read_to_end(&mut head) {
+    let rest = first.saturating_sub(head.len() as u64);
+    if let Err(e) = (&mut file).take(rest).read_to_end(&mut head) {
         return failure(ACTION, &p.path, e);
     }
     if looks_binary(&head) {
@@ -141,6 +165,63 @@ pub(crate) fn read_file(
         Ok(r) => finish(total_bytes, offset, budget, r),
         Err(e) => failure(ACTION, &p.path, e),
     }
+}
+
+/// An image file: one image content block (base64), and a text note that the structured
+/// result repeats. Bounded by `--max-image-bytes`: a larger image is refused with its size,
+/// since half an image is no image.
+fn read_image(
+    mut file: std::fs::File,
+    mut bytes: Vec<u8>,
+    format: ImageFormat,
+    total_bytes: u64,
+    p: &ReadFileParams,
+    max_bytes: usize,
+) -> CallToolResult {
+    const ACTION: &str = "read";
+    let too_large = |size: u64| {
+        failure(
+            ACTION,
+            &p.path,
+            format!(
+                "it is a {} image of {size} bytes, over the {max_bytes}-byte limit for images \
+                 (--max-image-bytes); a smaller copy can be read",
+                format.name()
+            ),
+        )
+    };
+    if total_bytes > max_bytes as u64 {
+        return too_large(total_bytes);
+    }
+    // One byte past the limit tells a file that grew since fstat.
+    let left = (max_bytes as u64 + 1).saturating_sub(bytes.len() as u64);
+    if let Err(e) = (&mut file).take(left).read_to_end(&mut bytes) {
+        return failure(ACTION, &p.path, e);
+    }
+    if bytes.len() > max_bytes {
+        return too_large(bytes.len() as u64);
+    }
+    let size = bytes.len() as u64;
+    let text = format!(
+        "[image: {}, {} bytes; sent as an image content block]\n",
+        format.mime_type(),
+        size
+    );
+    let structured = ReadOutput {
+        content: text.clone(),
+        start_line: 1,
+        lines_shown: 0,
+        total_bytes: size,
+        truncated: false,
+        next_offset: None,
+        mime_type: Some(format.mime_type().to_string()),
+    };
+    let mut result = success(text, &structured);
+    result.content.push(ContentBlock::image(
+        base64::engine::general_purpose::STANDARD.encode(&bytes),
+        format.mime_type(),
+    ));
+    result
 }
 
 /// A read of text given whole (the editor's buffer): the same checks and page as from disk.
@@ -300,6 +381,7 @@ fn finish(total_bytes: u64, offset: u64, budget: Budget, r: Rendered) -> CallToo
         total_bytes,
         truncated,
         next_offset: r.next_offset,
+        mime_type: None,
     };
     success(text, &structured)
 }

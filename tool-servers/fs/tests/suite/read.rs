@@ -109,3 +109,68 @@ fn a_burst_of_requests_is_answered_in_full() {
     let r = raw.call("read_file", json!({"path": "a.txt"}), None);
     assert_eq!(r["isError"], false, "still serving: {r}");
 }
+
+/// A real 1×1 PNG.
+const PNG_B64: &str = "iVBORw0KGgoAAAANSUhEUgAAAAEAAAABCAYAAAAfFcSJAAAADUlEQVR42mNkYPhfDwAChwGA60e6kgAAAABJRU5ErkJggg==";
+
+fn png() -> Vec<u8> {
+    use base64::Engine as _;
+    base64::engine::general_purpose::STANDARD
+        .decode(PNG_B64)
+        .unwrap()
+}
+
+/// An image file comes back as an MCP image block (the model can look at a screenshot, as
+/// with Claude Code's Read), told by its bytes — a PNG named `.txt` too — with a text note
+/// that `structuredContent` repeats; a larger image than `--max-image-bytes` is refused, and
+/// confinement holds as for text.
+#[tokio::test]
+async fn read_file_returns_an_image_file_as_an_image_block() {
+    let fs = Fs::start_with(&["--max-image-bytes", "100"]).await;
+    std::fs::write(fs.path("shot.png"), png()).unwrap();
+    std::fs::write(fs.path("really-a-png.txt"), png()).unwrap();
+    for path in ["shot.png", "really-a-png.txt"] {
+        let r = fs.call("read_file", json!({ "path": path })).await;
+        assert_eq!(r.is_error, Some(false), "{r:?}");
+        assert_eq!(r.content.len(), 2, "{r:?}");
+        let note = r.content[0].as_text().unwrap().text.clone();
+        assert_eq!(
+            note,
+            "[image: image/png, 70 bytes; sent as an image content block]\n"
+        );
+        let image = r.content[1].as_image().expect("an image block");
+        assert_eq!(image.mime_type, "image/png");
+        assert_eq!(image.data, PNG_B64);
+        let st = r.structured_content.unwrap();
+        assert_eq!(
+            st["content"], note,
+            "the text mirrors the structured result"
+        );
+        assert_eq!(st["mime_type"], "image/png");
+        assert_eq!(st["total_bytes"], 70);
+        assert_eq!(st["lines_shown"], 0);
+    }
+    // Over the limit: refused with the size, never half an image.
+    let mut big = png();
+    big.resize(101, 0);
+    std::fs::write(fs.path("big.png"), &big).unwrap();
+    let text = fs
+        .refused("read_file", json!({"path": "big.png"}), "big.png")
+        .await;
+    assert!(
+        text.contains("PNG image of 101 bytes, over the 100-byte limit"),
+        "{text}"
+    );
+    // Still confined.
+    std::fs::write(fs.outside().join("outside.png"), png()).unwrap();
+    let outside = s(&fs.outside().join("outside.png"));
+    fs.refused("read_file", json!({ "path": outside }), "outside.png")
+        .await;
+    // Other binary files are still refused.
+    std::fs::write(fs.path("blob.bin"), b"\x7fELF\0\0\x01binary").unwrap();
+    let text = fs
+        .refused("read_file", json!({"path": "blob.bin"}), "blob.bin")
+        .await;
+    assert!(text.contains("binary"), "{text}");
+    fs.stop().await;
+}

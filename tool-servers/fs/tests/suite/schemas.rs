@@ -136,6 +136,12 @@ fn an_explicit_null_for_an_optional_argument_is_still_accepted() {
 fn every_result_validates_against_its_declared_output_schema() {
     let dir = tempfile::tempdir().unwrap();
     std::fs::write(dir.path().join("a.txt"), "one\ntwo\n").unwrap();
+    // An image: read_file's image result must validate too.
+    std::fs::write(
+        dir.path().join("p.png"),
+        b"\x89PNG\r\n\x1a\n\0\0\0\rIHDR\0\0\0\x01\0\0\0\x01\x08\x06\0\0\0",
+    )
+    .unwrap();
     std::fs::create_dir(dir.path().join("sub")).unwrap();
     std::os::unix::fs::symlink("a.txt", dir.path().join("link")).unwrap();
     let mut raw = Raw::start(dir.path(), &[]);
@@ -146,6 +152,7 @@ fn every_result_validates_against_its_declared_output_schema() {
             "read_file",
             json!({"path": "a.txt", "offset": 2, "limit": 1}),
         ),
+        ("read_file", json!({"path": "p.png"})),
         ("write_file", json!({"path": "b.txt", "content": "new\n"})),
         ("write_file", json!({"path": "b.txt", "content": "newer\n"})),
         (

@@ -112,6 +112,8 @@ async fn execute(plan: &Plan) -> (Report, i32) {
         echo: Some(Echo(&mut stdout)),
         sandbox: &sandbox,
         hidden: &hidden,
+        // The editor shows the whole output: no tail to report.
+        tail_lines: 0,
     };
     match exec::run(invocation, &cancel, None).await {
         Err(e) => fail(not_started(&e)),

@@ -227,6 +227,96 @@ async fn progress_notifications_arrive_while_a_command_runs() {
     assert_eq!(first.total, Some(120.0), "{first:?}");
     let message = first.message.as_deref().unwrap_or_default();
     assert!(message.contains("bytes of output"), "{message}");
+    // A client that did not ask for a live tail gets none: the notifications it always got.
+    assert!(seen.iter().all(|p| tail_of(p).is_none()), "{seen:?}");
+}
+
+/// The live tail a progress notification carries, if any.
+fn tail_of(p: &rmcp::model::ProgressNotificationParam) -> Option<Vec<String>> {
+    let meta = p.meta.as_ref()?;
+    tern_tool_common::meta::OutputTail::from_progress_meta(&meta.0.0).map(|t| t.lines)
+}
+
+/// Collects the progress notifications of `handle`'s call until it returns.
+async fn notifications_of(
+    s: &super::support::Server,
+    handle: rmcp::service::RequestHandle<rmcp::RoleClient>,
+) -> (String, Vec<rmcp::model::ProgressNotificationParam>) {
+    let mut sub = s
+        .client
+        .service()
+        .progress
+        .subscribe(handle.progress_token.clone())
+        .await;
+    let seen = std::sync::Arc::new(std::sync::Mutex::new(Vec::new()));
+    let sink = seen.clone();
+    let collector = tokio::spawn(async move {
+        while let Some(p) = sub.next().await {
+            sink.lock().unwrap().push(p);
+        }
+    });
+    let r = handle.await_response().await.unwrap();
+    let rmcp::model::ServerResult::CallToolResult(r) = r else {
+        panic!("unexpected response {r:?}")
+    };
+    tokio::time::sleep(Duration::from_millis(200)).await;
+    collector.abort();
+    let seen = seen.lock().unwrap().clone();
+    (text(&r), seen)
+}
+
+#[tokio::test]
+async fn a_client_that_asks_gets_the_last_lines_in_progress_at_most_ten_times_a_second() {
+    let s = start(&[], &[]).await;
+    // 40 lines 20 ms apart (far more than ten a second), then a pause the last tail shows in.
+    let command = "for i in $(seq 1 40); do echo line$i; sleep 0.02; done; \
+                   printf 'unfinished'; sleep 0.5";
+    let started = Instant::now();
+    let handle = s
+        .run_cancellable_with_meta(
+            json!({ "command": command }),
+            json!({ "tern/output_tail": { "lines": 3 } }),
+        )
+        .await;
+    let (result, seen) = notifications_of(&s, handle).await;
+    let ran = started.elapsed();
+    assert!(result.contains("line40\nunfinished"), "{result}");
+    // Every notification's progress is above the last one's (the MCP rule), tails included.
+    assert!(
+        seen.windows(2).all(|w| w[0].progress < w[1].progress),
+        "{seen:?}"
+    );
+    let tails: Vec<(f64, Vec<String>)> = seen
+        .iter()
+        .filter_map(|p| tail_of(p).map(|t| (p.progress, t)))
+        .collect();
+    assert!(tails.len() >= 3, "{seen:?}");
+    assert!(tails.iter().all(|(_, t)| t.len() <= 3), "{tails:?}");
+    // The last one has the unfinished line.
+    assert_eq!(
+        tails.last().map(|(_, t)| t.clone()),
+        Some(vec!["line39".into(), "line40".into(), "unfinished".into()]),
+        "{tails:?}"
+    );
+    // At most ten a second: 100 ms apart at least (progress is the time in seconds).
+    assert!(
+        tails.windows(2).all(|w| w[1].0 - w[0].0 >= 0.095),
+        "{tails:?}"
+    );
+    assert!(
+        (tails.len() as f64) <= ran.as_secs_f64() * 10.0 + 1.0,
+        "{} tails in {ran:?}",
+        tails.len()
+    );
+    // Tails carry no message; the ticks keep theirs.
+    assert!(
+        seen.iter().filter(|p| tail_of(p).is_none()).all(|p| p
+            .message
+            .as_deref()
+            .unwrap_or_default()
+            .contains("bytes of output")),
+        "{seen:?}"
+    );
 }
 
 async fn wait_for_process(marker: &str) {

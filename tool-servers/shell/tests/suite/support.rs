@@ -25,9 +25,17 @@ pub struct TestClient {
 impl ClientHandler for TestClient {
     async fn on_progress(
         &self,
-        params: ProgressNotificationParam,
-        _context: rmcp::service::NotificationContext<RoleClient>,
+        mut params: ProgressNotificationParam,
+        context: rmcp::service::NotificationContext<RoleClient>,
     ) {
+        // rmcp 3.11 leaves the notification's `_meta` in `context.extensions` (not in
+        // `context.meta` nor in params): subscribers see it in params.
+        if let Some(meta) = context
+            .extensions
+            .get::<rmcp::model::NotificationMetaObject>()
+        {
+            params.meta = Some(meta.clone());
+        }
         self.progress.handle_notification(params).await;
     }
 }
@@ -97,11 +105,26 @@ impl Server {
 
     /// Calls `run` and returns a handle that can be cancelled.
     pub async fn run_cancellable(&self, args: Value) -> RequestHandle<RoleClient> {
+        self.run_cancellable_with_meta(args, Value::Object(Default::default()))
+            .await
+    }
+
+    /// [`Server::run_cancellable`] with the request `_meta` object `meta` (the progress token
+    /// is added to it).
+    pub async fn run_cancellable_with_meta(
+        &self,
+        args: Value,
+        meta: Value,
+    ) -> RequestHandle<RoleClient> {
+        let mut options = PeerRequestOptions::with_timeout(CALL_TIMEOUT);
+        if let Some(meta) = meta.as_object().filter(|m| !m.is_empty()) {
+            options.meta = Some(RequestMetaObject(MetaObject(meta.clone())));
+        }
         self.client
             .peer()
             .send_cancellable_request(
                 ClientRequest::CallToolRequest(Request::new(params(args))),
-                PeerRequestOptions::with_timeout(CALL_TIMEOUT),
+                options,
             )
             .await
             .unwrap()

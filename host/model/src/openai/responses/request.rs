@@ -7,7 +7,8 @@
 //!  "include": ["reasoning.encrypted_content"], "stream": true}
 //! ```
 //! Input items, in transcript order (after [`normalize`], so every call has exactly one output):
-//! * user text → `{"type": "message", "role": "user", "content": [{"type": "input_text", …}]}`;
+//! * user text → `{"type": "message", "role": "user", "content": [{"type": "input_text", …}]}`,
+//!   with any image the person attached as an `input_image` part where it stood;
 //! * assistant text → `{"type": "message", "role": "assistant", "content": [{"type":
 //!   "output_text", …}]}`;
 //! * reasoning → `{"type": "reasoning", "summary": [{"type": "summary_text", …}],
@@ -77,6 +78,23 @@ pub fn build_body(model: &str, default_max_tokens: u32, req: &ModelRequest) -> V
     Value::Object(body)
 }
 
+/// An image input part (Responses API reference, input content `input_image`:
+/// `{"type": "input_image", "image_url": "data:…;base64,…"}` — the URL a plain string, not an
+/// object as on Chat Completions; `detail` left out, which the API defaults to `auto`. Shape
+/// also in openai-python `types/responses/response_input_image_content.py` and the "Images
+/// and vision" guide, https://developers.openai.com/api/docs/guides/images-vision).
+fn input_image(i: &crate::types::Image) -> Value {
+    json!({"type": "input_image", "image_url": format!("data:{};base64,{}", i.mime_type, i.data)})
+}
+
+/// Texts gathered so far become one `input_text` part (adjacent texts join as before).
+fn flush_text(parts: &mut Vec<Value>, text: &mut Vec<&str>) {
+    if !text.is_empty() {
+        parts.push(json!({"type": "input_text", "text": text.join("\n\n")}));
+        text.clear();
+    }
+}
+
 fn push_items(out: &mut Vec<Value>, m: &Message) {
     match m {
         Message::User { content } => {
@@ -91,18 +109,17 @@ fn push_items(out: &mut Vec<Value>, m: &Message) {
                         if !r.images.is_empty() {
                             images.push(json!({"type": "input_text", "text": format!(
                                 "The image(s) returned by tool call {}:", r.call_id)}));
-                            images.extend(r.images.iter().map(|i| {
-                                json!({"type": "input_image", "image_url":
-                                    format!("data:{};base64,{}", i.mime_type, i.data)})
-                            }));
+                            images.extend(r.images.iter().map(input_image));
                         }
                     }
                     UserContent::Text { text: t } => text.push(t.as_str()),
+                    UserContent::Image(i) => {
+                        flush_text(&mut images, &mut text);
+                        images.push(input_image(i));
+                    }
                 }
             }
-            if !text.is_empty() {
-                images.push(json!({"type": "input_text", "text": text.join("\n\n")}));
-            }
+            flush_text(&mut images, &mut text);
             if !images.is_empty() {
                 out.push(json!({"type": "message", "role": "user", "content": images}));
             }

@@ -1,8 +1,8 @@
 //! Tool calls written as text, for models served without native tool calling (issue 23 item 3):
 //! small local models often answer a tool request with a JSON object in their text —
 //! ```` ```json {"name": "fs__read_file", "arguments": {"path": "a.txt"}} ``` ````, a bare object,
-//! or Hermes/Qwen's `<tool_call>{…}</tool_call>` — which would otherwise end the run as an
-//! "answer" while no tool ran.
+//! or Hermes/Qwen's `<tool_call>{…}</tool_call>`, or XML-like `<function …>` elements
+//! ([`markup`]) — which would otherwise end the run as an "answer" while no tool ran.
 //!
 //! * [`parse`] turns such a turn into calls, but only when the object names a tool that was
 //!   offered and the turn's text is nothing but the call(s) (`[model] tool_calls = "native"`),
@@ -15,6 +15,8 @@
 use serde_json::{Value, json};
 
 use crate::types::{AssistantContent, Message, ToolSpec, UserContent};
+
+mod markup;
 
 /// One call found in text.
 #[derive(Debug, Clone, PartialEq)]
@@ -52,8 +54,13 @@ pub fn parse(text: &str, offered: &[ToolSpec], strictness: Strictness) -> Option
 }
 
 /// The text before the call(s) and the call(s) themselves: a final fenced block, `<tool_call>`
-/// tags, or a JSON value that is the whole rest.
+/// tags, `<function …>` elements, or a JSON value that is the whole rest.
 fn split_payload(text: &str) -> Option<(&str, String)> {
+    if !text.contains("<tool_call>")
+        && let Some(split) = markup::split(text)
+    {
+        return Some(split);
+    }
     if let Some(start) = text.find("<tool_call>") {
         let prose = &text[..start];
         let mut payload = String::new();
@@ -218,6 +225,47 @@ mod tests {
             parse(two, &tools(), Strictness::WholeText).unwrap().len(),
             2
         );
+    }
+
+    /// The `<function …>` shapes: Llama 3.1's custom-tool format, and the element with a JSON
+    /// attribute a real Qwen2.5-Coder-1.5B run wrote under llama.cpp's stock template.
+    #[test]
+    fn function_elements_are_calls() {
+        let want = Some(vec![TextCall {
+            name: "fs__read_file".into(),
+            arguments: json!({"path": "a.txt"}),
+        }]);
+        for text in [
+            "<function=fs__read_file>{\"path\": \"a.txt\"}</function>",
+            "<tools>\n  <function name=\"fs__read_file\" arguments='{\"path\": \"a.txt\"}'/>\n</tools>",
+            "<function name='fs__read_file' arguments=\"{&quot;path&quot;: &quot;a.txt&quot;}\" />",
+            "<function name=\"fs__read_file\">\n{\"path\": \"a.txt\"}\n</function>",
+        ] {
+            assert_eq!(parse(text, &tools(), Strictness::WholeText), want, "{text}");
+        }
+        let two = "<function_calls><function=fs__read_file>{\"path\": \"a\"}</function>\n\
+                   <function=fs__read_file>{\"path\": \"b\"}</function></function_calls>";
+        assert_eq!(
+            parse(two, &tools(), Strictness::WholeText).unwrap().len(),
+            2
+        );
+        let prose = "I will read it.\n<function=fs__read_file>{\"path\": \"a.txt\"}</function>";
+        assert_eq!(parse(prose, &tools(), Strictness::WholeText), None);
+        assert_eq!(parse(prose, &tools(), Strictness::TrailingCalls), want);
+        for text in [
+            "<function=rm_everything>{}</function>",
+            "<function=fs__read_file>[1]</function>",
+            "<function name=\"fs__read_file\" arguments='{broken'/>",
+            "<function name=\"fs__read_file\" evil=\"x\"/>",
+            "<function=fs__read_file>{\"path\": \"a\"}</function> and then some prose",
+            "<function name=\"fs__read_file\"",
+        ] {
+            assert_eq!(
+                parse(text, &tools(), Strictness::TrailingCalls),
+                None,
+                "{text}"
+            );
+        }
     }
 
     #[test]
