@@ -7,15 +7,17 @@ usage: py_client.py PLAN_JSON   PLAN = {tern, cwd, extraServer: [cmd, ...], answ
 With `buffers`, the client offers fs.readTextFile/writeTextFile over that in-memory map (a path
 not in it is read from disk) and reports every request (`fsRequests`) and the buffers at the end.
 With `terminal: true`, the client offers terminals and runs each `terminal/create` for real (an
-asyncio subprocess of the command and args it is given, in its cwd, stdout and stderr captured and
-cut from the front at `outputByteLimit`; `terminal/kill` sends SIGKILL) and reports every terminal
-request (`terminalRequests`).
+asyncio subprocess of the command and args it is given, in its cwd, on a pseudo-terminal as a real
+editor's terminal is; what it prints is captured and cut from the front at `outputByteLimit`;
+`terminal/kill` sends SIGKILL) and reports every terminal request (`terminalRequests`) and each
+terminal's output (`terminalOutput`).
 Prints one JSON report on stdout.
 """
 
 import asyncio
 import json
 import os
+import pty
 import signal
 import sys
 
@@ -48,6 +50,7 @@ class Editor:
         self.fs_requests = []
         self.terminal_requests = []
         self.terminals = {}
+        self.shown = {}
 
     async def request_permission(self, session_id, tool_call, options, **kwargs):
         option_id = self.answers.pop(0) if self.answers else "reject_once"
@@ -66,18 +69,28 @@ class Editor:
         child_env = dict(os.environ)
         for v in env or []:
             child_env[v.name] = v.value
+        terminal_id = f"py-term-{len(self.terminals) + 1}"
+        # A real terminal, as Zed's: the process's stdio is a pseudo-terminal.
+        master, slave = pty.openpty()
         proc = await asyncio.create_subprocess_exec(
             command, *(args or []), cwd=cwd, env=child_env,
-            stdin=asyncio.subprocess.DEVNULL, stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.STDOUT,
+            stdin=slave, stdout=slave, stderr=slave, start_new_session=True,
         )
-        terminal_id = f"py-term-{len(self.terminals) + 1}"
+        os.close(slave)
         term = {"proc": proc, "out": bytearray(), "limit": output_byte_limit}
 
-        async def pump():
-            while chunk := await proc.stdout.read(65536):
+        def read_all():
+            while True:
+                try:
+                    chunk = os.read(master, 65536)
+                except OSError:  # EIO: every holder of the pty's other side is gone
+                    break
+                if not chunk:
+                    break
                 term["out"] += chunk
+            os.close(master)
 
-        term["pump"] = asyncio.create_task(pump())
+        term["pump"] = asyncio.get_running_loop().run_in_executor(None, read_all)
         self.terminals[terminal_id] = term
         return CreateTerminalResponse(terminal_id=terminal_id)
 
@@ -124,6 +137,7 @@ class Editor:
         term = self.terminals.pop(terminal_id)
         if term["proc"].returncode is None:
             term["proc"].kill()
+        self.shown[terminal_id] = bytes(term["out"]).decode("utf-8", "replace")
         return ReleaseTerminalResponse()
 
     # Without `buffers` the client offers no fs (the capabilities say so); tern must not call these.
@@ -183,6 +197,7 @@ async def main():
     report["permissions"] = editor.permissions
     report["fsRequests"] = editor.fs_requests
     report["terminalRequests"] = editor.terminal_requests
+    report["terminalOutput"] = editor.shown
     report["buffers"] = editor.buffers
     print(json.dumps(report))
 

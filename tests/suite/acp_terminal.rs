@@ -13,7 +13,7 @@ use std::path::Path;
 use serde_json::{Value, json};
 use tern_e2e::{
     bin,
-    run_env::{CANARY, RunEnv, alive, pids_with},
+    run_env::{CANARY, RunEnv, alive, of_type, pids_with},
     workspace_root,
 };
 use tern_model::mock::script::AnthropicTurn;
@@ -205,11 +205,32 @@ async fn shell_commands_run_in_the_editors_terminal_under_terns_sandbox() {
     got.sort_by_key(|(_, id)| id.clone());
     assert_eq!(got, expected, "{report:#}");
 
-    // The gateway decided and audited each call as before.
+    // The gateway decided and audited each call as before, and the workspace was recorded
+    // before each command (the checkpoint gate); the events file says which terminal ran it.
     let audit = audit(env.home.path());
     for id in ["c1", "c2", "c3"] {
         assert_eq!(rule_of(&audit, id), "acp:once");
     }
+    let events = env.events();
+    let of = |kind: &str| of_type(&events, kind);
+    let shown: Vec<(&str, &str)> = of("tool_terminal")
+        .iter()
+        .map(|e| {
+            (
+                e["call_id"].as_str().unwrap(),
+                e["terminal_id"].as_str().unwrap(),
+            )
+        })
+        .collect();
+    assert_eq!(
+        shown,
+        [("c1", "term-1"), ("c2", "term-2"), ("c3", "term-3")]
+    );
+    let calls: Vec<u64> = of("checkpoint_recorded")
+        .iter()
+        .filter_map(|e| e["call"].as_u64())
+        .collect();
+    assert_eq!(calls, [1, 2, 3], "{:#?}", of("checkpoint_recorded"));
 }
 
 /// A turn whose `sleep SECS` is running in the editor's terminal is cancelled; the editor kills
@@ -346,7 +367,11 @@ async fn without_the_terminal_capability_tern_shell_runs_the_command_itself() {
 async fn the_python_sdk_shows_the_command_in_its_terminal_too() {
     let env = RunEnv::new().await;
     let dir = std::fs::canonicalize(env.dir.path()).unwrap();
-    env.server.enqueue(shell("p1", "echo from-python-terminal"));
+    // The editor's terminal is a pty; the command still gets none (as in tern-shell).
+    env.server.enqueue(shell(
+        "p1",
+        "echo from-python-terminal; [ -t 1 ] && echo stdout-is-a-tty || echo stdout-is-no-tty",
+    ));
     env.server
         .enqueue(AnthropicTurn::new().text(&["OK."]).finish("end_turn"));
     let plan = json!({
@@ -358,7 +383,15 @@ async fn the_python_sdk_shows_the_command_in_its_terminal_too() {
     });
     let report = python_editor(&env, &plan).await;
     assert_eq!(report["prompts"][0]["stopReason"], "end_turn", "{report:#}");
-    assert!(tool_result(&env, "p1").contains("from-python-terminal"));
+    let result = tool_result(&env, "p1");
+    assert!(result.contains("from-python-terminal"), "{result}");
+    assert!(result.contains("stdout-is-no-tty"), "{result}");
+    // The pty showed it (its line discipline turns \n into \r\n).
+    let shown = report["terminalOutput"]["py-term-1"].as_str().unwrap();
+    assert!(
+        shown.contains("from-python-terminal\r\nstdout-is-no-tty\r\n"),
+        "{shown:?}"
+    );
     let methods: Vec<&str> = report["terminalRequests"]
         .as_array()
         .unwrap()
