@@ -122,7 +122,7 @@ pub async fn run(
         tokio::time::Instant::now() + exec::PROGRESS_INTERVAL,
         exec::PROGRESS_INTERVAL,
     );
-    let exited = loop {
+    let (exit_code, signal, output, truncated) = loop {
         let give_up = killed_at.map(|t| t + EXIT_WAIT);
         tokio::select! {
             reply = conn.next() => match reply? {
@@ -130,7 +130,9 @@ pub async fn run(
                     created = true;
                     notes.shown(&terminal_id);
                 }
-                exited @ TerminalReply::Exited { .. } if created => break exited,
+                TerminalReply::Exited { exit_code, signal, output, truncated } if created => {
+                    break (exit_code, signal, output, truncated);
+                }
                 TerminalReply::Error(why) if !created => return Err(TerminalError::Refused(why)),
                 TerminalReply::Error(why) => return Err(TerminalError::Failed(why)),
                 other => return Err(TerminalError::Garbled(format!("{other:?}"))),
@@ -150,15 +152,6 @@ pub async fn run(
             }
             _ = ticker.tick() => notes.tick(started.elapsed(), created),
         }
-    };
-    let TerminalReply::Exited {
-        exit_code,
-        signal,
-        output,
-        truncated,
-    } = exited
-    else {
-        return Err(TerminalError::Garbled("no exit".into()));
     };
     match plan::read::<Report>(&report_path) {
         Ok(Report::Ran(ran)) => Ok(ran.outcome()),
