@@ -313,7 +313,11 @@ fn serve(server: ServeCommand, global: &tern::cli::GlobalArgs) -> ExitCode {
     tern_tool_common::init_tracing();
     match server {
         ServeCommand::Fs(args) => serve_main(tern_fs::RUNTIME, tern_fs::run(args)),
-        ServeCommand::Shell(args) => serve_main(tern_shell::RUNTIME, tern_shell::run(args)),
+        ServeCommand::Shell(mut args) => {
+            // The editor-terminal runner is started as `tern serve shell --run-plan FILE`.
+            args.invoked_as = vec!["serve".into(), "shell".into()];
+            serve_main(tern_shell::RUNTIME, tern_shell::run(args))
+        }
         ServeCommand::Web(args) => serve_main(tern_web::RUNTIME, tern_web::run(args)),
         ServeCommand::Lsp(args) => serve_main(tern_lsp::RUNTIME, tern_lsp::run(args)),
         ServeCommand::Catalog(args) => serve_main(tern_catalog::RUNTIME, tern_catalog::run(args)),

@@ -9,6 +9,15 @@
 //   With `buffers`, the client offers fs.readTextFile/writeTextFile over that in-memory map (a
 //   path not in it is read from disk, like an editor without the file open) and reports every
 //   request (`fsRequests`) and the buffers at the end.
+//   With `terminal: true`, the client offers terminals and runs each `terminal/create` for real,
+//   as an editor does (child_process.spawn of the command and args it is given, in its cwd, with
+//   this process's environment plus the request's `env`; stdout and stderr captured and cut from
+//   the front at `outputByteLimit`; `terminal/kill` sends SIGTERM, as Node's `kill()` does). `terminalRefuse: "why"` makes
+//   `terminal/create` fail with that message. Every terminal request is reported
+//   (`terminalRequests`), and each terminal's pid, exit and output (`terminals`). A prompt's
+//   `cancelOnTerminal: true` cancels the turn once a tool_call_update embeds a terminal,
+//   `cancelOnOutput: "text"` once a terminal has printed that text; `terminalKillSignal` replaces
+//   SIGTERM for `terminal/kill`.
 import { readFileSync } from "node:fs";
 // Prints one JSON report on stdout: what tern answered and every update it sent.
 import { spawn } from "node:child_process";
@@ -29,6 +38,26 @@ const answers = [...(plan.answers ?? [])];
 const buffers = plan.buffers ? { ...plan.buffers } : null;
 report.fsRequests = [];
 let cancelOn = null; // a command string: cancel when its call is in progress
+let cancelOnTerminal = false; // cancel once a tool call embeds a terminal
+let cancelOnOutput = null; // cancel once a terminal's output contains this
+report.terminalRequests = [];
+report.terminals = {};
+const terminals = new Map(); // id → {child, chunks, bytes, limit, exit: Promise}
+let nextTerminal = 0;
+
+// The output kept: the last `limit` bytes, cut at a UTF-8 character boundary (ACP terminals).
+function kept(t) {
+  const all = Buffer.concat(t.chunks);
+  if (t.limit == null || all.length <= t.limit) return { output: all.toString("utf8"), truncated: false };
+  let start = all.length - t.limit;
+  while (start < all.length && (all[start] & 0xc0) === 0x80) start++;
+  return { output: all.subarray(start).toString("utf8"), truncated: true };
+}
+function terminal(params) {
+  const t = terminals.get(params.terminalId);
+  if (!t) throw new Error(`no terminal ${params.terminalId}`);
+  return t;
+}
 let sessionId = null;
 const started = Date.now();
 
@@ -55,9 +84,74 @@ const app = acp
     buffers[params.path] = params.content;
     return {};
   })
+  .onRequest("terminal/create", ({ params, agent }) => {
+    report.terminalRequests.push({ ms: Date.now() - started, method: "create", ...params });
+    if (!plan.terminal) throw new Error("terminal/create was not offered");
+    if (plan.terminalRefuse) throw new Error(plan.terminalRefuse);
+    const id = `term-${++nextTerminal}`;
+    const env = { ...process.env };
+    for (const v of params.env ?? []) env[v.name] = v.value;
+    const child = spawn(params.command, params.args ?? [], { cwd: params.cwd ?? plan.cwd, env, stdio: ["ignore", "pipe", "pipe"] });
+    const t = { child, chunks: [], limit: params.outputByteLimit ?? null };
+    const seen = (d) => {
+      t.chunks.push(d);
+      // The command is running (it printed the marker): the user cancels the turn now.
+      if (cancelOnOutput && kept(t).output.includes(cancelOnOutput)) {
+        cancelOnOutput = null;
+        report.cancelSentMs = Date.now() - started;
+        agent.notify("session/cancel", { sessionId: params.sessionId });
+      }
+    };
+    child.stdout.on("data", seen);
+    child.stderr.on("data", seen);
+    t.exit = new Promise((resolve) =>
+      child.on("close", (code, signal) => resolve({ exitCode: code, signal: signal ?? null })),
+    );
+    terminals.set(id, t);
+    report.terminals[id] = { pid: child.pid, command: params.command, args: params.args };
+    return { terminalId: id };
+  })
+  .onRequest("terminal/output", ({ params }) => {
+    report.terminalRequests.push({ ms: Date.now() - started, method: "output", terminalId: params.terminalId });
+    const t = terminal(params);
+    const status = t.status ? { exitStatus: t.status } : {};
+    return { ...kept(t), ...status };
+  })
+  .onRequest("terminal/wait_for_exit", async ({ params }) => {
+    report.terminalRequests.push({ ms: Date.now() - started, method: "wait_for_exit", terminalId: params.terminalId });
+    const t = terminal(params);
+    t.status = await t.exit;
+    report.terminals[params.terminalId].exit = t.status;
+    report.terminals[params.terminalId].output = kept(t).output;
+    return t.status;
+  })
+  .onRequest("terminal/kill", ({ params }) => {
+    report.terminalRequests.push({ ms: Date.now() - started, method: "kill", terminalId: params.terminalId });
+    const t = terminal(params);
+    report.terminals[params.terminalId].runningAtKill = t.child.exitCode === null && t.child.signalCode === null;
+    t.child.kill(plan.terminalKillSignal ?? "SIGTERM");
+    return {};
+  })
+  .onRequest("terminal/release", ({ params }) => {
+    report.terminalRequests.push({ ms: Date.now() - started, method: "release", terminalId: params.terminalId });
+    const t = terminal(params);
+    t.child.kill("SIGKILL");
+    terminals.delete(params.terminalId);
+    report.terminals[params.terminalId].released = true;
+    return {};
+  })
   .onNotification("session/update", ({ params, agent }) => {
     const u = params.update;
     report.updates.push({ ms: Date.now() - started, sessionId: params.sessionId, ...u });
+    if (
+      cancelOnTerminal &&
+      u.sessionUpdate === "tool_call_update" &&
+      (u.content ?? []).some((c) => c.type === "terminal")
+    ) {
+      cancelOnTerminal = false;
+      report.cancelSentMs = Date.now() - started;
+      agent.notify("session/cancel", { sessionId: params.sessionId });
+    }
     if (
       cancelOn &&
       u.sessionUpdate === "tool_call_update" &&
@@ -79,7 +173,7 @@ try {
       protocolVersion: acp.PROTOCOL_VERSION,
       clientCapabilities: {
         fs: plan.fsOffer ?? { readTextFile: !!buffers, writeTextFile: !!buffers },
-        terminal: false,
+        terminal: !!plan.terminal,
       },
       clientInfo: { name: "tern-e2e", version: "1" },
     });
@@ -100,6 +194,8 @@ try {
         report.setMode = await ctx.request("session/set_mode", { sessionId, modeId: p.mode });
       }
       cancelOn = p.cancelOnCommand ?? null;
+      cancelOnTerminal = !!p.cancelOnTerminal;
+      cancelOnOutput = p.cancelOnOutput ?? null;
       const t0 = Date.now();
       try {
         const prompt = p.blocks ?? [{ type: "text", text: p.text }];
@@ -109,6 +205,8 @@ try {
         report.prompts.push({ error: String(e?.message ?? e), code: e?.code });
       }
     }
+    // tern releases a terminal once the call's last update has gone out: give it the time.
+    for (let i = 0; i < 100 && terminals.size > 0; i++) await new Promise((r) => setTimeout(r, 100));
     try {
       await ctx.request("session/frobnicate", { sessionId });
     } catch (e) {

@@ -6,18 +6,31 @@ usage: py_client.py PLAN_JSON   PLAN = {tern, cwd, extraServer: [cmd, ...], answ
                                         prompts: [text...], buffers: {absPath: text}}
 With `buffers`, the client offers fs.readTextFile/writeTextFile over that in-memory map (a path
 not in it is read from disk) and reports every request (`fsRequests`) and the buffers at the end.
+With `terminal: true`, the client offers terminals and runs each `terminal/create` for real (an
+asyncio subprocess of the command and args it is given, in its cwd, on a pseudo-terminal as a real
+editor's terminal is; what it prints is captured and cut from the front at `outputByteLimit`;
+`terminal/kill` sends SIGKILL) and reports every terminal request (`terminalRequests`) and each
+terminal's output (`terminalOutput`).
 Prints one JSON report on stdout.
 """
 
 import asyncio
 import json
 import os
+import pty
+import signal
 import sys
 
 import acp
 from acp.schema import (
     AllowedOutcome,
     ClientCapabilities,
+    CreateTerminalResponse,
+    KillTerminalResponse,
+    ReleaseTerminalResponse,
+    TerminalExitStatus,
+    TerminalOutputResponse,
+    WaitForTerminalExitResponse,
     EnvVariable,
     FileSystemCapabilities,
     McpServerStdio,
@@ -35,6 +48,9 @@ class Editor:
         self.permissions = []
         self.buffers = dict(buffers) if buffers is not None else None
         self.fs_requests = []
+        self.terminal_requests = []
+        self.terminals = {}
+        self.shown = {}
 
     async def request_permission(self, session_id, tool_call, options, **kwargs):
         option_id = self.answers.pop(0) if self.answers else "reject_once"
@@ -45,6 +61,84 @@ class Editor:
 
     async def session_update(self, session_id, update, **kwargs):
         self.updates.append(update.model_dump(mode="json", by_alias=True, exclude_none=True))
+
+    async def create_terminal(self, session_id, command, args=None, env=None, cwd=None, output_byte_limit=None, **kwargs):
+        self.terminal_requests.append({"method": "create", "command": command, "args": args, "cwd": cwd})
+        if not self.offer_terminal:
+            raise acp.RequestError.method_not_found("terminal/create")
+        child_env = dict(os.environ)
+        for v in env or []:
+            child_env[v.name] = v.value
+        terminal_id = f"py-term-{len(self.terminals) + 1}"
+        # A real terminal, as Zed's: the process's stdio is a pseudo-terminal.
+        master, slave = pty.openpty()
+        proc = await asyncio.create_subprocess_exec(
+            command, *(args or []), cwd=cwd, env=child_env,
+            stdin=slave, stdout=slave, stderr=slave, start_new_session=True,
+        )
+        os.close(slave)
+        term = {"proc": proc, "out": bytearray(), "limit": output_byte_limit}
+
+        def read_all():
+            while True:
+                try:
+                    chunk = os.read(master, 65536)
+                except OSError:  # EIO: every holder of the pty's other side is gone
+                    break
+                if not chunk:
+                    break
+                term["out"] += chunk
+            os.close(master)
+
+        term["pump"] = asyncio.get_running_loop().run_in_executor(None, read_all)
+        self.terminals[terminal_id] = term
+        return CreateTerminalResponse(terminal_id=terminal_id)
+
+    def _kept(self, term):
+        out, limit = bytes(term["out"]), term["limit"]
+        if limit is None or len(out) <= limit:
+            return out.decode("utf-8", "replace"), False
+        start = len(out) - limit
+        while start < len(out) and out[start] & 0xC0 == 0x80:
+            start += 1
+        return out[start:].decode("utf-8", "replace"), True
+
+    @staticmethod
+    def _status(code):
+        if code is None:
+            return None
+        if code < 0:
+            return TerminalExitStatus(signal=signal.Signals(-code).name)
+        return TerminalExitStatus(exit_code=code)
+
+    async def terminal_output(self, session_id, terminal_id, **kwargs):
+        self.terminal_requests.append({"method": "output", "terminalId": terminal_id})
+        term = self.terminals[terminal_id]
+        output, truncated = self._kept(term)
+        return TerminalOutputResponse(output=output, truncated=truncated, exit_status=self._status(term["proc"].returncode))
+
+    async def wait_for_terminal_exit(self, session_id, terminal_id, **kwargs):
+        self.terminal_requests.append({"method": "wait_for_exit", "terminalId": terminal_id})
+        term = self.terminals[terminal_id]
+        await term["proc"].wait()
+        await term["pump"]
+        status = self._status(term["proc"].returncode)
+        return WaitForTerminalExitResponse(exit_code=status.exit_code, signal=status.signal)
+
+    async def kill_terminal(self, session_id, terminal_id, **kwargs):
+        self.terminal_requests.append({"method": "kill", "terminalId": terminal_id})
+        proc = self.terminals[terminal_id]["proc"]
+        if proc.returncode is None:
+            proc.kill()
+        return KillTerminalResponse()
+
+    async def release_terminal(self, session_id, terminal_id, **kwargs):
+        self.terminal_requests.append({"method": "release", "terminalId": terminal_id})
+        term = self.terminals.pop(terminal_id)
+        if term["proc"].returncode is None:
+            term["proc"].kill()
+        self.shown[terminal_id] = bytes(term["out"]).decode("utf-8", "replace")
+        return ReleaseTerminalResponse()
 
     # Without `buffers` the client offers no fs (the capabilities say so); tern must not call these.
     async def write_text_file(self, session_id, path, content, **kwargs):
@@ -67,6 +161,7 @@ class Editor:
 async def main():
     plan = json.loads(sys.argv[1])
     editor = Editor(plan.get("answers", []), plan.get("buffers"))
+    editor.offer_terminal = bool(plan.get("terminal"))
     offered = editor.buffers is not None
     report = {"prompts": []}
     async with acp.spawn_agent_process(editor, plan["tern"], "acp", cwd=plan["cwd"], env=dict(os.environ)) as (
@@ -75,7 +170,10 @@ async def main():
     ):
         init = await conn.initialize(
             protocol_version=acp.PROTOCOL_VERSION,
-            client_capabilities=ClientCapabilities(fs=FileSystemCapabilities(read_text_file=offered, write_text_file=offered)),
+            client_capabilities=ClientCapabilities(
+                fs=FileSystemCapabilities(read_text_file=offered, write_text_file=offered),
+                terminal=editor.offer_terminal,
+            ),
         )
         report["initialize"] = init.model_dump(mode="json", by_alias=True, exclude_none=True)
         servers = []
@@ -87,13 +185,19 @@ async def main():
         for text in plan.get("prompts", []):
             r = await conn.prompt(session_id=session.session_id, prompt=[TextContentBlock(type="text", text=text)])
             report["prompts"].append({"stopReason": r.stop_reason})
-        # Let the last notifications arrive before closing.
+        # Let the last notifications arrive (and tern release its terminals) before closing.
         await asyncio.sleep(0.2)
+        for _ in range(100):
+            if not editor.terminals:
+                break
+            await asyncio.sleep(0.1)
         process.stdin.close()
         report["exit"] = await asyncio.wait_for(process.wait(), 20)
     report["updates"] = editor.updates
     report["permissions"] = editor.permissions
     report["fsRequests"] = editor.fs_requests
+    report["terminalRequests"] = editor.terminal_requests
+    report["terminalOutput"] = editor.shown
     report["buffers"] = editor.buffers
     print(json.dumps(report))
 

@@ -343,6 +343,7 @@ impl ClientHandler for TernClient {
             .map(|t| t.lines);
             let _ = tx.send(Progress {
                 progress: params.progress,
+                terminal_id: terminal_of(&params, &context),
                 total: params.total,
                 message: params.message,
                 task: None,
@@ -409,6 +410,27 @@ pub(crate) fn file_uri(path: &std::path::Path) -> String {
         }
     }
     out
+}
+
+/// The editor terminal a progress notification names in its `_meta`
+/// ([`tern_protocol::meta::TERMINAL`]). rmcp 3.11 parses a notification's `_meta` into the
+/// message's extensions and moves those into `context.extensions` (its `context.meta` is then
+/// empty), so each place it can be is looked at.
+fn terminal_of(
+    params: &ProgressNotificationParam,
+    context: &NotificationContext<RoleClient>,
+) -> Option<String> {
+    [
+        context
+            .extensions
+            .get::<rmcp::model::NotificationMetaObject>(),
+        Some(&context.meta),
+        params.meta.as_ref(),
+    ]
+    .into_iter()
+    .flatten()
+    .find_map(|m| tern_protocol::meta::TerminalShown::from_progress_meta(&m.0.0))
+    .map(|t| t.terminal_id)
 }
 
 #[cfg(test)]

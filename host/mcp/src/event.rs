@@ -12,6 +12,9 @@ pub use tern_protocol::EventSink;
 #[derive(Debug, Clone, Serialize, PartialEq)]
 pub struct Progress {
     pub progress: f64,
+    /// The editor terminal the call's command runs in, when the notification's `_meta` named
+    /// one ([`tern_protocol::meta::TERMINAL`]).
+    pub terminal_id: Option<String>,
     pub total: Option<f64>,
     pub message: Option<String>,
     pub task: Option<TaskProgress>,

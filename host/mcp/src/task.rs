@@ -129,6 +129,7 @@ impl ServerPool {
             {
                 let _ = tx.send(Progress {
                     progress: f64::from(polls),
+                    terminal_id: None,
                     total: None,
                     message: Some(message.clone()),
                     task: Some(crate::event::TaskProgress {

@@ -92,6 +92,7 @@ fn report(
         };
         let _ = tx.send(Progress {
             progress: f64::from(polls),
+            terminal_id: None,
             total: None,
             message: Some(words),
             task: Some(now.clone()),

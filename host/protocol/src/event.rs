@@ -218,6 +218,14 @@ pub enum Event {
         /// The server's status message.
         message: Option<String>,
     },
+    /// The call's command runs in a terminal of the editor that drives tern over ACP (its
+    /// server said so in a progress notification's `_meta["tern/terminal"]`): the ACP renderer
+    /// embeds the terminal in the call's `tool_call_update`.
+    ToolTerminal {
+        call_id: String,
+        /// The editor's id for it (ACP `terminalId`).
+        terminal_id: String,
+    },
     /// A tool call ended (exactly one per call the model made).
     ToolCallFinished {
         call_id: String,

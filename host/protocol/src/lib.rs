@@ -9,6 +9,7 @@
 
 pub mod catalog;
 pub mod editor_fs;
+pub mod editor_terminal;
 mod event;
 pub mod files;
 pub mod image;

@@ -39,6 +39,11 @@ pub const TODO: &str = "tern/todo";
 /// of the turn to its `allowed_tools`).
 pub const SKILL: &str = "tern/skill";
 
+/// `notifications/progress` `_meta`: the editor terminal a call's command runs in
+/// ([`TerminalShown`]), sent once by tern-shell started with `--editor-socket` when the editor
+/// (an ACP client) has created it; `tern acp` embeds it in the call's `tool_call_update`.
+pub const TERMINAL: &str = "tern/terminal";
+
 /// `notifications/progress` `_meta`: the last lines a running call has printed
 /// ([`OutputTail`]), so the person sees a long command work (tern-shell's `run`). A server sends
 /// it only when the call's request `_meta` carries the same key ([`TailRequest`]): a client that
@@ -60,7 +65,8 @@ pub enum Carrier {
     ToolDefinition,
     /// A JSON-RPC error's `data`.
     ErrorData,
-    /// A `notifications/progress` params' `_meta` (asked for in the request's `_meta`).
+    /// A `notifications/progress` params' `_meta` (`tern/output_tail` only when asked for in the
+    /// request's `_meta`).
     Progress,
 }
 
@@ -98,6 +104,11 @@ pub const KEYS: &[(&str, Carrier, &str)] = &[
         "the Agent Skill a `load` call loaded, with its allowed-tools",
     ),
     (
+        TERMINAL,
+        Carrier::Progress,
+        "the editor terminal (ACP) a running call's command is shown in",
+    ),
+    (
         OUTPUT_TAIL,
         Carrier::Progress,
         "the last lines of a running call's output (asked for with the same key in the call's \
@@ -119,6 +130,20 @@ pub struct Limits {
     /// The host shows the model at most this many characters of the result.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub max_output_chars: Option<u64>,
+}
+
+/// The payload of [`TERMINAL`]: the id the editor gave the terminal (ACP `terminalId`).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct TerminalShown {
+    pub terminal_id: String,
+}
+
+impl TerminalShown {
+    /// The terminal named in a progress notification's `_meta` object; `None` when absent or
+    /// malformed.
+    pub fn from_progress_meta(meta: &serde_json::Map<String, serde_json::Value>) -> Option<Self> {
+        serde_json::from_value(meta.get(TERMINAL)?.clone()).ok()
+    }
 }
 
 /// The payload of [`OUTPUT_TAIL`] in a `tools/call` request's `_meta`: the host shows a live
@@ -234,7 +259,7 @@ mod tests {
             assert!(!what.is_empty());
             assert!(seen.insert(*key), "{key} listed twice");
         }
-        assert_eq!(seen.len(), 9);
+        assert_eq!(seen.len(), 10);
     }
 
     #[test]

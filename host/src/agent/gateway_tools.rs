@@ -287,9 +287,10 @@ fn thin_tails(
     Some(p)
 }
 
-/// The events one progress notification of call `call_id` becomes: a task's new state, a live
-/// tail of the output (redacted here, before any subscriber sees it; a line the server cut may
-/// end inside a secret), and the progress itself — unless the notification carried only a tail.
+/// The events one progress notification of call `call_id` becomes: a task's new state, the editor
+/// terminal its command runs in (`_meta["tern/terminal"]`), a live tail of the output (redacted
+/// here, before any subscriber sees it; a line the server cut may end inside a secret), and the
+/// progress itself — unless the notification carried only a terminal or a tail.
 fn progress_events(
     call_id: &str,
     p: tern_mcp::Progress,
@@ -304,6 +305,16 @@ fn progress_events(
         }];
     }
     let mut events = Vec::new();
+    // The editor terminal the command runs in (`tern-shell --editor-socket`), said once.
+    if let Some(terminal_id) = p.terminal_id {
+        events.push(Event::ToolTerminal {
+            call_id: call_id.to_string(),
+            terminal_id,
+        });
+        if p.message.is_none() && p.tail.is_none() {
+            return events;
+        }
+    }
     let only_a_tail = p.tail.is_some() && p.message.is_none();
     if let Some(lines) = p.tail {
         let cut = tern_protocol::meta::OutputTail::CUT;
@@ -330,6 +341,7 @@ mod tests {
     fn progress(message: Option<&str>, tail: Option<&[&str]>) -> tern_mcp::Progress {
         tern_mcp::Progress {
             progress: 1.5,
+            terminal_id: None,
             total: Some(120.0),
             message: message.map(str::to_string),
             task: None,
@@ -365,6 +377,20 @@ mod tests {
         let plain = progress_events("c1", progress(Some("2 s"), None), &redactor);
         assert!(
             matches!(plain.as_slice(), [Event::ToolProgress { message: Some(m), .. }] if m == "2 s")
+        );
+    }
+
+    #[test]
+    fn an_editor_terminal_is_its_own_event_and_no_progress() {
+        let redactor = tern_gateway::Redactor::new([]);
+        let mut shown = progress(None, None);
+        shown.terminal_id = Some("term-1".into());
+        assert_eq!(
+            progress_events("c1", shown, &redactor),
+            vec![Event::ToolTerminal {
+                call_id: "c1".into(),
+                terminal_id: "term-1".into()
+            }]
         );
     }
 

@@ -19,6 +19,9 @@ pub use line_limit::{BoundedStdio, MAX_LINE};
 pub use tern_protocol::catalog;
 /// The editor-fs bridge's wire (`tern-fs --editor-socket`), the same types `tern acp` answers.
 pub use tern_protocol::editor_fs;
+/// The editor-terminal bridge's wire (`tern-shell --editor-socket`), the same types `tern acp`
+/// answers.
+pub use tern_protocol::editor_terminal;
 /// tern's `_meta` keys and payloads, the same table the host reads.
 pub use tern_protocol::meta;
 

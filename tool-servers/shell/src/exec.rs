@@ -63,6 +63,9 @@ pub struct Invocation<'a> {
     pub env: &'a [(OsString, OsString)],
     pub timeout: Duration,
     pub max_output_chars: usize,
+    /// Where a copy of the raw output goes as it is read, when anywhere (the editor-terminal
+    /// runner: its own stdout, which the editor shows).
+    pub echo: Option<Echo<'a>>,
     /// The sandbox the command runs under (also what kills its leftovers).
     pub sandbox: &'a tern_sandbox::Sandbox,
     /// Paths the command sees as empty (the host's file deny rules).
@@ -82,6 +85,16 @@ pub enum Report {
         elapsed: Duration,
         lines: Vec<String>,
     },
+}
+
+/// A writer that gets every byte of output as it is read, unchanged. A write that fails (the
+/// reader went away) stops the echo; the capture goes on.
+pub struct Echo<'a>(pub &'a mut (dyn std::io::Write + Send));
+
+impl std::fmt::Debug for Echo<'_> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("Echo")
+    }
 }
 
 /// Why the supervision loop stopped the command, if it did.
@@ -153,7 +166,7 @@ pub enum SpawnError {
 /// per [`TAIL_INTERVAL`]). If the returned future is dropped before it completes (the client
 /// went away), the whole process group is killed.
 pub async fn run(
-    inv: Invocation<'_>,
+    mut inv: Invocation<'_>,
     cancel: &CancellationToken,
     mut on_progress: Option<&mut (dyn FnMut(Report) + Send)>,
 ) -> Result<Outcome, SpawnError> {
@@ -226,6 +239,7 @@ pub async fn run(
                 Ok(n) => {
                     bytes_read += n as u64;
                     decoder.push(&buf[..n], &mut capture);
+                    echo(&mut inv.echo, &buf[..n]);
                     if tailing {
                         live.push(&buf[..n]);
                         let now = tokio::time::Instant::now();
@@ -324,6 +338,17 @@ fn spawn(
     // pipe would never report end-of-file.
     drop(cmd);
     Ok((child, reader))
+}
+
+/// Copies `bytes` to the echo, if any; drops the echo when it fails. The write blocks: a
+/// terminal that reads slowly slows the command, as it would if the command wrote to it.
+fn echo(echo: &mut Option<Echo<'_>>, bytes: &[u8]) {
+    if let Some(Echo(out)) = echo
+        && let Err(e) = out.write_all(bytes).and_then(|()| out.flush())
+    {
+        tracing::debug!("output echo stopped: {e}");
+        *echo = None;
+    }
 }
 
 /// SIGKILL for everything the command started: the supervisor's sweep

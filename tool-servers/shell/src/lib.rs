@@ -32,6 +32,7 @@ mod limits;
 mod live;
 mod progress;
 mod server;
+pub mod terminal;
 
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
@@ -89,6 +90,20 @@ pub struct Args {
     /// (repeatable), e.g. an ssh-agent socket under `$XDG_RUNTIME_DIR`.
     #[arg(long = "allow-socket", value_name = "PATH")]
     pub allow_socket: Vec<PathBuf>,
+    /// Show each command in a terminal of the editor that drives tern over ACP: the `tern acp`
+    /// bridge listening on this unix socket asks the editor (`terminal/create`) to run this
+    /// program's runner, which runs the command exactly as without it — same sandbox,
+    /// environment, cwd, timeout and output cap.
+    #[arg(long, value_name = "PATH")]
+    pub editor_socket: Option<PathBuf>,
+    /// The runner the editor starts: run the one command this plan file describes, echo its
+    /// output, write the report the plan names, exit with the command's status.
+    #[arg(long, value_name = "FILE", hide = true)]
+    pub run_plan: Option<PathBuf>,
+    /// The arguments that make this executable tern-shell (`serve shell` for `tern`), so the
+    /// runner is started the same way. Not a flag: set by `tern serve shell`.
+    #[arg(skip)]
+    pub invoked_as: Vec<String>,
     #[command(flatten)]
     pub http: tern_tool_common::http::HttpArgs,
 }
@@ -102,6 +117,9 @@ pub const RUNTIME: tern_tool_common::Runtime = tern_tool_common::Runtime::Worker
 /// Runs the server over stdio until the client disconnects, or with `--http` over
 /// streamable HTTP until SIGTERM or Ctrl-C.
 pub async fn run(args: Args) -> Result<(), tern_tool_common::ServeError> {
+    if let Some(plan) = &args.run_plan {
+        terminal::runner::run(plan).await
+    }
     let http = args.http.config()?;
     let settings = settings_from(args)?;
     tracing::info!(root = %settings.root.display(), shell = %settings.shell.display(), "tern-shell starting");
@@ -141,7 +159,12 @@ pub fn settings_from(args: Args) -> Result<Settings, tern_tool_common::ServeErro
     let env = env::child_env(std::env::vars_os(), &args.env_allow);
     let var = |name: &str| env.iter().find(|(k, _)| k == name).map(|(_, v)| v.clone());
     let shell = find_shell(&var("PATH").unwrap_or_default());
-    let sandbox = sandbox_from(&args, &root, var("TMPDIR"))?;
+    let support = tern_sandbox::Support::detect();
+    let sandbox = sandbox_from(&args, &root, var("TMPDIR"), &support)?;
+    let editor = match &args.editor_socket {
+        None => None,
+        Some(socket) => Some(editor_terminal(socket, &args.invoked_as, support)?),
+    };
     Ok(Settings {
         root,
         shell,
@@ -150,6 +173,27 @@ pub fn settings_from(args: Args) -> Result<Settings, tern_tool_common::ServeErro
         max_output_chars: args.max_output_chars,
         env,
         sandbox: Arc::new(sandbox),
+        editor,
+    })
+}
+
+/// `--editor-socket`: the bridge's socket, and how the editor starts this program's runner.
+fn editor_terminal(
+    socket: &Path,
+    invoked_as: &[String],
+    support: tern_sandbox::Support,
+) -> Result<terminal::EditorTerminal, tern_tool_common::ServeError> {
+    let invalid = |msg: String| tern_tool_common::ServeError::Config(msg);
+    let exe = std::env::current_exe()
+        .map_err(|e| invalid(format!("--editor-socket: cannot find this executable: {e}")))?;
+    let socket = std::path::absolute(socket)
+        .map_err(|e| invalid(format!("--editor-socket {}: {e}", socket.display())))?;
+    let mut runner = vec![exe.into_os_string()];
+    runner.extend(invoked_as.iter().map(std::ffi::OsString::from));
+    Ok(terminal::EditorTerminal {
+        socket,
+        runner,
+        support,
     })
 }
 
@@ -159,6 +203,7 @@ fn sandbox_from(
     args: &Args,
     root: &Path,
     tmpdir: Option<std::ffi::OsString>,
+    support: &tern_sandbox::Support,
 ) -> Result<tern_sandbox::Sandbox, tern_tool_common::ServeError> {
     let invalid = |msg: String| tern_tool_common::ServeError::Config(msg);
     let absolute = |flag: &str, p: &Path| {
@@ -187,8 +232,7 @@ fn sandbox_from(
             .allow_sockets
             .push(absolute("--allow-socket", socket)?);
     }
-    let support = tern_sandbox::Support::detect();
-    tern_sandbox::Sandbox::new(policy, &support).map_err(|e| invalid(format!("--sandbox: {e}")))
+    tern_sandbox::Sandbox::new(policy, support).map_err(|e| invalid(format!("--sandbox: {e}")))
 }
 
 /// `bash` from the commands' `PATH` when present (models write bash), else `sh`.

@@ -43,6 +43,8 @@ pub struct Settings {
     pub env: Vec<(OsString, OsString)>,
     /// The OS sandbox every command runs under.
     pub sandbox: Arc<tern_sandbox::Sandbox>,
+    /// Commands are shown in the ACP editor's terminal (`--editor-socket`).
+    pub editor: Option<crate::terminal::EditorTerminal>,
 }
 
 /// Parameters of the `run` tool.
@@ -191,6 +193,7 @@ impl ShellServer {
             env: &settings.env,
             timeout,
             max_output_chars: limits::output_budget(&host, settings.max_output_chars),
+            echo: None,
             sandbox: &settings.sandbox,
             hidden: &hidden,
             tail_lines,
@@ -199,7 +202,14 @@ impl ShellServer {
         let on_progress = report
             .as_mut()
             .map(|f| f as &mut (dyn FnMut(Report) + Send));
-        let outcome = exec::run(invocation, &context.ct, on_progress).await;
+        let outcome = match &settings.editor {
+            Some(editor) => crate::terminal::run(editor, invocation, &context)
+                .await
+                .map_err(|e| e.to_string()),
+            None => exec::run(invocation, &context.ct, on_progress)
+                .await
+                .map_err(|e| e.to_string()),
+        };
         // `.git` entries a command may not create are removed whatever became of the command.
         let removed: Vec<String> = git_guard
             .after()
@@ -390,6 +400,7 @@ mod tests {
             max_output_chars: 100,
             env: Vec::new(),
             sandbox: Arc::new(tern_sandbox::Sandbox::new(policy, support).unwrap()),
+            editor: None,
         })
     }
 

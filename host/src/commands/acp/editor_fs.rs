@@ -30,8 +30,8 @@ use super::rpc::Outbox;
 pub struct ClientCaps {
     /// `fs.readTextFile` and `fs.writeTextFile` both: the bridge is used.
     pub fs: bool,
-    /// `terminal`: advertised, not used (see the notes: the editor would run the command,
-    /// outside tern's sandbox).
+    /// `terminal`: the shell servers show their commands in the editor's terminals (see
+    /// [`super::editor_terminal`]).
     pub terminal: bool,
 }
 

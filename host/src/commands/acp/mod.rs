@@ -11,6 +11,7 @@
 
 mod approver;
 mod editor_fs;
+mod editor_terminal;
 mod history;
 mod mcp_servers;
 mod prompt;

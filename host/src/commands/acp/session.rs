@@ -17,6 +17,7 @@ use tokio_util::sync::CancellationToken;
 use super::{
     approver::AcpApprover,
     editor_fs::{ClientCaps, EditorFs},
+    editor_terminal::{Cards, EditorTerminal},
     mcp_servers,
     rpc::{INVALID_REQUEST, Outbox, RpcError},
     updates::Updates,
@@ -130,6 +131,9 @@ pub struct Session {
     /// The editor-fs bridge the session's fs servers use, when the editor offers its files;
     /// its socket closes with the session.
     _editor_fs: Option<EditorFs>,
+    /// The editor-terminal bridge the session's shell servers use, when the editor offers
+    /// terminals.
+    _editor_terminal: Option<EditorTerminal>,
 }
 
 /// What a tern slash command sent as a prompt came to.
@@ -145,6 +149,20 @@ pub enum SlashOutcome {
 fn through_editor(config: &mut tern_config::Config, socket: &Path) {
     for server in config.mcp_servers.values_mut() {
         if server.builtin() != Some(tern_config::Builtin::Fs) {
+            continue;
+        }
+        if let tern_config::Transport::Stdio { args, .. } = &mut server.transport {
+            args.push("--editor-socket".into());
+            args.push(socket.to_string_lossy().into_owned());
+        }
+    }
+}
+
+/// Points every built-in shell server of `config` at the editor-terminal bridge on `socket`:
+/// same tool and policy, each command shown in a terminal of the editor.
+fn through_editor_terminal(config: &mut tern_config::Config, socket: &Path) {
+    for server in config.mcp_servers.values_mut() {
+        if server.builtin() != Some(tern_config::Builtin::Shell) {
             continue;
         }
         if let tern_config::Transport::Stdio { args, .. } = &mut server.transport {
@@ -250,13 +268,28 @@ impl Session {
         } else {
             None
         };
+        // The editor's terminals, when it offers them: the same shell servers, each command
+        // shown in one (and still run under tern's sandbox, by tern-shell's runner).
+        let cards = Cards::default();
+        let editor_terminal = if caps.terminal {
+            let bridge = EditorTerminal::start(out.clone(), session_id.clone(), cards.clone())
+                .map_err(|e| {
+                    RpcError::internal(format!("cannot open the editor-terminal socket: {e}"))
+                        .hint("tern needs a writable temporary directory ($TMPDIR)")
+                })?;
+            through_editor_terminal(&mut ws.config, bridge.socket());
+            Some(bridge)
+        } else {
+            None
+        };
         let updates = Updates::new(
             out.clone(),
             session_id.clone(),
             ws.cwd.clone(),
             link.clone(),
             editor_fs.as_ref().map(EditorFs::written),
-        );
+        )
+        .with_cards(cards);
         let approver = Arc::new(AcpApprover::new(out.clone(), session_id.clone()));
         let options = EngineOptions {
             goal: "(acp)".into(),
@@ -298,6 +331,7 @@ impl Session {
             },
             costs,
             _editor_fs: editor_fs,
+            _editor_terminal: editor_terminal,
         }))
     }
 

@@ -14,7 +14,7 @@ use serde_json::{Value, json};
 use tern_gateway::Gateway;
 use tern_protocol::{Decision, Envelope, Event};
 
-use super::{editor_fs::Written, rpc::Outbox, tool_view};
+use super::{editor_fs::Written, editor_terminal::Cards, rpc::Outbox, tool_view};
 use crate::agent::Subscriber;
 
 /// Sends one `session/update`.
@@ -58,6 +58,13 @@ pub fn plan_update(todos: &Value) -> Value {
 struct Started {
     tool: String,
     arguments: Value,
+    /// The editor terminal its command runs in, once its server said so.
+    terminal: Option<String>,
+}
+
+/// ACP tool call content embedding the editor's terminal `id`.
+fn terminal_content(id: &str) -> Value {
+    json!({"type": "terminal", "terminalId": id})
 }
 
 /// The subscriber of one session's engine.
@@ -72,6 +79,9 @@ pub struct Updates {
     /// What was written through the editor (when its files are used): the text after an
     /// edit, which the disk may not have yet.
     written: Option<Written>,
+    /// Told when a call's final update naming its terminal is queued (the bridge releases the
+    /// terminal only then).
+    cards: Cards,
 }
 
 impl Updates {
@@ -89,7 +99,14 @@ impl Updates {
             gateway,
             calls: HashMap::new(),
             written,
+            cards: Cards::default(),
         }
+    }
+
+    /// Shares `cards` with the session's editor-terminal bridge.
+    pub fn with_cards(mut self, cards: Cards) -> Self {
+        self.cards = cards;
+        self
     }
 
     fn send(&self, update: Value) {
@@ -175,6 +192,7 @@ impl Subscriber for Updates {
                     Started {
                         tool: tool.clone(),
                         arguments: arguments.clone(),
+                        terminal: None,
                     },
                 );
             }
@@ -207,6 +225,21 @@ impl Subscriber for Updates {
                 "_meta": {"tern/task": {"taskId": task_id, "status": status,
                     "message": message}},
             })),
+            Event::ToolTerminal {
+                call_id,
+                terminal_id,
+            } => match self.calls.get_mut(call_id) {
+                Some(started) => {
+                    started.terminal = Some(terminal_id.clone());
+                    self.send(json!({
+                        "sessionUpdate": "tool_call_update",
+                        "toolCallId": call_id,
+                        "content": [terminal_content(terminal_id)],
+                    }));
+                }
+                // The call already ended: the terminal will never be shown.
+                None => self.cards.done(terminal_id),
+            },
             Event::ToolCallFinished {
                 call_id,
                 is_error,
@@ -241,7 +274,20 @@ impl Subscriber for Updates {
                         }
                     }
                 }
+                // A command shown in the editor's terminal: the terminal stays the call's content
+                // (its output is there); a failure adds what the model was told.
+                let terminal = started.and_then(|s| s.terminal);
+                if let Some(id) = &terminal {
+                    let mut content = vec![terminal_content(id)];
+                    if *is_error && let Some(text) = update["content"].as_array() {
+                        content.extend(text.iter().cloned());
+                    }
+                    update["content"] = Value::Array(content);
+                }
                 self.send(update);
+                if let Some(id) = &terminal {
+                    self.cards.done(id);
+                }
             }
             Event::TurnFinished {
                 context_tokens,

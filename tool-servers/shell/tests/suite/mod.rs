@@ -1,5 +1,6 @@
 mod basics;
 mod confinement;
+mod editor_terminal;
 mod git_config;
 mod host_limits;
 mod lifecycle;
