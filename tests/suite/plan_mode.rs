@@ -288,3 +288,65 @@ async fn an_empty_plan_is_refused_by_the_plan_server_and_the_turn_goes_on() {
     assert!(results[0].2, "{results:?}");
     assert!(results[0].1.contains("The plan is empty."), "{results:?}");
 }
+
+/// Read-only mode (as for `answer-from-code`-style questions): only tools annotated read-only
+/// are offered — the gateway denies every other whatever the rules say, and a small model
+/// offered `shell__run` spent a real eval's every step on that refusal. A forced call of a
+/// hidden tool is still refused by the gateway.
+#[tokio::test]
+async fn read_only_mode_offers_only_read_only_tools_and_still_refuses_a_forced_write() {
+    let env = RunEnv::new().await;
+    std::fs::write(env.dir.path().join("a.txt"), "original\n").unwrap();
+    let before = snapshot(&env);
+    call(
+        &env,
+        "toolu_sh",
+        "shell__run",
+        &serde_json::json!({"command": "echo changed > a.txt"}),
+    );
+    env.server.enqueue(
+        AnthropicTurn::new()
+            .text(&["Nothing written."])
+            .finish("end_turn"),
+    );
+    let out = env
+        .run(&[
+            "run",
+            "--mode",
+            "read-only",
+            "--allow",
+            "shell__run",
+            "look",
+        ])
+        .await;
+    assert_exit(&out, 0);
+    let requests = env.server.requests();
+    assert_eq!(requests.len(), 2);
+    let offered = tool_names(&requests[0]);
+    for wanted in ["fs__read_file", "fs__grep", "fs__glob", "fs__list_dir"] {
+        assert!(
+            offered.iter().any(|t| t == wanted),
+            "{wanted} in {offered:?}"
+        );
+    }
+    for hidden in [
+        "fs__write_file",
+        "fs__edit_file",
+        "shell__run",
+        "todo__write",
+        "plan__exit",
+    ] {
+        assert!(
+            !offered.iter().any(|t| t == hidden),
+            "{hidden} in {offered:?}"
+        );
+    }
+    let results = super::run::tool_results(&requests[1]);
+    let (_, text, is_error) = results
+        .iter()
+        .find(|(id, _, _)| id == "toolu_sh")
+        .unwrap_or_else(|| panic!("{results:?}"));
+    assert!(is_error, "{text}");
+    assert!(text.contains("read-only"), "{text}");
+    assert_eq!(snapshot(&env), before, "nothing written");
+}

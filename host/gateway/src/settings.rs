@@ -36,11 +36,16 @@ impl ToolPolicy {
             || (self.trusted && entry.def.annotations.read_only == Some(true))
     }
 
-    /// Offered to the model under `mode`: in plan mode only [`Self::plannable`] tools, in
-    /// any other mode everything but the plan server's (there is no plan to hand over).
+    /// Offered to the model under `mode`: in plan mode only [`Self::plannable`] tools; in
+    /// read-only mode only tools annotated read-only (the permission stage denies every other
+    /// whatever the rules say, so offering one only spends the model's steps on a refusal);
+    /// in any other mode everything but the plan server's (there is no plan to hand over).
     pub fn offered_in(&self, mode: PermissionMode, entry: &ToolEntry) -> bool {
         match mode {
             PermissionMode::Plan => self.plannable(entry),
+            PermissionMode::ReadOnly => {
+                self.builtin != Some(Builtin::Plan) && entry.def.annotations.read_only == Some(true)
+            }
             _ => self.builtin != Some(Builtin::Plan),
         }
     }
