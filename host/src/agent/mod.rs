@@ -13,6 +13,7 @@ mod executor;
 mod gateway_tools;
 pub mod inherit;
 mod model;
+mod model_call;
 mod oversize;
 pub mod replay;
 mod resources;

@@ -3,11 +3,10 @@
 
 use std::{sync::Arc, time::Instant};
 
-use futures::StreamExt;
 use serde_json::Value;
 use tern_model::{
-    AssistantContent, ErrorKind as ModelErrorKind, Message, ModelAdapter, ModelError, ModelEvent,
-    ModelRequest, StopReason, ToolCallMode, ToolChoice, ToolSpec, UserContent, text_calls,
+    AssistantContent, ErrorKind as ModelErrorKind, Message, ModelAdapter, ModelError, ModelRequest,
+    StopReason, ToolCallMode, ToolChoice, ToolSpec, UserContent, text_calls,
 };
 use tern_protocol::{
     ErrorKind, Event, IncompleteCall, LoopState, RunStatus, ToolCall, ToolResult, Usage,
@@ -19,6 +18,7 @@ use super::{
     context,
     conversation::{Ask, Conversation, Reason},
     executor::ToolExecutor,
+    model_call,
 };
 
 /// Added to the system prompt while the session is in plan mode (the mode can change between
@@ -111,16 +111,6 @@ impl TurnOutcome {
             error: Some(message),
         }
     }
-}
-
-/// What one model call produced.
-struct ModelTurn {
-    text: String,
-    /// Reasoning items, to send back before the calls (Responses API).
-    reasoning: Vec<tern_model::Reasoning>,
-    calls: Vec<ToolCall>,
-    incomplete: Vec<IncompleteCall>,
-    stop: StopReason,
 }
 
 impl Agent {
@@ -248,7 +238,15 @@ impl Agent {
                 });
                 self.state(LoopState::CallModel, step);
                 let started = Instant::now();
-                match self.call_model(&request, cancel, &mut out.usage).await {
+                match model_call::call_model(
+                    self.model.as_ref(),
+                    &self.bus,
+                    &request,
+                    cancel,
+                    &mut out.usage,
+                )
+                .await
+                {
                     Ok((turn, request_id, usage)) => break (turn, request_id, usage, started),
                     // Too long after all: compact harder and send the same step once more.
                     // Nothing of the refused request ran, so nothing runs twice.
@@ -278,7 +276,7 @@ impl Agent {
                         return out;
                     }
                     Err(e) => {
-                        let message = describe_model_error(&e);
+                        let message = model_call::describe_model_error(&e);
                         self.bus.emit(Event::Error {
                             message: message.clone(),
                         });
@@ -289,12 +287,12 @@ impl Agent {
                 }
             };
             let mut turn = turn;
-            self.take_text_calls(&mut turn, &tools, step);
+            model_call::take_text_calls(self.settings.tool_calls, &mut turn, &tools, step);
             conv.budget.observe(usage.total_input());
             out.context_tokens = usage.total_input() + usage.output;
             self.bus.emit(Event::ModelResponse {
                 step,
-                stop_reason: stop_name(&turn.stop),
+                stop_reason: model_call::stop_name(&turn.stop),
                 input_tokens: usage.input,
                 output_tokens: usage.output,
                 cache_read_tokens: usage.cache_read,
@@ -421,123 +419,8 @@ impl Agent {
         }
     }
 
-    /// A turn whose text is a JSON tool call naming an offered tool becomes that call (models
-    /// without native tool calling write them so; see [`text_calls`]).
-    fn take_text_calls(&self, turn: &mut ModelTurn, tools: &[ToolSpec], step: u32) {
-        if !turn.calls.is_empty()
-            || !turn.incomplete.is_empty()
-            || turn.stop == StopReason::MaxTokens
-        {
-            return;
-        }
-        let strictness = match self.settings.tool_calls {
-            ToolCallMode::Native => text_calls::Strictness::WholeText,
-            ToolCallMode::Text => text_calls::Strictness::TrailingCalls,
-        };
-        let Some(found) = text_calls::parse(&turn.text, tools, strictness) else {
-            return;
-        };
-        tracing::debug!(
-            calls = found.len(),
-            "tool calls written as text taken as calls"
-        );
-        turn.calls = found
-            .into_iter()
-            .enumerate()
-            .map(|(i, c)| ToolCall {
-                id: format!("call_text_{step}_{i}"),
-                name: c.name,
-                arguments: c.arguments,
-            })
-            .collect();
-        turn.text.clear();
-        turn.stop = StopReason::ToolUse;
-    }
-
     fn state(&self, state: LoopState, step: u32) {
         self.bus.emit(Event::State { state, step });
-    }
-
-    /// Streams one model turn. Text deltas go to the bus as they arrive; a retry
-    /// that discards partial output resets the turn; tool calls are only taken
-    /// from a stream that completed.
-    async fn call_model(
-        &self,
-        request: &ModelRequest,
-        cancel: &CancellationToken,
-        total: &mut Usage,
-    ) -> Result<(ModelTurn, Option<String>, Usage), ModelError> {
-        let mut stream = self.model.stream(request, cancel.child_token()).await?;
-        let mut turn = ModelTurn {
-            text: String::new(),
-            reasoning: Vec::new(),
-            calls: Vec::new(),
-            incomplete: Vec::new(),
-            stop: StopReason::EndTurn,
-        };
-        let mut usage = Usage::default();
-        loop {
-            let next = tokio::select! {
-                n = stream.next() => n,
-                _ = cancel.cancelled() => return Err(ModelError::Cancelled),
-            };
-            let Some(event) = next else {
-                return Err(ModelError::MalformedStream {
-                    provider: "model",
-                    message: "the model stream ended without completing".to_string(),
-                    request_id: None,
-                });
-            };
-            match event? {
-                ModelEvent::TextDelta(text) => {
-                    turn.text.push_str(&text);
-                    self.bus.emit(Event::TextDelta { text });
-                }
-                ModelEvent::ThinkingDelta(text) => self.bus.emit(Event::ThinkingDelta { text }),
-                ModelEvent::ToolCallStarted { .. } => {}
-                ModelEvent::ToolCallComplete {
-                    id,
-                    name,
-                    arguments,
-                } => turn.calls.push(ToolCall {
-                    id,
-                    name,
-                    arguments,
-                }),
-                ModelEvent::ToolCallIncomplete { id, name, reason } => {
-                    turn.incomplete.push(IncompleteCall { id, name, reason })
-                }
-                ModelEvent::Reasoning(r) => turn.reasoning.push(r),
-                ModelEvent::Usage(u) => usage = u,
-                ModelEvent::Retry {
-                    attempt,
-                    reason,
-                    delay,
-                    discard_partial,
-                } => {
-                    if discard_partial {
-                        turn.text.clear();
-                        turn.reasoning.clear();
-                        turn.calls.clear();
-                        turn.incomplete.clear();
-                    }
-                    self.bus.emit(Event::ModelRetry {
-                        attempt,
-                        reason,
-                        delay_ms: delay.as_millis() as u64,
-                        discard_partial,
-                    });
-                }
-                ModelEvent::Completed {
-                    stop_reason,
-                    request_id,
-                } => {
-                    turn.stop = stop_reason;
-                    total.add(&usage);
-                    return Ok((turn, request_id, usage));
-                }
-            }
-        }
     }
 
     /// Runs the calls: consecutive read-only calls concurrently, the others one at a time in
@@ -633,27 +516,6 @@ pub fn summary(text: &str) -> String {
         let cut = s.char_indices().nth(300).map_or(s.len(), |(i, _)| i);
         s.truncate(cut);
         s.push('…');
-    }
-    s
-}
-
-fn stop_name(stop: &StopReason) -> String {
-    match stop {
-        StopReason::EndTurn => "end_turn".into(),
-        StopReason::ToolUse => "tool_use".into(),
-        StopReason::MaxTokens => "max_tokens".into(),
-        StopReason::StopSequence => "stop_sequence".into(),
-        StopReason::Other(s) => s.clone(),
-    }
-}
-
-/// The provider's message verbatim, with status and request id when known.
-fn describe_model_error(e: &ModelError) -> String {
-    let mut s = format!("model request failed: {e}");
-    if let Some(id) = e.request_id()
-        && !s.contains(id)
-    {
-        s.push_str(&format!(" (request id {id})"));
     }
     s
 }
