@@ -59,35 +59,9 @@ pub enum Converted {
     Skipped(String),
 }
 
-/// Splits an `allowed-tools` string: names separated by commas (Claude Code) or spaces (the
-/// Agent Skills specification), where a comma or space inside parentheses belongs to the entry
-/// (`Bash(git log:*)`).
+/// Splits an `allowed-tools` string (see [`tern_protocol::allowed_tools::split`]).
 pub fn split_list(text: &str) -> Vec<String> {
-    let mut out = Vec::new();
-    let mut current = String::new();
-    let mut depth = 0usize;
-    for c in text.chars() {
-        match c {
-            '(' => {
-                depth += 1;
-                current.push(c);
-            }
-            ')' => {
-                depth = depth.saturating_sub(1);
-                current.push(c);
-            }
-            c if depth == 0 && (c.is_whitespace() || c == ',') => {
-                if !current.is_empty() {
-                    out.push(std::mem::take(&mut current));
-                }
-            }
-            c => current.push(c),
-        }
-    }
-    if !current.trim().is_empty() {
-        out.push(current);
-    }
-    out
+    tern_protocol::allowed_tools::split(text)
 }
 
 /// One entry as tern rules. `Err` says what is wrong with it (the caller adds file and line).

@@ -7,6 +7,7 @@
 //! and [`files`], the one way every layer writes tern's private files.
 #![deny(clippy::print_stdout, clippy::print_stderr)]
 
+pub mod allowed_tools;
 pub mod catalog;
 pub mod editor_fs;
 pub mod editor_terminal;

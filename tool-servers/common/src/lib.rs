@@ -16,6 +16,7 @@ mod signals;
 pub use cap::{Capped, HeadTail};
 pub use line_limit::{BoundedStdio, MAX_LINE};
 /// The catalog server's contract with the host.
+pub use tern_protocol::allowed_tools;
 pub use tern_protocol::catalog;
 /// The editor-fs bridge's wire (`tern-fs --editor-socket`), the same types `tern acp` answers.
 pub use tern_protocol::editor_fs;

@@ -432,31 +432,7 @@ fn allowed_tools(node: &MarkedYaml<'_>) -> Option<Vec<String>> {
             .collect();
     }
     let text = node.data.as_str()?;
-    let mut tools = Vec::new();
-    let mut current = String::new();
-    let mut depth = 0usize;
-    for c in text.chars() {
-        match c {
-            '(' => {
-                depth += 1;
-                current.push(c);
-            }
-            ')' => {
-                depth = depth.saturating_sub(1);
-                current.push(c);
-            }
-            c if depth == 0 && (c.is_whitespace() || c == ',') => {
-                if !current.is_empty() {
-                    tools.push(std::mem::take(&mut current));
-                }
-            }
-            c => current.push(c),
-        }
-    }
-    if !current.is_empty() {
-        tools.push(current);
-    }
-    Some(tools)
+    Some(tern_tool_common::allowed_tools::split(text))
 }
 
 /// `metadata`: a mapping from text keys to text values (scalars are taken as written).
