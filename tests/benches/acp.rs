@@ -17,7 +17,7 @@ use std::{
 };
 
 use serde_json::{Value, json};
-use tern_e2e::{median, release_bin, workspace_root};
+use tern_e2e::{children_cpu_ms, median, release_bin, workspace_root};
 use tern_model::mock::{MockModelServer, script::AnthropicTurn};
 use tokio::io::{AsyncBufReadExt, AsyncWriteExt, BufReader};
 
@@ -32,16 +32,6 @@ fn binary(name: &str) -> PathBuf {
         "release" => release_bin(name),
         other => workspace_root().join("target").join(other).join(name),
     }
-}
-
-/// CPU seconds of this process's waited-for children so far (clock ticks of 10 ms).
-fn children_cpu() -> f64 {
-    let stat = std::fs::read_to_string("/proc/self/stat").unwrap();
-    // Fields after the `(comm)`: state is field 3; cutime and cstime are fields 16 and 17.
-    let rest = &stat[stat.rfind(')').unwrap() + 2..];
-    let f: Vec<&str> = rest.split_whitespace().collect();
-    let ticks: f64 = f[13].parse::<f64>().unwrap() + f[14].parse::<f64>().unwrap();
-    ticks / 100.0
 }
 
 struct Sample {
@@ -86,7 +76,7 @@ async fn via_run(server: &MockModelServer) -> Sample {
             .text(&["hello ", "there"])
             .finish("end_turn"),
     );
-    let cpu0 = children_cpu();
+    let cpu0 = children_cpu_ms();
     let started = Instant::now();
     let mut child = command(
         &["run", "say hello", "--output-format", "jsonl"],
@@ -108,7 +98,7 @@ async fn via_run(server: &MockModelServer) -> Sample {
     Sample {
         first_text_ms: first.expect("no text_delta").as_secs_f64() * 1000.0,
         from_initialize_ms: None,
-        cpu_ms: (children_cpu() - cpu0) * 1000.0,
+        cpu_ms: children_cpu_ms() - cpu0,
     }
 }
 
@@ -119,7 +109,7 @@ async fn via_acp(server: &MockModelServer) -> Sample {
             .text(&["hello ", "there"])
             .finish("end_turn"),
     );
-    let cpu0 = children_cpu();
+    let cpu0 = children_cpu_ms();
     let started = Instant::now();
     let mut child = command(&["acp"], home.path(), dir.path(), &server.url())
         .stdin(Stdio::piped())
@@ -175,7 +165,7 @@ async fn via_acp(server: &MockModelServer) -> Sample {
     Sample {
         first_text_ms: first.as_secs_f64() * 1000.0,
         from_initialize_ms: Some((first - init_at).as_secs_f64() * 1000.0),
-        cpu_ms: (children_cpu() - cpu0) * 1000.0,
+        cpu_ms: children_cpu_ms() - cpu0,
     }
 }
 

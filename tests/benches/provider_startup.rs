@@ -18,7 +18,7 @@ use std::{
     time::{Duration, Instant},
 };
 
-use tern_e2e::median;
+use tern_e2e::{children_cpu_ms, median};
 use tern_model::mock::{
     MockModelServer, MockResponse,
     responses::ResponsesTurn,
@@ -46,22 +46,6 @@ fn bin(name: &str) -> PathBuf {
         p.display()
     );
     p
-}
-
-/// CPU seconds of this process's waited-for children so far (`cutime + cstime`, in ticks of
-/// 1/100 s as Linux reports them in /proc/self/stat).
-fn children_cpu_ms() -> f64 {
-    let stat = std::fs::read_to_string("/proc/self/stat").unwrap_or_default();
-    let after = stat.rsplit(')').next().unwrap_or("");
-    let fields: Vec<&str> = after.split_whitespace().collect();
-    // Fields after the command name start at field 3: cutime is field 16, cstime 17.
-    let ticks = |i: usize| {
-        fields
-            .get(i - 3)
-            .and_then(|f| f.parse::<f64>().ok())
-            .unwrap_or(0.0)
-    };
-    (ticks(16) + ticks(17)) * 10.0
 }
 
 /// Extra steps of the CPU-per-turn runs.

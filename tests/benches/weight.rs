@@ -15,7 +15,7 @@ use std::{
     time::Instant,
 };
 
-use tern_e2e::{median, release_bin};
+use tern_e2e::{children_cpu_ms, median, release_bin};
 
 const RUNS: usize = 20;
 
@@ -35,18 +35,6 @@ fn timed(bin: &Path, args: &[&str], home: &Path, cwd: &Path) -> (f64, f64) {
     let wall = started.elapsed().as_secs_f64() * 1000.0;
     assert!(status.success(), "{} {args:?}: {status}", bin.display());
     (wall, children_cpu_ms() - before)
-}
-
-/// CPU time of every child this process has waited for, in milliseconds.
-fn children_cpu_ms() -> f64 {
-    // /proc/self/stat fields 16 and 17 (cutime, cstime) are in clock ticks of 1/100 s on Linux;
-    // getrusage would be finer but needs libc, and a median of 20 smooths the ticks out.
-    let stat = std::fs::read_to_string("/proc/self/stat").unwrap();
-    let after_name = &stat[stat.rfind(')').unwrap() + 2..];
-    let fields: Vec<&str> = after_name.split(' ').collect();
-    // after the name, field 3 is index 0: cutime is field 16 → index 13, cstime index 14.
-    let ticks: f64 = fields[13].parse::<f64>().unwrap() + fields[14].parse::<f64>().unwrap();
-    ticks * 10.0
 }
 
 fn medians(bin: &Path, args: &[&str], home: &Path, cwd: &Path) -> (f64, f64) {

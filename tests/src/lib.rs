@@ -25,6 +25,20 @@ pub fn median(mut v: Vec<f64>) -> f64 {
     v[v.len() / 2]
 }
 
+/// CPU time (user + system) of every child this process has waited for so far, in
+/// milliseconds — for the benches' CPU columns.
+///
+/// `getrusage(RUSAGE_CHILDREN)` rather than `/proc/self/stat`'s `cutime`/`cstime`: those are
+/// clock ticks of 10 ms, coarser than the differences the benches report (ACP's ≤ 10 % of a
+/// ~90 ms run); the kernel scales rusage times from the exact runtime, to the microsecond.
+/// Grandchildren count once their parent has waited for them (the host waits for its servers).
+pub fn children_cpu_ms() -> f64 {
+    use nix::sys::resource::{UsageWho, getrusage};
+    let usage = getrusage(UsageWho::RUSAGE_CHILDREN).expect("getrusage(RUSAGE_CHILDREN)");
+    let ms = |t: nix::sys::time::TimeVal| t.tv_sec() as f64 * 1000.0 + t.tv_usec() as f64 / 1000.0;
+    ms(usage.user_time()) + ms(usage.system_time())
+}
+
 /// A `kB` field of `/proc/PID/status` (`VmRSS`, `VmHWM`, …) in KiB; `None` when the process
 /// is gone.
 pub fn proc_status_kib(pid: u32, field: &str) -> Option<u64> {
