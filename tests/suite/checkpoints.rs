@@ -243,6 +243,37 @@ async fn with_checkpoints_off_no_store_is_made_and_a_code_rewind_says_why() {
     rewind(&env, &["--to", "1", "--conversation"]).await;
 }
 
+/// `tern rewind` without a session id works on this project's newest session only: typed in
+/// project B it must not restore project A's files (the newest session of the machine).
+#[tokio::test]
+async fn rewind_without_an_id_never_touches_another_projects_files() {
+    let env = RunEnv::new().await;
+    std::fs::write(env.dir.path().join("a.txt"), "one\n").unwrap();
+    edit_turn(&env);
+    let out = env.run(&["run", "edit a", "--mode", "yolo"]).await;
+    assert_exit(&out, 0);
+    assert_eq!(std::fs::read(env.dir.path().join("a.txt")).unwrap(), b"ONE\n");
+
+    let other = tempfile::tempdir().unwrap();
+    for args in [&["rewind", "--to", "1", "--code"][..], &["rewind"][..]] {
+        let out = tokio::time::timeout(
+            std::time::Duration::from_secs(60),
+            env.command(args).current_dir(other.path()).output(),
+        )
+        .await
+        .expect("tern rewind did not finish")
+        .unwrap();
+        assert_exit(&out, 1);
+        let err = String::from_utf8_lossy(&out.stderr);
+        assert!(err.contains("no saved session of this project"), "{err}");
+        assert!(err.contains("hint: "), "{err}");
+    }
+    // Project A's edit stands; its own directory still rewinds it.
+    assert_eq!(std::fs::read(env.dir.path().join("a.txt")).unwrap(), b"ONE\n");
+    rewind(&env, &["--to", "1", "--code"]).await;
+    assert_eq!(std::fs::read(env.dir.path().join("a.txt")).unwrap(), b"one\n");
+}
+
 /// The REPL: `/diff` since the turn's checkpoint, `/rewind` listing the turns, rewinding both,
 /// `/undo` of it, rewinding again — and the next line is sent without the rewound turn.
 #[tokio::test]

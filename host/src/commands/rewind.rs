@@ -34,8 +34,9 @@ pub async fn run(
     let sessions = ws.paths.sessions_dir();
     let session = match session_id {
         Some(id) => id,
-        None => session::latest(&sessions)
-            .map_err(|e| anyhow::anyhow!("{e}\nhint: run tern first; each turn is recorded"))?,
+        // This project's newest session, never another project's: a rewind restores the files
+        // of the workspace its session recorded, so `latest` could rewrite a different project.
+        None => session::latest_in(&sessions, &ws.cwd)?,
     };
     let home = ws.paths.tern_home.clone();
     let section = ws.config.checkpoints.clone();
