@@ -159,6 +159,62 @@ async fn a_model_error_is_reported_verbatim_and_the_run_still_finishes() {
     );
 }
 
+/// A refused key (401) says which variable the key came from and which endpoint it went to:
+/// the two things to check (issue 26: "401 says which key variable and base URL were used").
+#[tokio::test]
+async fn a_refused_key_names_the_variable_it_came_from_and_the_endpoint() {
+    // Anthropic's 401 body (docs.anthropic.com/en/api/errors).
+    let env = RunEnv::new().await;
+    env.server.enqueue(MockResponse::json(
+        401,
+        &json!({"type": "error", "error": {"type": "authentication_error", "message": "invalid x-api-key"}}),
+    ));
+    let out = env.run(&["run", "hi"]).await;
+    assert_exit(&out, 1);
+    let err = env.events().last().unwrap()["error"]
+        .as_str()
+        .unwrap()
+        .to_string();
+    assert!(err.contains("invalid x-api-key"), "{err}");
+    assert!(
+        err.contains("hint: the key came from ANTHROPIC_API_KEY and was sent to ")
+            && err.contains(&env.server.url()),
+        "{err}"
+    );
+    // And the person reading the terminal sees it.
+    let shown = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        shown.contains("hint: the key came from ANTHROPIC_API_KEY"),
+        "{shown}"
+    );
+
+    // OpenAI's (platform.openai.com/docs/guides/error-codes), the key in a variable of the
+    // user's naming.
+    let env = RunEnv::new().await;
+    env.add_servers("api_key_env = \"MY_PROXY_KEY\"\n");
+    env.server.enqueue(MockResponse::json(
+        401,
+        &json!({"error": {"message": "Incorrect API key provided: sk-…", "type": "invalid_request_error", "param": null, "code": "invalid_api_key"}}),
+    ));
+    let base = format!("{}/v1", env.server.url());
+    let mut cmd = env.command(&["run", "hi", "--provider", "openai", "--model", "gpt-4o"]);
+    cmd.env_remove("ANTHROPIC_API_KEY")
+        .env("MY_PROXY_KEY", "sk-proxy-test")
+        .env("OPENAI_BASE_URL", &base);
+    let out = cmd.output().await.unwrap();
+    assert_exit(&out, 1);
+    let err = env.events().last().unwrap()["error"]
+        .as_str()
+        .unwrap()
+        .to_string();
+    assert!(
+        err.contains(&format!(
+            "hint: the key came from MY_PROXY_KEY and was sent to {base}"
+        )),
+        "{err}"
+    );
+}
+
 #[tokio::test]
 async fn ctrl_c_during_a_shell_tool_cancels_it_and_finishes_the_run() {
     let env = RunEnv::new().await;

@@ -1,11 +1,13 @@
 //! Small terminal habits (issue 26): `tern -m NAME` / `--model NAME` at top level reaches the
-//! model request, and `tern completions bash | head` exits quietly.
+//! model request, `tern completions bash | head` exits quietly, and `tern run` at a terminal
+//! says which `--allow` to pass for a call it did not ask about.
 
 use serde_json::json;
 use tokio::io::AsyncReadExt;
 
 use super::repl::drive_with;
 use tern_e2e::run_env::RunEnv;
+use tern_model::mock::script::AnthropicTurn;
 
 #[tokio::test]
 async fn the_model_flag_works_at_top_level_and_after_run() {
@@ -84,4 +86,30 @@ async fn completions_into_a_closed_pipe_exit_quietly() {
     let stderr = String::from_utf8_lossy(&out.stderr);
     assert!(out.status.success(), "{stderr}");
     assert!(stderr.is_empty(), "{stderr}");
+}
+
+/// `tern run` never asks, on a terminal too: the refusal says what to pass, and not that a
+/// terminal is missing (there is one).
+#[tokio::test]
+async fn a_headless_run_on_a_terminal_says_which_allow_to_pass() {
+    let env = RunEnv::new().await;
+    env.server.enqueue(
+        AnthropicTurn::new()
+            .tool_use("toolu_rm", "shell__run", &[r#"{"command":"rm -rf build"}"#])
+            .finish("tool_use"),
+    );
+    env.answer("I was not allowed to.");
+    let script = json!([
+        {"expect": "I was not allowed to."},
+    ]);
+    let report = drive_with(&env, &script, &["run", "clean up"]).await;
+    let output = report["output"].as_str().unwrap_or_default();
+    assert!(
+        output.contains("--allow 'shell__run(rm -rf build)'"),
+        "{output}"
+    );
+    assert!(!output.contains("without a terminal"), "{output}");
+    // The model was told the same.
+    let result = env.server.requests()[1].json()["messages"].to_string();
+    assert!(result.contains("a headless run asks nobody"), "{result}");
 }

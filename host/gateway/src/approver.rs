@@ -96,13 +96,15 @@ impl Approver for HeadlessApprover {
     }
 }
 
-/// "needs approval, and nobody can approve headless; `--allow '…'` would permit it".
+/// "needs approval, and nobody can approve headless; `--allow '…'` would permit it". Worded for
+/// a person at a terminal too (`tern run` there still asks nobody): what to pass, not that a
+/// terminal is missing.
 pub fn headless_hint(request: &ApprovalRequest) -> String {
     let why = request.reasons.join("; ");
     if request.always_rules.is_empty() {
         return format!(
-            "`{}` needs approval ({why}) and tern is running without a terminal to ask; no \
-             --allow rule can permit this call, run it interactively or with --mode yolo",
+            "`{}` needs approval ({why}) and a headless run asks nobody; no --allow rule can \
+             permit this call: run it in the REPL (`tern`), which asks, or with --mode yolo",
             request.name
         );
     }
@@ -112,8 +114,8 @@ pub fn headless_hint(request: &ApprovalRequest) -> String {
         .map(|r| format!("--allow {}", shell_quote(r)))
         .collect();
     format!(
-        "`{}` needs approval ({why}) and tern is running without a terminal to ask; to permit \
-         it, run tern with {}",
+        "`{}` needs approval ({why}) and a headless run asks nobody; to permit it, run tern \
+         with {} (or in the REPL, `tern`, to be asked)",
         request.name,
         flags.join(" ")
     )

@@ -107,6 +107,9 @@ pub struct ResolvedModelConfig {
     pub base_url: String,
     /// Key; `None` only for an OpenAI-compatible server that needs none.
     pub api_key: Option<ApiKey>,
+    /// The variable the key was read from (`api_key_env`, else the provider's own); `None` when
+    /// the caller gave the adapter (a replay), for [`Self::auth_hint`].
+    pub api_key_var: Option<String>,
     /// Output budget used when a request asks for 0.
     pub max_tokens: u32,
     /// Context window, if configured.
@@ -128,6 +131,30 @@ pub struct ResolvedModelConfig {
 }
 
 impl ResolvedModelConfig {
+    /// The `hint:` line for a refused key (401/403): which variable the key came from and which
+    /// endpoint it went to — the two things to check, since a key for one endpoint (a proxy, a
+    /// local server, the provider itself) is refused by another. `None` for a given adapter.
+    pub fn auth_hint(&self) -> Option<String> {
+        let var = self.api_key_var.as_deref()?;
+        let url_var = match self.provider {
+            Provider::Anthropic => ANTHROPIC_BASE_URL,
+            Provider::Openai => OPENAI_BASE_URL,
+        };
+        Some(match self.api_key {
+            Some(_) => format!(
+                "hint: the key came from {var} and was sent to {}; check that it is valid \
+                 there (`[model] api_key_env` names another variable, `[model] base_url` or \
+                 {url_var} another endpoint)",
+                self.base_url
+            ),
+            None => format!(
+                "hint: no key was sent to {} ({var} is not set); set {var}, or name the \
+                 variable holding it in `[model] api_key_env`",
+                self.base_url
+            ),
+        })
+    }
+
     /// What this model does with images.
     pub fn image_support(&self) -> crate::vision::ImageSupport {
         crate::vision::image_support(self.provider, self.wire_api, &self.model, self.vision)
@@ -301,6 +328,7 @@ impl ResolvedModelConfig {
             model,
             base_url,
             api_key,
+            api_key_var: Some(key_var),
             max_tokens,
             context_window: config.context_window,
             retry,

@@ -311,6 +311,7 @@ impl Engine {
                 spill_dir: Some(ws.paths.run_dir(&run_id).join("spill")),
                 spill_readable: ws.paths.run_dir(&run_id).starts_with(&ws.cwd),
                 tool_calls: resolved.tool_calls,
+                auth_hint: resolved.auth_hint(),
             },
             before_compact: hooks
                 .as_ref()

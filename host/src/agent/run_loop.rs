@@ -70,6 +70,9 @@ pub struct AgentSettings {
     pub spill_readable: bool,
     /// `[model] tool_calls`: native tool calls, or calls written as JSON text.
     pub tool_calls: ToolCallMode,
+    /// Added to a refused key's error (401/403): where the key came from and went to
+    /// ([`tern_model::ResolvedModelConfig::auth_hint`]).
+    pub auth_hint: Option<String>,
 }
 
 /// The loop and what it talks to.
@@ -276,7 +279,12 @@ impl Agent {
                         return out;
                     }
                     Err(e) => {
-                        let message = model_call::describe_model_error(&e);
+                        let mut message = model_call::describe_model_error(&e);
+                        if e.kind() == ModelErrorKind::Auth
+                            && let Some(hint) = &self.settings.auth_hint
+                        {
+                            message = format!("{message}\n{hint}");
+                        }
                         self.bus.emit(Event::Error {
                             message: message.clone(),
                         });

@@ -224,6 +224,7 @@ fn agent(model: Arc<ScriptedModel>, tools: Arc<FakeTools>) -> (Agent, Arc<Mutex<
             spill_dir: None,
             spill_readable: false,
             tool_calls: tern_model::ToolCallMode::Native,
+            auth_hint: None,
         },
         before_compact: None,
     };

@@ -36,6 +36,7 @@ pub(super) fn given_model_settings(
         model: given.name().to_string(),
         base_url: String::new(),
         api_key: None,
+        api_key_var: None,
         max_tokens: ws
             .config
             .model
