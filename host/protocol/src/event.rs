@@ -75,6 +75,9 @@ pub enum Event {
     RunStarted {
         goal: String,
         model: String,
+        /// `anthropic` or `openai` (`tern_model::Provider::as_str`). A string, not the enum: a
+        /// recording from a newer tern may name a provider this one lacks, and replay must say
+        /// so by name (`RecordingError::UnknownProvider`) rather than fail to parse the event.
         provider: String,
         servers: Vec<String>,
         cwd: String,

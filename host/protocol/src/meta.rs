@@ -50,6 +50,11 @@ pub const TERMINAL: &str = "tern/terminal";
 /// did not ask gets the progress notifications it always got.
 pub const OUTPUT_TAIL: &str = "tern/output_tail";
 
+/// `tools/call` result `_meta` of a failed `fetch` (tern-web): `{"url", "error": KIND,
+/// "status"}` for programs (KIND is `invalid_url`, `blocked_address`, `http_status`, …); the
+/// result's text says the same in words.
+pub const FETCH_ERROR: &str = "tern/fetch_error";
+
 /// JSON-RPC error `data`: marks an error made by tern's own client (a reply too large, a server
 /// gone), not one the server sent.
 pub const LOCAL: &str = "tern/local";
@@ -113,6 +118,11 @@ pub const KEYS: &[(&str, Carrier, &str)] = &[
         Carrier::Progress,
         "the last lines of a running call's output (asked for with the same key in the call's \
          `_meta`)",
+    ),
+    (
+        FETCH_ERROR,
+        Carrier::Result,
+        "why a fetch failed, as a kind and HTTP status",
     ),
     (
         LOCAL,
@@ -259,7 +269,7 @@ mod tests {
             assert!(!what.is_empty());
             assert!(seen.insert(*key), "{key} listed twice");
         }
-        assert_eq!(seen.len(), 10);
+        assert_eq!(seen.len(), 11);
     }
 
     #[test]

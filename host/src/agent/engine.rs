@@ -14,21 +14,18 @@ use std::{sync::Arc, time::Instant};
 use tern_gateway::{Approver, Gateway, GatewaySettings, Redactor};
 use tern_mcp::ServerPool;
 use tern_model::{ModelAdapter, tokens::Tokenizer};
-use tern_protocol::{Event, Price, Usage, now_rfc3339};
+use tern_protocol::{Price, Usage};
 
 use super::{
     checkpoints::{self, Checkpointer},
+    context::budget::{Budget, Limits},
     context::defer::with_tool_search,
-    context::{
-        self,
-        budget::{Budget, Limits},
-    },
     conversation::Conversation,
     delegated::DelegatedUsage,
     gateway_tools::{Deferral, GatewayTools, tool_allow},
     model,
     resources::{Outputs, RunResources},
-    run_loop::{Agent, AgentSettings, TurnOutcome},
+    run_loop::{Agent, TurnOutcome},
     servers::skills_listing,
     session,
 };
@@ -236,24 +233,7 @@ impl Engine {
         // 4. Agent.
         let known = tern_model::catalog::lookup(model.name());
         let price = ws.config.model.price.or(known.and_then(|k| k.price));
-        let context_window = resolved
-            .context_window
-            .or(reported)
-            .or(known.map(|k| k.context_window))
-            .map(u64::from);
-        if resolved.context_window.is_none() && reported.is_none() && model.probes_window() {
-            // Said once, at the start: a silent default would govern the whole session.
-            res.bus.emit(Event::Notice {
-                message: match context_window {
-                    Some(n) => {
-                        format!("context window unknown: assuming {n}; set [model] context_window")
-                    }
-                    None => "context window unknown: compacting only when the server refuses a \
-                             request; set [model] context_window"
-                        .to_owned(),
-                },
-            });
-        }
+        let context_window = phases::context_window(&resolved, reported, model.as_ref(), &res.bus);
         let budget = Budget::new(
             tokenizer,
             Limits {
@@ -267,16 +247,7 @@ impl Engine {
         let delegated = Arc::new(DelegatedUsage::default());
         let RunResources { bus, redactor, .. } = res;
         let hook_session = Arc::new(std::sync::Mutex::new(session_id.clone()));
-        let shell_points = if ws.config.sandbox.mode == tern_sandbox::Mode::ReadOnly {
-            checkpoints::ShellPoints::Off
-        } else {
-            checkpoints::ShellPoints::On
-        };
-        let gate = Arc::new(checkpoints::Gate::new(
-            bus.clone(),
-            shell_points,
-            redactor.clone(),
-        ));
+        let gate = phases::checkpoint_gate(ws, &bus, &redactor);
         let agent = Agent {
             model,
             tools: Arc::new(GatewayTools {
@@ -299,20 +270,7 @@ impl Engine {
                 stop: Default::default(),
             }),
             bus: bus.clone(),
-            settings: AgentSettings {
-                system: {
-                    let mut blocks = context::system_blocks(&ws.cwd, &now_rfc3339()[..10]);
-                    blocks.extend(skills);
-                    blocks.extend(opts.system_extra.clone());
-                    blocks
-                },
-                max_steps: ws.config.agent.max_steps,
-                max_tokens: resolved.max_tokens,
-                spill_dir: Some(ws.paths.run_dir(&run_id).join("spill")),
-                spill_readable: ws.paths.run_dir(&run_id).starts_with(&ws.cwd),
-                tool_calls: resolved.tool_calls,
-                auth_hint: resolved.auth_hint(),
-            },
+            settings: phases::agent_settings(ws, &opts, &resolved, &run_id, skills),
             before_compact: hooks
                 .as_ref()
                 .filter(|h| h.wants(tern_config::HookEvent::PreCompact, None))

@@ -529,5 +529,5 @@ pub fn summary(text: &str) -> String {
 }
 
 #[cfg(test)]
-#[path = "run_loop_tests.rs"]
+#[path = "run_loop_tests/mod.rs"]
 mod tests;

@@ -14,7 +14,7 @@ use globset::{GlobBuilder, GlobSet, GlobSetBuilder};
 use serde_json::Value;
 
 /// Request `_meta` key carrying a call's deny globs: `["glob", ...]`.
-pub const DENY_META_KEY: &str = "tern/deny_paths";
+pub const DENY_META_KEY: &str = tern_tool_common::meta::DENY_PATHS;
 
 /// Why a deny list cannot be used: the call fails rather than run unguarded.
 #[derive(Debug, thiserror::Error)]

@@ -14,7 +14,7 @@ use crate::list::{Counts, Item, TodoList};
 use crate::store::{Store, StoreError};
 
 /// The result `_meta` key carrying the list after every call (see the crate docs).
-pub const TODO_META: &str = "tern/todo";
+pub const TODO_META: &str = tern_tool_common::meta::TODO;
 
 /// Parameters of `write`.
 #[derive(Debug, Deserialize, JsonSchema)]

@@ -15,8 +15,9 @@ use crate::convert::{self, Kind};
 use crate::fetch::{FetchError, Fetched, Fetcher};
 
 /// `_meta` key of a failed fetch's result: `{"url", "error": KIND, "status"}` for programs
-/// (KIND is `invalid_url`, `blocked_address`, `http_status`, …).
-pub const FETCH_ERROR_META: &str = "tern/fetch_error";
+/// (KIND is `invalid_url`, `blocked_address`, `http_status`, …); defined with every other `tern/…`
+/// key in `tern_protocol::meta`.
+pub const FETCH_ERROR_META: &str = tern_tool_common::meta::FETCH_ERROR;
 
 /// Characters returned when the call does not say.
 pub const DEFAULT_MAX_CHARS: usize = 20_000;

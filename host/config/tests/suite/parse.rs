@@ -271,6 +271,34 @@ fn an_unknown_key_names_file_line_table_and_the_expected_keys() {
     );
 }
 
+/// `[model] provider` is the `Provider` enum: an unknown name is an error naming the two there
+/// are — never silently Anthropic.
+#[test]
+fn an_unknown_provider_is_an_error_that_names_the_known_ones() {
+    let (message, err, file) = user_error("[model]\nprovider = \"gemini\"\n");
+    assert!(
+        message.starts_with(&format!(
+            "{}:2:12: model.provider: unknown variant `gemini`, expected `anthropic` or `openai`",
+            file.display()
+        )),
+        "{message}"
+    );
+    assert!(matches!(err, ConfigError::Toml { key: Some(ref k), .. } if k == "model.provider"));
+    // The names config takes are the names `Provider` reads and writes everywhere else.
+    for p in [Provider::Anthropic, Provider::Openai] {
+        assert_eq!(Provider::parse(p.as_str()), Some(p));
+        assert_eq!(p.to_string(), p.as_str());
+        let fx = Fixture::new();
+        fx.user_config(&format!("[model]\nprovider = \"{p}\"\n"));
+        assert_eq!(
+            fx.load(&Default::default()).unwrap().model.provider,
+            Some(p)
+        );
+    }
+    assert_eq!(Provider::parse("Anthropic"), None, "names are exact");
+    assert_eq!(Provider::parse(""), None);
+}
+
 #[test]
 fn a_wrong_type_names_the_key_and_its_line() {
     let (message, err, file) = user_error(

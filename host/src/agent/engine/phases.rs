@@ -5,15 +5,17 @@ use std::sync::Arc;
 
 use tern_mcp::ServerPool;
 use tern_model::{ModelAdapter, tokens::Tokenizer};
-use tern_protocol::{Envelope, Event};
+use tern_protocol::{Envelope, Event, now_rfc3339};
 
 use super::EngineOptions;
 use crate::{
     agent::{
         bus::{EventBus, Subscriber},
         checkpoints::{self, Checkpointer},
+        context,
         inherit::ParentPolicy,
         resources::RunResources,
+        run_loop::AgentSettings,
         servers::{
             PoolHooks, link_agent_servers, link_todo_servers, point_todo_at, specs, start_pool,
             todo_pointer_path, todo_state_path,
@@ -201,6 +203,81 @@ impl Subscriber for VocabularyAfterFirstRequest {
                 tokenizer.load();
             });
     }
+}
+
+/// The context window of the run: what the user configured, else what a local server reported
+/// (`reported`, asked while the servers started), else the model family's. When a server was
+/// asked and could not say, a notice says so once, at the start: a silent default would govern
+/// the whole session.
+pub(super) fn context_window(
+    resolved: &tern_model::ResolvedModelConfig,
+    reported: Option<u32>,
+    model: &dyn ModelAdapter,
+    bus: &EventBus,
+) -> Option<u64> {
+    let known = tern_model::catalog::lookup(model.name());
+    let window = resolved
+        .context_window
+        .or(reported)
+        .or(known.map(|k| k.context_window))
+        .map(u64::from);
+    if resolved.context_window.is_none() && reported.is_none() && model.probes_window() {
+        bus.emit(Event::Notice {
+            message: match window {
+                Some(n) => {
+                    format!("context window unknown: assuming {n}; set [model] context_window")
+                }
+                None => "context window unknown: compacting only when the server refuses a \
+                         request; set [model] context_window"
+                    .to_owned(),
+            },
+        });
+    }
+    window
+}
+
+/// The agent's fixed settings: the system prompt (tern's blocks, the skills listing, the
+/// caller's extra), the step and output budgets, where cut results spill, how tool calls are
+/// written and the hint for a refused key.
+pub(super) fn agent_settings(
+    ws: &Workspace,
+    opts: &EngineOptions,
+    resolved: &tern_model::ResolvedModelConfig,
+    run_id: &str,
+    skills: Vec<String>,
+) -> AgentSettings {
+    let mut system = context::system_blocks(&ws.cwd, &now_rfc3339()[..10]);
+    system.extend(skills);
+    system.extend(opts.system_extra.clone());
+    let run_dir = ws.paths.run_dir(run_id);
+    AgentSettings {
+        system,
+        max_steps: ws.config.agent.max_steps,
+        max_tokens: resolved.max_tokens,
+        spill_dir: Some(run_dir.join("spill")),
+        spill_readable: run_dir.starts_with(&ws.cwd),
+        tool_calls: resolved.tool_calls,
+        auth_hint: resolved.auth_hint(),
+    }
+}
+
+/// The gate that records a checkpoint before each shell call — off in a read-only sandbox,
+/// where a shell call cannot change the workspace.
+pub(super) fn checkpoint_gate(
+    ws: &Workspace,
+    bus: &EventBus,
+    redactor: &Arc<tern_gateway::Redactor>,
+) -> Arc<checkpoints::Gate> {
+    let shell_points = if ws.config.sandbox.mode == tern_sandbox::Mode::ReadOnly {
+        checkpoints::ShellPoints::Off
+    } else {
+        checkpoints::ShellPoints::On
+    };
+    Arc::new(checkpoints::Gate::new(
+        bus.clone(),
+        shell_points,
+        redactor.clone(),
+    ))
 }
 
 #[cfg(test)]

@@ -445,6 +445,41 @@ mod tests {
         }
     }
 
+    /// `run_started.provider` stays a string on the wire (a recording may come from a newer
+    /// tern); reading it is where an unknown provider becomes an error, never Anthropic.
+    #[test]
+    fn a_recording_of_an_unknown_provider_is_refused_by_name() {
+        let started = |provider: &str| {
+            envelope(
+                1,
+                Event::RunStarted {
+                    goal: "g".into(),
+                    model: "m".into(),
+                    provider: provider.into(),
+                    servers: vec![],
+                    cwd: "/w".into(),
+                    parent_run_id: None,
+                },
+            )
+        };
+        let events = vec![
+            started("gemini"),
+            envelope(2, response(1, "hi", vec![], "end_turn")),
+        ];
+        let err = Recording::from_events(&events).unwrap_err();
+        assert!(
+            matches!(err, RecordingError::UnknownProvider(ref p) if p == "gemini"),
+            "{err:?}"
+        );
+        assert!(err.to_string().contains("hint: "), "{err}");
+        let events = vec![
+            started("openai"),
+            envelope(2, response(1, "hi", vec![], "end_turn")),
+        ];
+        let rec = Recording::from_events(&events).unwrap();
+        assert_eq!(rec.provider, tern_model::Provider::Openai);
+    }
+
     fn recording() -> Recording {
         let call = ToolCall {
             id: "toolu_1".into(),
