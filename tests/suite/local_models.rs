@@ -8,7 +8,7 @@ use serde_json::json;
 use tern_e2e::run_env::{RunEnv, assert_exit, of_type};
 use tern_model::mock::{MockResponse, script::OpenAiTurn};
 
-async fn run(env: &RunEnv, model: &str, args: &[&str]) -> std::process::Output {
+pub(super) async fn run(env: &RunEnv, model: &str, args: &[&str]) -> std::process::Output {
     let mut cmd = env.command(args);
     cmd.args(["--provider", "openai", "--model", model])
         .env_remove("ANTHROPIC_API_KEY")
@@ -19,7 +19,7 @@ async fn run(env: &RunEnv, model: &str, args: &[&str]) -> std::process::Output {
         .unwrap()
 }
 
-fn probes(env: &RunEnv) -> Vec<String> {
+pub(super) fn probes(env: &RunEnv) -> Vec<String> {
     env.server
         .requests()
         .iter()
