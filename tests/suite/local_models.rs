@@ -8,7 +8,7 @@ use serde_json::json;
 use tern_e2e::run_env::{RunEnv, assert_exit, of_type};
 use tern_model::mock::{MockResponse, script::OpenAiTurn};
 
-async fn run(env: &RunEnv, model: &str, args: &[&str]) -> std::process::Output {
+pub(super) async fn run(env: &RunEnv, model: &str, args: &[&str]) -> std::process::Output {
     let mut cmd = env.command(args);
     cmd.args(["--provider", "openai", "--model", model])
         .env_remove("ANTHROPIC_API_KEY")
@@ -19,7 +19,7 @@ async fn run(env: &RunEnv, model: &str, args: &[&str]) -> std::process::Output {
         .unwrap()
 }
 
-fn probes(env: &RunEnv) -> Vec<String> {
+pub(super) fn probes(env: &RunEnv) -> Vec<String> {
     env.server
         .requests()
         .iter()
@@ -39,10 +39,39 @@ fn llamacpp_overflow(prompt: u64, n_ctx: u64) -> MockResponse {
     )
 }
 
-#[tokio::test]
-async fn llamacpps_overflow_teaches_the_window_and_the_newest_result_is_cut_before_the_retry() {
+/// One local server refusing a request as longer than its window, in its own words.
+struct Overflow {
+    /// `[model] server`.
+    server: &'static str,
+    /// Its refusal of the request that carries the big tool result.
+    refusal: MockResponse,
+    /// Its answer to its own settings endpoint (`path` suffix, response); `None`: not found, so
+    /// only the refusal can teach the window.
+    settings: Option<(&'static str, MockResponse)>,
+    /// The window the run is budgeted against after the refusal.
+    window: u64,
+    /// The settings endpoint asked (only the server's own).
+    probes: &'static [&'static str],
+    /// The retry's size as a share of the refused request's, at most: a refusal naming a window
+    /// about half the refused prompt allows half; one naming none makes tern halve its own
+    /// token estimate of the request, which leaves the JSON around the text out.
+    retry_share: f64,
+}
+
+/// The recovery every local server's overflow goes through: the model reads a 3000-line log,
+/// the server refuses the request carrying it, tern learns what the refusal says, cuts the
+/// newest result (head + tail) and the retry succeeds; the refused request is never sent again
+/// unchanged.
+async fn overflow_is_recovered(case: Overflow) {
     let env = RunEnv::new().await;
-    env.add_servers("server = \"llamacpp\"\n[mcp_servers.fs]\nmax_output_chars = 200000\n");
+    env.add_servers(&format!(
+        "server = \"{}\"\n[mcp_servers.fs]\nmax_output_chars = 200000\n",
+        case.server
+    ));
+    if let Some((path, answer)) = case.settings {
+        env.server
+            .respond_when(move |r| r.path.ends_with(path), move |_| answer.clone());
+    }
     let big: String = (0..3000)
         .map(|i| format!("entry {i}: some build output\n"))
         .collect();
@@ -52,7 +81,7 @@ async fn llamacpps_overflow_teaches_the_window_and_the_newest_result_is_cut_befo
             .tool_call(0, "call_1", "fs__read_file", &[r#"{"path":"build.log"}"#])
             .finish("tool_calls"),
     );
-    env.server.enqueue(llamacpp_overflow(30_000, 16_384));
+    env.server.enqueue(case.refusal);
     env.server.enqueue(
         OpenAiTurn::new()
             .text(&["It is a build log."])
@@ -66,25 +95,138 @@ async fn llamacpps_overflow_teaches_the_window_and_the_newest_result_is_cut_befo
     .await;
     assert_exit(&out, 0);
     let sent = env.server.model_requests();
-    assert_eq!(sent.len(), 3);
+    assert_eq!(sent.len(), 3, "{}", case.server);
     assert_ne!(
         sent[1].body, sent[2].body,
-        "the refused request was sent again unchanged"
+        "{}: the refused request was sent again unchanged",
+        case.server
     );
-    assert!(sent[2].body.len() < sent[1].body.len() / 2);
+    assert!(
+        (sent[2].body.len() as f64) < sent[1].body.len() as f64 * case.retry_share,
+        "{}: the newest result was not cut enough ({} → {} bytes)",
+        case.server,
+        sent[1].body.len(),
+        sent[2].body.len()
+    );
+    // Cut to head and tail, with what was left out and that it was cut for the window (the
+    // whole is kept in a file outside the workspace, which the model is told it cannot read).
+    let retry = String::from_utf8_lossy(&sent[2].body);
+    for kept in [
+        "entry 0: some build output",
+        "entry 2999: some build output",
+        "this result was cut to fit the model's context window",
+        "characters omitted; the full output had",
+    ] {
+        assert!(
+            retry.contains(kept),
+            "{}: the retry lacks `{kept}`",
+            case.server
+        );
+    }
     let events = env.events();
-    // The window learned from the refusal is the budget from then on.
+    // The window learned from the refusal (or, when it names none, the one the server's
+    // settings gave) is the budget from then on.
     let finished = of_type(&events, "turn_finished");
-    assert_eq!(finished.last().unwrap()["context_window"], 16_384);
+    assert_eq!(
+        finished.last().unwrap()["context_window"],
+        case.window,
+        "{}",
+        case.server
+    );
     assert!(
         of_type(&events, "notice").iter().any(|n| n["message"]
             .as_str()
             .unwrap()
             .contains("did not fit the context window")),
-        "{events:?}"
+        "{}: {events:?}",
+        case.server
     );
-    // Only llama.cpp's own endpoint was asked for the window.
-    assert_eq!(probes(&env), ["GET /props"]);
+    assert_eq!(probes(&env), case.probes, "{}", case.server);
+}
+
+#[tokio::test]
+async fn llamacpps_overflow_teaches_the_window_and_the_newest_result_is_cut_before_the_retry() {
+    overflow_is_recovered(Overflow {
+        server: "llamacpp",
+        refusal: llamacpp_overflow(30_000, 16_384),
+        settings: None,
+        window: 16_384,
+        probes: &["GET /props"],
+        retry_share: 0.5,
+    })
+    .await;
+}
+
+/// vLLM's refusals (`vllm/entrypoints/openai/serving_engine.py`, `_validate_input`, as typed in
+/// `host/model/src/error.rs`): the older envelope (`{"object": "error", …}` at the top level)
+/// with the older sentence, and the newer `{"error": {…}}` with the input-only sentence. Both
+/// name the window (`max_model_len`) and the prompt's tokens.
+#[tokio::test]
+async fn vllms_overflow_teaches_the_window_and_the_newest_result_is_cut_before_the_retry() {
+    overflow_is_recovered(Overflow {
+        server: "vllm",
+        refusal: MockResponse::json(
+            400,
+            &json!({"object": "error", "message": "This model's maximum context length is 16384 \
+                tokens. However, you requested 38192 tokens (30000 in the messages, 8192 in the \
+                completion). Please reduce the length of the messages or completion.",
+                "type": "BadRequestError", "param": null, "code": 400}),
+        ),
+        settings: None,
+        window: 16_384,
+        probes: &["GET /v1/models"],
+        retry_share: 0.5,
+    })
+    .await;
+    overflow_is_recovered(Overflow {
+        server: "vllm",
+        refusal: MockResponse::json(
+            400,
+            &json!({"error": {"message": "This model's maximum context length is 12288 tokens. \
+                However, your request has 30000 input tokens. Please reduce the length of the \
+                input messages.", "type": "BadRequestError", "param": null, "code": 400}}),
+        ),
+        settings: None,
+        window: 12_288,
+        probes: &["GET /v1/models"],
+        retry_share: 0.5,
+    })
+    .await;
+}
+
+/// ollama's refusal through its OpenAI-compatible endpoint: the runner's `errorInputTooLong`
+/// ("the input length exceeds the context length", HTTP 400) rewrapped by
+/// `openai/openai.go` (`BaseWriter.writeError` → `NewError(500, …)`, so `type` is `api_error`
+/// while the status stays the runner's). It names no numbers, so the window stays the one
+/// `POST /api/show` gave — here the model's own `context_length`, as ollama reports it when no
+/// `num_ctx` is set, while the server really runs a smaller one (ollama's default) — and the
+/// newest result is cut to half of what was refused.
+#[tokio::test]
+async fn ollamas_overflow_without_numbers_still_cuts_the_newest_result_before_the_retry() {
+    overflow_is_recovered(Overflow {
+        server: "ollama",
+        refusal: MockResponse::json(
+            400,
+            &json!({"error": {"message": "the input length exceeds the context length",
+                "type": "api_error", "param": null, "code": null}}),
+        ),
+        settings: Some((
+            "/api/show",
+            MockResponse::json(
+                200,
+                &json!({"modelfile": "FROM qwen2.5-coder:1.5b", "parameters": "stop \"<|im_end|>\"",
+                    "details": {"format": "gguf", "family": "qwen2", "parameter_size": "1.5B",
+                        "quantization_level": "Q4_K_M"},
+                    "model_info": {"general.architecture": "qwen2",
+                        "qwen2.context_length": 32768, "qwen2.embedding_length": 1536},
+                    "capabilities": ["completion", "tools"]}),
+            ),
+        )),
+        window: 32_768,
+        probes: &["POST /api/show"],
+        retry_share: 0.75,
+    })
+    .await;
 }
 
 #[tokio::test]

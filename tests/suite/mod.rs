@@ -26,6 +26,7 @@ mod images_repl;
 mod interop_clients;
 mod interop_servers;
 mod local_models;
+mod local_windows;
 mod lsp;
 mod lsp_after_edit;
 mod managed_policy;

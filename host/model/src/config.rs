@@ -389,3 +389,60 @@ fn validate_base_url(raw: &str) -> Result<String, ConfigError> {
     }
     Ok(trimmed.to_owned())
 }
+
+#[cfg(test)]
+mod tests {
+    use super::responses_only;
+
+    #[test]
+    fn responses_only_names_each_family_served_only_there() {
+        // Codex models (any generation and size), the `-pro` reasoning models, dated snapshots
+        // and any capitalisation.
+        for model in [
+            "codex-mini-latest",
+            "gpt-5-codex",
+            "gpt-5.1-codex-max",
+            "gpt-5.1-codex-mini",
+            "GPT-5-Codex",
+            "o1-pro",
+            "o1-pro-2025-03-19",
+            "o3-pro",
+            "o3-pro-2025-06-10",
+            "gpt-5-pro",
+            "gpt-5-pro-2025-10-06",
+            "gpt-5.2-pro",
+        ] {
+            assert!(
+                responses_only(model),
+                "{model} is served only by the Responses API"
+            );
+        }
+    }
+
+    #[test]
+    fn models_chat_completions_serves_are_not_responses_only() {
+        // The plain, mini and nano sizes, the chat aliases, the non-pro o-series, older families,
+        // and names that only contain "pro" somewhere else.
+        for model in [
+            "gpt-5",
+            "gpt-5-mini",
+            "gpt-5-nano",
+            "gpt-5.1",
+            "gpt-5-chat-latest",
+            "gpt-4o",
+            "gpt-4.1-mini",
+            "o1",
+            "o3",
+            "o3-mini",
+            "o4-mini",
+            "gpt-4o-prompt-test",
+            "qwen2.5-coder-1.5b",
+            "",
+        ] {
+            assert!(
+                !responses_only(model),
+                "{model} is served by Chat Completions"
+            );
+        }
+    }
+}

@@ -1,7 +1,7 @@
 //! Provider selection, base URL precedence, strict config, and keys that never show.
 
 use serde_json::json;
-use tern_model::config::{ConfigError, ModelConfig, Provider};
+use tern_model::config::{ConfigError, ModelConfig, Provider, WireApi};
 use tern_model::{ApiKey, ModelError, build_adapter};
 
 use super::common::*;
@@ -166,4 +166,69 @@ fn keys_never_show_in_debug_or_errors() {
     )
     .unwrap();
     assert_eq!(adapter.provider(), tern_model::Provider::Openai);
+}
+
+#[test]
+fn wire_api_defaults_to_responses_only_for_models_api_openai_com_serves_only_there() {
+    let openai = [("OPENAI_API_KEY", "o")];
+    let named = |name: &str| ModelConfig {
+        provider: Some(Provider::Openai),
+        name: Some(name.into()),
+        ..Default::default()
+    };
+    // api.openai.com: a Codex model and a `-pro` model go to /responses, the others to chat.
+    for (model, api) in [
+        ("gpt-5-codex", WireApi::Responses),
+        ("o3-pro", WireApi::Responses),
+        ("gpt-5-pro", WireApi::Responses),
+        ("gpt-5", WireApi::Chat),
+        ("gpt-4o", WireApi::Chat),
+    ] {
+        assert_eq!(
+            resolve(&named(model), &openai).unwrap().wire_api,
+            api,
+            "{model}"
+        );
+    }
+    // A custom base URL keeps chat even for those names: what serves them there is unknown
+    // (a proxy, a local server that speaks only Chat Completions).
+    let proxy = ModelConfig {
+        base_url: Some("https://llm-proxy.example/v1".into()),
+        ..named("gpt-5-codex")
+    };
+    assert_eq!(resolve(&proxy, &openai).unwrap().wire_api, WireApi::Chat);
+    let env_url = [
+        ("OPENAI_API_KEY", "o"),
+        ("OPENAI_BASE_URL", "http://localhost:8000/v1"),
+    ];
+    assert_eq!(
+        resolve(&named("o3-pro"), &env_url).unwrap().wire_api,
+        WireApi::Chat
+    );
+    // Set explicitly, `wire_api` wins either way.
+    let chat = ModelConfig {
+        wire_api: Some(WireApi::Chat),
+        ..named("gpt-5-codex")
+    };
+    assert_eq!(resolve(&chat, &openai).unwrap().wire_api, WireApi::Chat);
+    let responses = ModelConfig {
+        wire_api: Some(WireApi::Responses),
+        ..proxy
+    };
+    assert_eq!(
+        resolve(&responses, &openai).unwrap().wire_api,
+        WireApi::Responses
+    );
+    // Anthropic has one API whatever the name says.
+    let anthropic = ModelConfig {
+        provider: Some(Provider::Anthropic),
+        name: Some("gpt-5-codex".into()),
+        ..Default::default()
+    };
+    assert_eq!(
+        resolve(&anthropic, &[("ANTHROPIC_API_KEY", "a")])
+            .unwrap()
+            .wire_api,
+        WireApi::Chat
+    );
 }
