@@ -146,7 +146,7 @@ async fn a_command_shows_where_it_runs_an_unknown_key_asks_again_and_no_tells_th
             .tool_use(
                 "toolu_s",
                 "shell__run",
-                &[r#"{"command":"echo hi > out.txt"}"#],
+                &[r#"{"command":"echo hi > out.txt && /usr/bin/wc -l out.txt"}"#],
             )
             .finish("tool_use"),
     );
@@ -156,7 +156,9 @@ async fn a_command_shows_where_it_runs_an_unknown_key_asks_again_and_no_tells_th
         {"expect": "tern> "},
         {"send": "write out.txt\r"},
         {"expect": "Esc cancels the turn"},
-        {"screen": "$ echo hi > out.txt", "hold": 1.0},
+        {"screen": "$ echo hi > out.txt && /usr/bin/wc -l out.txt", "hold": 1.0},
+        // As the shell parses it: two commands, the second's program by its name.
+        {"screen": "runs: echo hi · wc -l out.txt"},
         {"screen": format!("in {dir} · sandbox: workspace-write, network off")},
         // `ok` is no answer: the menu stays and says so.
         {"send": "o"},

@@ -118,10 +118,16 @@ impl TerminalApprover {
             text.push_str(&line);
             text.push('\n');
         }
-        if let Some(c) = &request.command
-            && !c.risks.is_empty()
-        {
-            text.push_str(&format!("  risks: {}\n", sanitize(&c.risks.join("; "))));
+        if let Some(c) = &request.command {
+            // The command as the shell parses it: each simple command it runs, normalized (what
+            // the rules judged) — shown when that is not simply the line as written.
+            if c.commands.len() > 1 || c.commands.first().is_some_and(|one| one != c.line.trim()) {
+                let runs: Vec<String> = c.commands.iter().map(|one| sanitize(one)).collect();
+                text.push_str(&format!("  runs: {}\n", runs.join(" · ")));
+            }
+            if !c.risks.is_empty() {
+                text.push_str(&format!("  risks: {}\n", sanitize(&c.risks.join("; "))));
+            }
         }
         // Shown once, above the menu: a long rule wraps here instead of being cut there.
         if !request.always_rules.is_empty() {
