@@ -30,7 +30,7 @@ use rmcp::{
 use serde_json::Value;
 use tokio::sync::mpsc;
 
-use tern_protocol::Event;
+use tern_protocol::{AnsweredBy, ElicitationMode, Event};
 
 use sha2::{Digest, Sha256};
 
@@ -185,23 +185,23 @@ impl Answers {
         let (mut answer, answered_by) = match (&self.elicitor, &request.kind) {
             (Some(person), ElicitationKind::Url { url, .. }) if !url.is_empty() => {
                 let _asking = self.person.asking();
-                (person.elicit(&request).await, "user")
+                (person.elicit(&request).await, AnsweredBy::User)
             }
             (Some(person), ElicitationKind::Form { .. }) => {
                 let _asking = self.person.asking();
-                (person.elicit(&request).await, "user")
+                (person.elicit(&request).await, AnsweredBy::User)
             }
             (_, ElicitationKind::Form { schema, .. })
                 if self.elicitation == ElicitationPolicy::AcceptDefaults =>
             {
                 match defaults_of(schema) {
                     Some(Value::Object(content)) => {
-                        (ElicitationAnswer::Accept(content), "defaults")
+                        (ElicitationAnswer::Accept(content), AnsweredBy::Defaults)
                     }
-                    _ => (ElicitationAnswer::Decline, "policy"),
+                    _ => (ElicitationAnswer::Decline, AnsweredBy::Policy),
                 }
             }
-            _ => (ElicitationAnswer::Decline, "policy"),
+            _ => (ElicitationAnswer::Decline, AnsweredBy::Policy),
         };
         // A form answer the server's own schema refuses is never sent.
         if let (ElicitationAnswer::Accept(content), ElicitationKind::Form { schema, .. }) =
@@ -231,10 +231,17 @@ impl Answers {
     }
 
     /// The event (and, when nobody was asked, the notice) of one elicitation.
-    fn report(&self, request: &ElicitationRequest, answer: &ElicitationAnswer, answered_by: &str) {
+    fn report(
+        &self,
+        request: &ElicitationRequest,
+        answer: &ElicitationAnswer,
+        answered_by: AnsweredBy,
+    ) {
         let (mode, message, url) = match &request.kind {
-            ElicitationKind::Form { message, .. } => ("form", message.clone(), None),
-            ElicitationKind::Url { message, url } => ("url", message.clone(), Some(url.clone())),
+            ElicitationKind::Form { message, .. } => (ElicitationMode::Form, message.clone(), None),
+            ElicitationKind::Url { message, url } => {
+                (ElicitationMode::Url, message.clone(), Some(url.clone()))
+            }
         };
         let (fields, content_sha256) = match answer {
             ElicitationAnswer::Accept(content) if !content.is_empty() => (
@@ -245,7 +252,7 @@ impl Answers {
             ),
             _ => (Vec::new(), None),
         };
-        if answered_by != "user" {
+        if answered_by != AnsweredBy::User {
             let said = match answer {
                 ElicitationAnswer::Accept(_) => "accepted with the defaults it declares",
                 _ => "declined (no one to ask in this run)",
@@ -260,11 +267,11 @@ impl Answers {
         }
         (self.events)(Event::Elicitation {
             server: self.server.clone(),
-            mode: mode.to_string(),
+            mode,
             message,
             url,
-            action: answer.action().to_string(),
-            answered_by: answered_by.to_string(),
+            action: answer.action(),
+            answered_by,
             fields,
             content_sha256,
         });

@@ -46,11 +46,11 @@ pub enum ElicitationAnswer {
 
 impl ElicitationAnswer {
     /// `accept`, `decline` or `cancel`.
-    pub fn action(&self) -> &'static str {
+    pub fn action(&self) -> tern_protocol::ElicitationAction {
         match self {
-            ElicitationAnswer::Accept(_) => "accept",
-            ElicitationAnswer::Decline => "decline",
-            ElicitationAnswer::Cancel => "cancel",
+            ElicitationAnswer::Accept(_) => tern_protocol::ElicitationAction::Accept,
+            ElicitationAnswer::Decline => tern_protocol::ElicitationAction::Decline,
+            ElicitationAnswer::Cancel => tern_protocol::ElicitationAction::Cancel,
         }
     }
 }

@@ -54,6 +54,37 @@ pub enum CompactionStage {
     Summarize,
 }
 
+/// How a server asked for input ([`Event::Elicitation`]).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum ElicitationMode {
+    /// A form of typed fields.
+    Form,
+    /// A URL the person opens (a sign-in, a payment) — nothing comes back through tern.
+    Url,
+}
+
+/// What an elicitation was answered ([`Event::Elicitation`]): MCP's `action`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum ElicitationAction {
+    Accept,
+    Decline,
+    Cancel,
+}
+
+/// Who answered an elicitation ([`Event::Elicitation`]).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum AnsweredBy {
+    /// The person, asked in the REPL (or the editor over ACP).
+    User,
+    /// `--accept-elicitation-defaults`: the form's declared defaults.
+    Defaults,
+    /// Nobody to ask in this run: declined.
+    Policy,
+}
+
 macro_rules! display_as_serialized {
     ($($ty:ty),*) => {$(
         impl std::fmt::Display for $ty {
@@ -65,7 +96,14 @@ macro_rules! display_as_serialized {
         }
     )*};
 }
-display_as_serialized!(LoopState, CompactionReason, CompactionStage);
+display_as_serialized!(
+    LoopState,
+    CompactionReason,
+    CompactionStage,
+    ElicitationMode,
+    ElicitationAction,
+    AnsweredBy
+);
 
 /// What happened. Serialised with `"type": "<snake_case variant>"`.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -216,7 +254,9 @@ pub enum Event {
     ToolTask {
         call_id: String,
         task_id: String,
-        /// `working`, `input_required`, `completed`, `failed`, `cancelled`.
+        /// `working`, `input_required`, `completed`, `failed`, `cancelled` — the server's word,
+        /// kept as a string: a server of a newer revision may report a status this tern lacks,
+        /// and the event still records what it said.
         status: String,
         /// The server's status message.
         message: Option<String>,
@@ -266,16 +306,12 @@ pub enum Event {
     /// of an accepted form are recorded only as a digest.
     Elicitation {
         server: String,
-        /// `form` or `url`.
-        mode: String,
+        mode: ElicitationMode,
         message: String,
         /// URL mode: where the person was sent.
         url: Option<String>,
-        /// `accept`, `decline` or `cancel`.
-        action: String,
-        /// `user` (asked in the REPL), `defaults` (`--accept-elicitation-defaults`) or `policy`
-        /// (nobody to ask: declined).
-        answered_by: String,
+        action: ElicitationAction,
+        answered_by: AnsweredBy,
         /// The fields an accepted form filled in.
         fields: Vec<String>,
         /// sha256 of the accepted content's JSON.

@@ -21,8 +21,8 @@ mod tool;
 mod usage;
 
 pub use event::{
-    AuditRecord, CompactionReason, CompactionStage, Envelope, Event, EventSink, IncompleteCall,
-    LoopState, ReplayVerdict, RunStatus, ignore_events,
+    AnsweredBy, AuditRecord, CompactionReason, CompactionStage, ElicitationAction, ElicitationMode,
+    Envelope, Event, EventSink, IncompleteCall, LoopState, ReplayVerdict, RunStatus, ignore_events,
 };
 pub use time::{civil, now_rfc3339, rfc3339};
 pub use tool::{Decision, ErrorKind, Image, ToolCall, ToolResult};

@@ -346,9 +346,9 @@ mod tests {
         let res = RunResources::open(&ws, "r1", "s1", outputs()).unwrap();
         res.bus.emit(Event::Elicitation {
             server: "ts".into(),
-            mode: "form".into(),
-            action: "accept".into(),
-            answered_by: "user".into(),
+            mode: tern_protocol::ElicitationMode::Form,
+            action: tern_protocol::ElicitationAction::Accept,
+            answered_by: tern_protocol::AnsweredBy::User,
             message: "Tell me".into(),
             url: None,
             fields: vec!["name".into()],
