@@ -4,6 +4,7 @@
 //
 // usage: node client.mjs PLAN_JSON
 //   PLAN = {tern, cwd, scenario: "session" | "load", answers: [optionId…], extraServer: [cmd, …args],
+//           mcpServers?: [ACP McpServer objects, e.g. {type: "http", name, url, headers}],
 //           sessionId (load), prompts: [{text | blocks (ACP content blocks), cancelOnCommand?, mode?}],
 //           buffers?: {absPath: text}, fsOffer?: {readTextFile, writeTextFile}}
 //   With `buffers`, the client offers fs.readTextFile/writeTextFile over that in-memory map (a
@@ -181,6 +182,8 @@ try {
     const mcpServers = plan.extraServer
       ? [{ name: "extra", command: plan.extraServer[0], args: plan.extraServer.slice(1), env: [] }]
       : [];
+    // More servers as ACP `McpServer` objects, as given (e.g. `{type: "http", name, url, headers}`).
+    mcpServers.push(...(plan.mcpServers ?? []));
     if (plan.scenario === "load") {
       report.list = await ctx.request("session/list", { cwd: plan.cwd });
       report.load = await ctx.request("session/load", { sessionId: plan.sessionId, cwd: plan.cwd, mcpServers });

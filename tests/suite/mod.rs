@@ -1,6 +1,7 @@
 mod acp;
 mod acp_extras;
 mod acp_fs;
+mod acp_session;
 mod acp_terminal;
 mod admission;
 mod checkpoints;

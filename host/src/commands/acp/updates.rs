@@ -12,7 +12,7 @@ use std::{
 
 use serde_json::{Value, json};
 use tern_gateway::Gateway;
-use tern_protocol::{Decision, Envelope, Event};
+use tern_protocol::{Decision, Envelope, Event, meta};
 
 use super::{editor_fs::Written, editor_terminal::Cards, rpc::Outbox, tool_view};
 use crate::agent::Subscriber;
@@ -164,7 +164,7 @@ pub fn tool_call(
         "status": status,
         "locations": locations,
         "rawInput": arguments,
-        "_meta": {"tern/tool": tool},
+        "_meta": {(meta::ACP_TOOL): tool},
     })
 }
 
@@ -212,7 +212,7 @@ impl Subscriber for Updates {
             } => self.send(json!({
                 "sessionUpdate": "tool_call_update",
                 "toolCallId": call_id,
-                "_meta": {"tern/progress": m},
+                "_meta": {(meta::ACP_PROGRESS): m},
             })),
             Event::ToolTask {
                 call_id,
@@ -222,7 +222,7 @@ impl Subscriber for Updates {
             } => self.send(json!({
                 "sessionUpdate": "tool_call_update",
                 "toolCallId": call_id,
-                "_meta": {"tern/task": {"taskId": task_id, "status": status,
+                "_meta": {(meta::ACP_TASK): {"taskId": task_id, "status": status,
                     "message": message}},
             })),
             Event::ToolTerminal {
@@ -313,12 +313,12 @@ impl Subscriber for Updates {
             Event::PlanProposed { plan } => self.send(json!({
                 "sessionUpdate": "agent_message_chunk",
                 "content": {"type": "text", "text": format!("\n{plan}\n")},
-                "_meta": {"tern/plan": plan},
+                "_meta": {(meta::ACP_PLAN): plan},
             })),
             Event::Notice { message } => self.send(json!({
                 "sessionUpdate": "agent_message_chunk",
                 "content": {"type": "text", "text": format!("\n(tern: {message})\n")},
-                "_meta": {"tern/notice": true},
+                "_meta": {(meta::ACP_NOTICE): true},
             })),
             _ => {}
         }
