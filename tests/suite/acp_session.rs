@@ -444,7 +444,7 @@ async fn the_python_sdk_covers_shell_cancel_modes_load_and_bad_input() {
         "shell__run",
         &json!({ "command": sleep }).to_string(),
     )));
-    // Prompt 3, read-only mode: the write is refused without a question.
+    // Prompt 3, plan mode: the write is refused without a question.
     let write = r#"{"path":"blocked.txt","content":"no"}"#;
     env.server.enqueue(turn(("q4", "fs__write_file", write)));
     env.server
@@ -457,7 +457,7 @@ async fn the_python_sdk_covers_shell_cancel_modes_load_and_bad_input() {
         "prompts": [
             "run things",
             {"text": "wait a while", "cancelOnCommand": sleep},
-            {"text": "write blocked.txt", "mode": "read-only"},
+            {"text": "write blocked.txt", "mode": "plan"},
         ],
     });
     let report = python_editor(&env, &plan).await;
@@ -512,10 +512,10 @@ async fn the_python_sdk_covers_shell_cancel_modes_load_and_bad_input() {
     assert!(pids_with("py-cancel-marker").is_empty());
     assert!(!dir.join("late.txt").exists());
 
-    // set_mode read-only: the mode update, the write refused without a question.
+    // set_mode plan: the mode update, the write refused without a question.
     assert_eq!(
         updates(&report, "current_mode_update")[0]["currentModeId"],
-        "read-only"
+        "plan"
     );
     assert_eq!(call(&report, "q4").1["status"], "failed");
     assert!(!dir.join("blocked.txt").exists());
@@ -524,7 +524,7 @@ async fn the_python_sdk_covers_shell_cancel_modes_load_and_bad_input() {
     assert_eq!(rule_of(&audit, "q1"), "acp:once");
     assert_eq!(rule_of(&audit, "q2"), "acp:deny");
     assert_eq!(rule_of(&audit, "q3"), "acp:once");
-    assert!(rule_of(&audit, "q4").starts_with("mode:"), "{audit:#?}");
+    assert_eq!(rule_of(&audit, "q4"), "mode:plan");
     assert_eq!(
         env.server.pending(),
         0,
