@@ -1,9 +1,11 @@
 //! `tern acp` audit gaps of issue 21, with the official TypeScript SDK as the editor
-//! (`tests/acp/client.mjs`, helpers from `suite::acp`) or raw JSON-RPC lines: plan mode set by
-//! the editor (writes refused at the gateway, the plan as a message, the mode kept until the
-//! editor changes it), `usage_update` against the mock's usage, resource links and embedded
-//! resources reaching the model, an HTTP MCP server given by the editor, and the editor closing
-//! stdin while a shell command runs.
+//! (`tests/acp/client.mjs`, helpers from `suite::acp`), the Python one
+//! (`tests/acp/py_client.py`) or raw JSON-RPC lines: plan mode set by the editor (writes
+//! refused at the gateway, the plan as a message and a permission question; kept planning, or
+//! approved and carried out in the same prompt), `usage_update` against the mock's usage,
+//! resource links and embedded resources reaching the model, an HTTP MCP server given by the
+//! editor, the editor closing stdin while a shell command runs, and the Python SDK over shell
+//! permissions, cancel, modes, load and bad input.
 
 use std::{process::Stdio, time::Duration};
 
@@ -49,6 +51,7 @@ async fn plan_mode_from_the_editor_refuses_writes_sends_the_plan_and_stays_until
     env.server.enqueue(turn(("w1", "fs__write_file", &write)));
     let exit = json!({ "plan": PLAN }).to_string();
     env.server.enqueue(turn(("p1", "plan__exit", &exit)));
+    // The editor is asked to approve the plan and answers "No, keep planning".
     // Prompt 2, no mode change: still plan mode, an edit is refused too.
     let edit = r#"{"path":"a.txt","old_string":"original","new_string":"changed"}"#;
     env.server.enqueue(turn(("w2", "fs__edit_file", edit)));
@@ -66,7 +69,7 @@ async fn plan_mode_from_the_editor_refuses_writes_sends_the_plan_and_stays_until
     let report = editor(
         &env,
         json!({
-            "answers": ["allow_once"],
+            "answers": ["plan", "allow_once"],
             "prompts": [
                 {"text": "plan the change", "mode": "plan"},
                 {"text": "and now?"},
@@ -101,8 +104,17 @@ async fn plan_mode_from_the_editor_refuses_writes_sends_the_plan_and_stays_until
         .collect();
     assert_eq!(
         asked,
-        [&json!("w3")],
-        "only the default-mode write is asked"
+        [&json!("p1"), &json!("w3")],
+        "the plan, then only the default-mode write is asked"
+    );
+    // The plan's question: Claude Code's ACP adapter's three options, with tern's mode ids.
+    assert_eq!(
+        report["permissions"][0]["options"],
+        json!([
+            "accept-edits:allow_always",
+            "default:allow_once",
+            "plan:reject_once"
+        ])
     );
     let audit = audit(env.home.path());
     assert_eq!(rule_of(&audit, "w1"), "mode:plan");
@@ -131,7 +143,7 @@ async fn plan_mode_from_the_editor_refuses_writes_sends_the_plan_and_stays_until
     assert_eq!(proposed[0]["plan"], PLAN);
 
     // What the model was offered: plan mode's tools (and prompt) for the first two prompts —
-    // the turn after the plan too, since only the editor changes the mode — then the rest.
+    // the turn after the plan too, since the editor said to keep planning — then the rest.
     let requests = env.server.model_requests();
     assert_eq!(requests.len(), 6, "the first turn ended on plan__exit");
     for (i, r) in requests.iter().enumerate() {
@@ -177,6 +189,90 @@ async fn plan_mode_from_the_editor_refuses_writes_sends_the_plan_and_stays_until
         assert_eq!(u["cost"]["amount"].as_f64(), Some(cost), "{u}");
         assert_eq!(u["cost"]["currency"], "USD", "{u}");
     }
+}
+
+#[tokio::test]
+async fn an_approved_plan_switches_the_mode_and_is_carried_out_in_the_same_prompt() {
+    let env = RunEnv::new().await;
+    let dir = env.dir.path();
+    std::fs::write(dir.join("a.txt"), "original\n").unwrap();
+    let exit = json!({ "plan": PLAN }).to_string();
+    env.server.enqueue(turn(("p1", "plan__exit", &exit)));
+    // Approved with "auto-accept edits": the next turn starts at once and its write is not asked.
+    let write = json!({"path": "a.txt", "content": "changed\n"}).to_string();
+    env.server.enqueue(turn(("w1", "fs__write_file", &write)));
+    env.server
+        .enqueue(AnthropicTurn::new().text(&["Done."]).finish("end_turn"));
+    let report = editor(
+        &env,
+        json!({
+            "answers": ["accept-edits"],
+            "prompts": [{"text": "plan, then do it", "mode": "plan"}],
+        }),
+    )
+    .await;
+    assert_eq!(report["prompts"][0]["stopReason"], "end_turn", "{report:#}");
+    let asked: Vec<&Value> = report["permissions"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|p| &p["toolCallId"])
+        .collect();
+    assert_eq!(asked, [&json!("p1")], "only the plan is asked: {report:#}");
+    let modes: Vec<&Value> = updates(&report, "current_mode_update")
+        .iter()
+        .map(|u| &u["currentModeId"])
+        .collect();
+    assert_eq!(
+        modes,
+        [&json!("plan"), &json!("accept-edits")],
+        "{report:#}"
+    );
+    assert_eq!(call(&report, "w1").1["status"], "completed");
+    assert_eq!(
+        std::fs::read_to_string(dir.join("a.txt")).unwrap(),
+        "changed\n"
+    );
+    assert!(text_of(&report, "agent_message_chunk").contains("Done."));
+
+    // The model: planning, then — same prompt — the approved plan with the REPL's instruction,
+    // the write tools offered again and plan__exit not.
+    let requests = env.server.model_requests();
+    assert_eq!(requests.len(), 3);
+    assert!(tool_names(&requests[0]).iter().any(|t| t == "plan__exit"));
+    let approved = &requests[1];
+    let last_user = approved.json()["messages"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .rfind(|m| m["role"] == "user")
+        .unwrap()
+        .to_string();
+    assert!(
+        last_user.contains("The user approved your plan") && last_user.contains("accept-edits"),
+        "{last_user}"
+    );
+    assert!(last_user.contains("Check it with"), "{last_user}");
+    let offered = tool_names(approved);
+    assert!(offered.iter().any(|t| t == "fs__write_file"), "{offered:?}");
+    assert!(!offered.iter().any(|t| t == "plan__exit"), "{offered:?}");
+    assert!(
+        !approved.json()["system"]
+            .to_string()
+            .contains("The session is in plan mode")
+    );
+    // Saved beside the session's transcript, as the REPL saves an approved plan.
+    let session_id = report["session"]["sessionId"].as_str().unwrap();
+    let saved = std::fs::read_to_string(
+        env.home
+            .path()
+            .join("sessions")
+            .join(format!("{session_id}.plan.md")),
+    )
+    .unwrap_or_else(|e| panic!("{e}: {:?}", tern_e2e::run_env::all_files(env.home.path())));
+    assert_eq!(saved, PLAN);
+    let audit = audit(env.home.path());
+    assert!(rule_of(&audit, "w1").starts_with("mode:"), "{audit:#?}");
 }
 
 #[tokio::test]

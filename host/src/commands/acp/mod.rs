@@ -15,6 +15,7 @@ mod editor_terminal;
 mod history;
 mod mcp_servers;
 mod modes;
+mod plan;
 mod prompt;
 mod rpc;
 mod session;

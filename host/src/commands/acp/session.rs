@@ -18,9 +18,9 @@ use super::{
     approver::AcpApprover,
     editor_fs::{ClientCaps, EditorFs},
     editor_terminal::{Cards, EditorTerminal},
-    mcp_servers,
+    mcp_servers, plan,
     rpc::{INVALID_REQUEST, Outbox, RpcError},
-    updates::Updates,
+    updates::{self, Updates},
 };
 use crate::{
     agent::{Engine, EngineOptions, Outputs},
@@ -80,6 +80,10 @@ pub struct Session {
     ceiling: Option<PermissionMode>,
     /// Each model call's usage, for `/cost`.
     costs: Arc<std::sync::Mutex<Vec<(u32, tern_protocol::Usage)>>>,
+    /// How to reach the editor (to ask it to approve a plan).
+    out: Outbox,
+    /// The plan the running turn proposed, if it did (plan mode's `plan__exit`).
+    proposed: Arc<Mutex<Option<plan::Proposed>>>,
     /// The editor-fs bridge the session's fs servers use, when the editor offers its files;
     /// its socket closes with the session.
     _editor_fs: Option<EditorFs>,
@@ -252,6 +256,11 @@ impl Session {
             return Err(RpcError::internal(msg));
         }
         let costs = Arc::new(std::sync::Mutex::new(Vec::new()));
+        let proposed = Arc::default();
+        engine.subscribe(Box::new(plan::PlanCatcher::new(
+            link.clone(),
+            Arc::clone(&proposed),
+        )));
         engine.subscribe(Box::new(crate::commands::repl::slash::CostMeter(
             costs.clone(),
         )));
@@ -274,6 +283,8 @@ impl Session {
                 (a, b) => a.or(b),
             },
             costs,
+            out: out.clone(),
+            proposed,
             _editor_fs: editor_fs,
             _editor_terminal: editor_terminal,
         }))
@@ -352,14 +363,30 @@ impl Session {
             *turn = Some(token.clone());
             token
         };
+        if let Ok(mut proposed) = self.proposed.lock() {
+            *proposed = None;
+        }
         let outcome = {
             let mut engine = self.engine.lock().await;
             match engine.as_mut() {
                 Some(engine) => match engine.check_images(&images) {
-                    Ok(()) => Ok(Some(match invocation {
-                        Some(invocation) => engine.submit_with(invocation, images, &cancel).await,
-                        None => engine.submit_with_images(text, images, &cancel).await,
-                    })),
+                    Ok(()) => {
+                        let mut outcome = match invocation {
+                            Some(invocation) => {
+                                engine.submit_with(invocation, images, &cancel).await
+                            }
+                            None => engine.submit_with_images(text, images, &cancel).await,
+                        };
+                        // A plan-mode turn ended with a plan: approved in the editor, the
+                        // work starts at once, in this prompt.
+                        while matches!(outcome.status, RunStatus::Success)
+                            && !cancel.is_cancelled()
+                            && let Some(next) = self.approve_plan(engine, &cancel).await
+                        {
+                            outcome = engine.submit_with_images(&next, Vec::new(), &cancel).await;
+                        }
+                        Ok(Some(outcome))
+                    }
                     Err(refused) => Err(refused),
                 },
                 None => Ok(None),
@@ -388,6 +415,30 @@ impl Session {
                 outcome.error.unwrap_or_else(|| "the turn failed".into()),
             )),
         }
+    }
+
+    /// When the turn just ended proposed a plan, asks the editor to approve it
+    /// ([`plan`]): on a yes, switches the mode (telling the editor), saves the plan and
+    /// returns the text the next turn starts with; `None` keeps planning.
+    async fn approve_plan(&self, engine: &Engine, cancel: &CancellationToken) -> Option<String> {
+        let proposed = self.proposed.lock().ok()?.take()?;
+        let allowed = |m: PermissionMode| self.ceiling.is_none_or(|c| m.at_most(c) == m);
+        let mode = tokio::select! {
+            mode = plan::ask(&self.out, &self.id, &proposed, &allowed) => mode?,
+            () = cancel.cancelled() => return None,
+        };
+        self.set_mode(mode).ok()?;
+        updates::send(
+            &self.out,
+            &self.id,
+            serde_json::json!({"sessionUpdate": "current_mode_update",
+                "currentModeId": mode.to_string()}),
+        );
+        if let Some(problem) = plan::save(&self.sessions_dir, engine.session_id(), &proposed.plan) {
+            tracing::warn!("{problem}");
+            updates::send(&self.out, &self.id, updates::notice(&problem));
+        }
+        Some(plan::approval_message(&proposed.plan, mode))
     }
 
     /// Cancels the running turn and its calls, if any (ACP `session/cancel`).

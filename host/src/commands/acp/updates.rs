@@ -31,6 +31,15 @@ pub fn chunk(kind: &str, text: &str) -> Value {
     json!({"sessionUpdate": kind, "content": {"type": "text", "text": text}})
 }
 
+/// One of tern's notices as an `agent_message_chunk` (marked `_meta["tern/notice"]`).
+pub fn notice(message: &str) -> Value {
+    json!({
+        "sessionUpdate": "agent_message_chunk",
+        "content": {"type": "text", "text": format!("\n(tern: {message})\n")},
+        "_meta": {(meta::ACP_NOTICE): true},
+    })
+}
+
 /// The ACP `plan` update showing a todo list (tern-todo's `_meta["tern/todo"]` items: `id`,
 /// `text`, `status` `pending`/`in_progress`/`done`/`cancelled`). Cancelled items are left out
 /// (ACP has no such status); every entry has priority `medium` (tern's list has none).
@@ -308,18 +317,14 @@ impl Subscriber for Updates {
             Event::TodoUpdated { todos, .. } => self.send(plan_update(
                 &serde_json::to_value(todos).unwrap_or_default(),
             )),
-            // The plan a plan-mode turn ended with: shown as the agent's message (the editor
-            // approves it by switching the mode with `session/set_mode` and prompting again).
+            // The plan a plan-mode turn ended with: shown as the agent's message (the session
+            // then asks the editor to approve it: `plan.rs`).
             Event::PlanProposed { plan } => self.send(json!({
                 "sessionUpdate": "agent_message_chunk",
                 "content": {"type": "text", "text": format!("\n{plan}\n")},
                 "_meta": {(meta::ACP_PLAN): plan},
             })),
-            Event::Notice { message } => self.send(json!({
-                "sessionUpdate": "agent_message_chunk",
-                "content": {"type": "text", "text": format!("\n(tern: {message})\n")},
-                "_meta": {(meta::ACP_NOTICE): true},
-            })),
+            Event::Notice { message } => self.send(notice(message)),
             _ => {}
         }
     }
