@@ -512,8 +512,8 @@ async fn closing_stdin_while_a_shell_command_runs_leaves_no_command_behind() {
 /// The official Python SDK (`tests/acp/py_client.py`) over what the TypeScript one covers in
 /// `suite::acp::an_editor_drives…`: a line that is not JSON and an unknown method (the
 /// connection goes on), shell commands allowed once then rejected, a command cancelled while it
-/// runs, `session/set_mode`, and a second connection that lists, loads (replay) and continues
-/// the session.
+/// runs, `session/set_mode` to plan (a write refused, the plan approved in the editor and carried
+/// out), and a second connection that lists, loads (replay) and continues the session.
 #[tokio::test]
 async fn the_python_sdk_covers_shell_cancel_modes_load_and_bad_input() {
     let env = RunEnv::new().await;
@@ -540,16 +540,21 @@ async fn the_python_sdk_covers_shell_cancel_modes_load_and_bad_input() {
         "shell__run",
         &json!({ "command": sleep }).to_string(),
     )));
-    // Prompt 3, plan mode: the write is refused without a question.
+    // Prompt 3, plan mode: the write is refused without a question; the plan is approved
+    // ("manually approve edits") and carried out in the same prompt, its write asked.
     let write = r#"{"path":"blocked.txt","content":"no"}"#;
     env.server.enqueue(turn(("q4", "fs__write_file", write)));
+    let exit = r#"{"plan":"1. Write planned.txt."}"#;
+    env.server.enqueue(turn(("q5", "plan__exit", exit)));
+    let planned = r#"{"path":"planned.txt","content":"planned"}"#;
+    env.server.enqueue(turn(("q6", "fs__write_file", planned)));
     env.server
-        .enqueue(AnthropicTurn::new().text(&["Cannot."]).finish("end_turn"));
+        .enqueue(AnthropicTurn::new().text(&["Written."]).finish("end_turn"));
     let plan = json!({
         "tern": bin("tern"),
         "cwd": dir,
         "malformed": true,
-        "answers": ["allow_once", "reject_once", "allow_once"],
+        "answers": ["allow_once", "reject_once", "allow_once", "default", "allow_once"],
         "prompts": [
             "run things",
             {"text": "wait a while", "cancelOnCommand": sleep},
@@ -584,7 +589,13 @@ async fn the_python_sdk_covers_shell_cancel_modes_load_and_bad_input() {
         .collect();
     assert_eq!(
         asked,
-        [&json!("q1"), &json!("q2"), &json!("q3")],
+        [
+            &json!("q1"),
+            &json!("q2"),
+            &json!("q3"),
+            &json!("q5"),
+            &json!("q6")
+        ],
         "{report:#}"
     );
     let (q1, end1) = call(&report, "q1");
@@ -608,19 +619,31 @@ async fn the_python_sdk_covers_shell_cancel_modes_load_and_bad_input() {
     assert!(pids_with("py-cancel-marker").is_empty());
     assert!(!dir.join("late.txt").exists());
 
-    // set_mode plan: the mode update, the write refused without a question.
-    assert_eq!(
-        updates(&report, "current_mode_update")[0]["currentModeId"],
-        "plan"
-    );
+    // set_mode plan: the mode update, the write refused without a question; the plan put to
+    // the editor (the SDK parsed the question), approved, the mode switched and the plan done.
+    let modes: Vec<&Value> = updates(&report, "current_mode_update")
+        .iter()
+        .map(|u| &u["currentModeId"])
+        .collect();
+    assert_eq!(modes, [&json!("plan"), &json!("default")], "{report:#}");
     assert_eq!(call(&report, "q4").1["status"], "failed");
     assert!(!dir.join("blocked.txt").exists());
+    assert_eq!(
+        report["permissions"][3]["options"],
+        json!(["accept-edits", "default", "plan"])
+    );
+    assert_eq!(call(&report, "q6").1["status"], "completed");
+    assert_eq!(
+        std::fs::read_to_string(dir.join("planned.txt")).unwrap(),
+        "planned"
+    );
 
     let audit = audit(env.home.path());
     assert_eq!(rule_of(&audit, "q1"), "acp:once");
     assert_eq!(rule_of(&audit, "q2"), "acp:deny");
     assert_eq!(rule_of(&audit, "q3"), "acp:once");
     assert_eq!(rule_of(&audit, "q4"), "mode:plan");
+    assert_eq!(rule_of(&audit, "q6"), "acp:once");
     assert_eq!(
         env.server.pending(),
         0,
