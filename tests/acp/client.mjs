@@ -5,6 +5,7 @@
 // usage: node client.mjs PLAN_JSON
 //   PLAN = {tern, cwd, scenario: "session" | "load", answers: [optionId…], extraServer: [cmd, …args],
 //           mcpServers?: [ACP McpServer objects, e.g. {type: "http", name, url, headers}],
+//           cancelOnPermission?: toolCallId (cancel the turn when asked about that call),
 //           sessionId (load), prompts: [{text | blocks (ACP content blocks), cancelOnCommand?, mode?}],
 //           buffers?: {absPath: text}, fsOffer?: {readTextFile, writeTextFile}}
 //   With `buffers`, the client offers fs.readTextFile/writeTextFile over that in-memory map (a
@@ -64,7 +65,14 @@ const started = Date.now();
 
 const app = acp
   .client({ name: "tern-e2e" })
-  .onRequest("session/request_permission", ({ params }) => {
+  .onRequest("session/request_permission", ({ params, agent }) => {
+    // The user stops the turn instead of answering: ACP's order is session/cancel, then the
+    // pending request answered `cancelled`.
+    if (plan.cancelOnPermission && plan.cancelOnPermission === params.toolCall.toolCallId) {
+      report.permissions.push({ toolCallId: params.toolCall.toolCallId, answered: "cancelled" });
+      agent.notify("session/cancel", { sessionId: params.sessionId });
+      return { outcome: { outcome: "cancelled" } };
+    }
     const optionId = answers.shift() ?? "reject_once";
     report.permissions.push({
       toolCallId: params.toolCall.toolCallId,

@@ -276,6 +276,44 @@ async fn an_approved_plan_switches_the_mode_and_is_carried_out_in_the_same_promp
 }
 
 #[tokio::test]
+async fn cancelling_instead_of_answering_the_plan_question_keeps_plan_mode() {
+    let env = RunEnv::new().await;
+    let exit = json!({ "plan": PLAN }).to_string();
+    env.server.enqueue(turn(("p1", "plan__exit", &exit)));
+    let report = editor(
+        &env,
+        json!({
+            "cancelOnPermission": "p1",
+            "prompts": [{"text": "plan it", "mode": "plan"}],
+        }),
+    )
+    .await;
+    assert_eq!(
+        report["prompts"][0]["stopReason"], "cancelled",
+        "{report:#}"
+    );
+    assert_eq!(report["permissions"][0]["toolCallId"], "p1");
+    let modes: Vec<&Value> = updates(&report, "current_mode_update")
+        .iter()
+        .map(|u| &u["currentModeId"])
+        .collect();
+    assert_eq!(
+        modes,
+        [&json!("plan")],
+        "the mode never left plan: {report:#}"
+    );
+    // Nothing ran after the plan and nothing was saved.
+    assert_eq!(env.server.model_requests().len(), 1);
+    let session_id = report["session"]["sessionId"].as_str().unwrap();
+    let saved = env
+        .home
+        .path()
+        .join("sessions")
+        .join(format!("{session_id}.plan.md"));
+    assert!(!saved.exists(), "{}", saved.display());
+}
+
+#[tokio::test]
 async fn resource_links_and_embedded_resources_reach_the_model() {
     let env = RunEnv::new().await;
     let dir = env.dir.path();
