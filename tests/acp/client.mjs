@@ -4,6 +4,8 @@
 //
 // usage: node client.mjs PLAN_JSON
 //   PLAN = {tern, cwd, scenario: "session" | "load", answers: [optionId…], extraServer: [cmd, …args],
+//           mcpServers?: [ACP McpServer objects, e.g. {type: "http", name, url, headers}],
+//           cancelOnPermission?: toolCallId (cancel the turn when asked about that call),
 //           sessionId (load), prompts: [{text | blocks (ACP content blocks), cancelOnCommand?, mode?}],
 //           buffers?: {absPath: text}, fsOffer?: {readTextFile, writeTextFile}}
 //   With `buffers`, the client offers fs.readTextFile/writeTextFile over that in-memory map (a
@@ -63,7 +65,14 @@ const started = Date.now();
 
 const app = acp
   .client({ name: "tern-e2e" })
-  .onRequest("session/request_permission", ({ params }) => {
+  .onRequest("session/request_permission", ({ params, agent }) => {
+    // The user stops the turn instead of answering: ACP's order is session/cancel, then the
+    // pending request answered `cancelled`.
+    if (plan.cancelOnPermission && plan.cancelOnPermission === params.toolCall.toolCallId) {
+      report.permissions.push({ toolCallId: params.toolCall.toolCallId, answered: "cancelled" });
+      agent.notify("session/cancel", { sessionId: params.sessionId });
+      return { outcome: { outcome: "cancelled" } };
+    }
     const optionId = answers.shift() ?? "reject_once";
     report.permissions.push({
       toolCallId: params.toolCall.toolCallId,
@@ -181,6 +190,8 @@ try {
     const mcpServers = plan.extraServer
       ? [{ name: "extra", command: plan.extraServer[0], args: plan.extraServer.slice(1), env: [] }]
       : [];
+    // More servers as ACP `McpServer` objects, as given (e.g. `{type: "http", name, url, headers}`).
+    mcpServers.push(...(plan.mcpServers ?? []));
     if (plan.scenario === "load") {
       report.list = await ctx.request("session/list", { cwd: plan.cwd });
       report.load = await ctx.request("session/load", { sessionId: plan.sessionId, cwd: plan.cwd, mcpServers });

@@ -3,7 +3,15 @@ on PyPI, installed into .deps/venv by .ci/install-test-deps): the SDK parses eve
 sends into its pydantic models, so a field tern spells wrong fails here.
 
 usage: py_client.py PLAN_JSON   PLAN = {tern, cwd, extraServer: [cmd, ...], answers: [optionId...],
-                                        prompts: [text...], buffers: {absPath: text}}
+                                        prompts: [text | {text, mode?, cancelOnCommand?}...],
+                                        buffers: {absPath: text}, scenario?: "load", sessionId?,
+                                        malformed?: true}
+A prompt's `mode` is set with session/set_mode before it is sent; `cancelOnCommand` sends
+session/cancel once the tool call running that shell command is in progress. With scenario
+"load", the client lists the sessions of `cwd` and loads `sessionId` instead of creating one.
+With `malformed`, after session/new the client writes a line that is not JSON straight onto
+tern's stdin (the parse error tern answers has a null id, which the SDK drops: an observer of
+the raw stream records it) and sends a method tern does not have (`unknownMethod`).
 With `buffers`, the client offers fs.readTextFile/writeTextFile over that in-memory map (a path
 not in it is read from disk) and reports every request (`fsRequests`) and the buffers at the end.
 With `terminal: true`, the client offers terminals and runs each `terminal/create` for real (an
@@ -51,6 +59,9 @@ class Editor:
         self.terminal_requests = []
         self.terminals = {}
         self.shown = {}
+        self.conn = None
+        self.cancel_on = None
+        self.cancel_sent = False
 
     async def request_permission(self, session_id, tool_call, options, **kwargs):
         option_id = self.answers.pop(0) if self.answers else "reject_once"
@@ -60,7 +71,23 @@ class Editor:
         return RequestPermissionResponse(outcome=AllowedOutcome(outcome="selected", option_id=option_id))
 
     async def session_update(self, session_id, update, **kwargs):
-        self.updates.append(update.model_dump(mode="json", by_alias=True, exclude_none=True))
+        u = update.model_dump(mode="json", by_alias=True, exclude_none=True)
+        self.updates.append(u)
+        # The user stops the turn once the command it waits for is running.
+        if (
+            self.cancel_on
+            and u.get("sessionUpdate") == "tool_call_update"
+            and u.get("status") == "in_progress"
+            and any(
+                x.get("sessionUpdate") == "tool_call"
+                and x.get("toolCallId") == u.get("toolCallId")
+                and (x.get("rawInput") or {}).get("command") == self.cancel_on
+                for x in self.updates
+            )
+        ):
+            self.cancel_on = None
+            self.cancel_sent = True
+            asyncio.get_running_loop().create_task(self.conn.cancel(session_id=session_id))
 
     async def create_terminal(self, session_id, command, args=None, env=None, cwd=None, output_byte_limit=None, **kwargs):
         self.terminal_requests.append({"method": "create", "command": command, "args": args, "cwd": cwd})
@@ -176,15 +203,59 @@ async def main():
             ),
         )
         report["initialize"] = init.model_dump(mode="json", by_alias=True, exclude_none=True)
+        editor.conn = conn
         servers = []
         if plan.get("extraServer"):
             cmd = plan["extraServer"]
             servers.append(McpServerStdio(name="extra", command=cmd[0], args=cmd[1:], env=[EnvVariable(name="X", value="1")]))
-        session = await conn.new_session(cwd=plan["cwd"], mcp_servers=servers)
-        report["sessionId"] = session.session_id
-        for text in plan.get("prompts", []):
-            r = await conn.prompt(session_id=session.session_id, prompt=[TextContentBlock(type="text", text=text)])
-            report["prompts"].append({"stopReason": r.stop_reason})
+        if plan.get("scenario") == "load":
+            listed = await conn.list_sessions(cwd=plan["cwd"])
+            report["list"] = listed.model_dump(mode="json", by_alias=True, exclude_none=True)
+            loaded = await conn.load_session(cwd=plan["cwd"], session_id=plan["sessionId"], mcp_servers=servers)
+            report["load"] = loaded.model_dump(mode="json", by_alias=True, exclude_none=True) if loaded else None
+            session_id = plan["sessionId"]
+        else:
+            session = await conn.new_session(cwd=plan["cwd"], mcp_servers=servers)
+            session_id = session.session_id
+            report["modes"] = session.modes.model_dump(mode="json", by_alias=True, exclude_none=True) if session.modes else None
+        report["sessionId"] = session_id
+        if plan.get("malformed"):
+            parse_errors = []
+
+            def observe(event):
+                m = event.message
+                if event.direction.value == "incoming" and m.get("id") is None and "error" in m:
+                    parse_errors.append(m["error"])
+
+            conn._conn.add_observer(observe)
+            process.stdin.write(b"{not json\n")
+            await process.stdin.drain()
+            for _ in range(100):
+                if parse_errors:
+                    break
+                await asyncio.sleep(0.05)
+            report["malformed"] = parse_errors
+            try:
+                await conn._conn.send_request("session/frobnicate", {"sessionId": session_id})
+                report["unknownMethod"] = None
+            except acp.RequestError as e:
+                report["unknownMethod"] = {"code": e.code, "message": str(e)}
+        for p in plan.get("prompts", []):
+            if isinstance(p, str):
+                p = {"text": p}
+            if p.get("mode"):
+                await conn.set_session_mode(session_id=session_id, mode_id=p["mode"])
+            editor.cancel_on = p.get("cancelOnCommand")
+            editor.cancel_sent = False
+            t0 = asyncio.get_running_loop().time()
+            try:
+                r = await conn.prompt(session_id=session_id, prompt=[TextContentBlock(type="text", text=p["text"])])
+                report["prompts"].append(
+                    {"stopReason": r.stop_reason, "ms": int((asyncio.get_running_loop().time() - t0) * 1000),
+                     "cancelSent": editor.cancel_sent}
+                )
+            except acp.RequestError as e:
+                report["prompts"].append({"error": str(e), "code": e.code})
         # Let the last notifications arrive (and tern release its terminals) before closing.
         await asyncio.sleep(0.2)
         for _ in range(100):

@@ -367,7 +367,7 @@ async fn an_editor_drives_a_session_with_permissions_diffs_cancel_modes_and_load
 }
 
 /// Writes one line to tern and reads lines until one answers `id` (notifications skipped).
-async fn exchange(
+pub(crate) async fn exchange(
     stdin: &mut tokio::process::ChildStdin,
     lines: &mut tokio::io::Lines<BufReader<tokio::process::ChildStdout>>,
     send: &str,
@@ -380,7 +380,7 @@ async fn exchange(
     answer(lines, id).await
 }
 
-async fn answer(
+pub(crate) async fn answer(
     lines: &mut tokio::io::Lines<BufReader<tokio::process::ChildStdout>>,
     id: Value,
 ) -> Value {

@@ -2,6 +2,7 @@ mod acp;
 mod acp_extras;
 mod acp_fs;
 mod acp_manifest;
+mod acp_session;
 mod acp_terminal;
 mod admission;
 mod checkpoints;

@@ -257,6 +257,69 @@ impl ReportedUsage {
     }
 }
 
+// ---------------------------------------------------------------------------------------------
+// ACP (`tern acp`): the `tern/…` keys tern puts in the `_meta` of what it sends an editor over
+// the Agent Client Protocol (not MCP: these travel in `session/update` and
+// `session/request_permission`, so they are not in [`KEYS`]). ACP, like MCP, reserves `_meta`
+// for such extensions; an editor that does not know a key ignores it.
+
+/// ACP `tool_call` `_meta`: the tool's tern name (`server__tool`), which the title may not show.
+pub const ACP_TOOL: &str = "tern/tool";
+
+/// ACP `tool_call_update` `_meta`: a running call's progress message (MCP
+/// `notifications/progress`), which ACP has no field for.
+pub const ACP_PROGRESS: &str = "tern/progress";
+
+/// ACP `tool_call_update` `_meta`: an MCP task the call became (`{"taskId", "status",
+/// "message"}`).
+pub const ACP_TASK: &str = "tern/task";
+
+/// ACP `agent_message_chunk` `_meta`: the plan (markdown) a plan-mode turn ended with
+/// (`plan__exit`); the chunk's text shows the same plan.
+pub const ACP_PLAN: &str = "tern/plan";
+
+/// ACP `agent_message_chunk` `_meta`: `true` when the chunk is one of tern's notices, not the
+/// model's words.
+pub const ACP_NOTICE: &str = "tern/notice";
+
+/// ACP `PermissionOption` `_meta`: where an "allow always" option saves its rule, `"project"`
+/// (the project's `.tern/config.toml`) or `"user"` (`$TERN_HOME/config.toml`).
+pub const ACP_SCOPE: &str = "tern/scope";
+
+/// ACP `session/request_permission` `toolCall._meta`: why the gateway asks (`{"reasons",
+/// "alwaysRules", "commands", "risks"}`).
+pub const ACP_PERMISSION: &str = "tern/permission";
+
+/// Every ACP `_meta` key above, with where it travels.
+pub const ACP_KEYS: &[(&str, &str)] = &[
+    (ACP_TOOL, "tool_call"),
+    (ACP_PROGRESS, "tool_call_update"),
+    (ACP_TASK, "tool_call_update"),
+    (ACP_PLAN, "agent_message_chunk"),
+    (ACP_NOTICE, "agent_message_chunk"),
+    (ACP_SCOPE, "session/request_permission options"),
+    (ACP_PERMISSION, "session/request_permission toolCall"),
+];
+
+#[cfg(test)]
+mod acp_tests {
+    use super::*;
+
+    #[test]
+    fn acp_keys_are_tern_prefixed_unique_and_apart_from_the_mcp_ones() {
+        let mut seen = std::collections::BTreeSet::new();
+        for (key, _) in ACP_KEYS {
+            assert!(key.starts_with("tern/"), "{key}");
+            assert!(seen.insert(*key), "{key} listed twice");
+            assert!(
+                !KEYS.iter().any(|(k, ..)| k == key),
+                "{key} is an MCP key too"
+            );
+        }
+        assert_eq!(seen.len(), 7);
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -19,6 +19,7 @@ use std::sync::{Arc, Mutex, OnceLock};
 use async_trait::async_trait;
 use serde_json::{Value, json};
 use tern_gateway::{Approval, ApprovalRequest, Approver};
+use tern_protocol::meta;
 
 use super::rpc::Outbox;
 
@@ -58,13 +59,13 @@ impl AcpApprover {
                 "optionId": ALLOW_ALWAYS,
                 "name": format!("Always allow `{rule}` in this project (.tern/config.toml)"),
                 "kind": "allow_always",
-                "_meta": {"tern/scope": "project"},
+                "_meta": {(meta::ACP_SCOPE): "project"},
             }));
             options.push(json!({
                 "optionId": ALLOW_ALWAYS_USER,
                 "name": format!("Always allow `{rule}` in all projects ($TERN_HOME/config.toml)"),
                 "kind": "allow_always",
-                "_meta": {"tern/scope": "user"},
+                "_meta": {(meta::ACP_SCOPE): "user"},
             }));
         }
         options.push(json!({"optionId": REJECT_ONCE, "name": "Reject", "kind": "reject_once"}));
@@ -78,7 +79,7 @@ impl AcpApprover {
             "toolCall": {
                 "toolCallId": request.call_id,
                 "status": "pending",
-                "_meta": {"tern/permission": {
+                "_meta": {(meta::ACP_PERMISSION): {
                     "reasons": request.reasons,
                     "alwaysRules": request.always_rules,
                     "commands": request.command.as_ref().map(|c| c.commands.clone()),

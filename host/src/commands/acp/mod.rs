@@ -14,6 +14,8 @@ mod editor_fs;
 mod editor_terminal;
 mod history;
 mod mcp_servers;
+mod modes;
+mod plan;
 mod prompt;
 mod rpc;
 mod session;
@@ -162,7 +164,7 @@ impl Agent {
                 Ok(session) => {
                     let response = json!({
                         "sessionId": session.id,
-                        "modes": session::mode_state(session.mode()),
+                        "modes": modes::mode_state(session.mode()),
                     });
                     self.out.respond(id, Ok(response));
                     self.after_start(&session).await;
@@ -238,7 +240,7 @@ impl Agent {
             updates::send(&self.out, &id, update);
         }
         self.after_start(&session).await;
-        Ok(json!({"modes": session::mode_state(session.mode())}))
+        Ok(json!({"modes": modes::mode_state(session.mode())}))
     }
 
     fn list_sessions(&self, params: &Value) -> Result<Value, RpcError> {
@@ -304,10 +306,10 @@ impl Agent {
     fn set_mode(&self, params: &Value) -> Result<Value, RpcError> {
         let session = self.session(params)?;
         let id = str_param(params, "modeId")?;
-        let mode = session::parse_mode(id).ok_or_else(|| {
+        let mode = modes::parse_mode(id).ok_or_else(|| {
             RpcError::invalid_params(format!("no mode `{id}`")).hint(format!(
                 "the modes are {}",
-                session::MODES
+                modes::MODES
                     .iter()
                     .map(|(m, ..)| m.to_string())
                     .collect::<Vec<_>>()

@@ -8,7 +8,7 @@ use std::{
     sync::{Arc, Mutex, OnceLock},
 };
 
-use serde_json::{Value, json};
+use serde_json::Value;
 use tern_config::{LoadOptions, PermissionMode};
 use tern_gateway::Gateway;
 use tern_protocol::RunStatus;
@@ -18,15 +18,19 @@ use super::{
     approver::AcpApprover,
     editor_fs::{ClientCaps, EditorFs},
     editor_terminal::{Cards, EditorTerminal},
-    mcp_servers,
+    mcp_servers, plan,
     rpc::{INVALID_REQUEST, Outbox, RpcError},
-    updates::Updates,
+    updates::{self, Updates},
 };
 use crate::{
     agent::{Engine, EngineOptions, Outputs},
     cli::RunFlags,
     workspace::Workspace,
 };
+
+mod slash;
+
+pub use slash::SlashOutcome;
 
 /// What every session starts from: the command line of `tern acp`.
 pub struct Base {
@@ -61,58 +65,6 @@ impl Base {
     }
 }
 
-/// The modes an editor may pick (ACP `SessionMode`s): tern's permission modes, without `yolo`
-/// (which the command line can still set, and is then listed as the current one).
-pub const MODES: &[(PermissionMode, &str, &str)] = &[
-    (
-        PermissionMode::Default,
-        "Default",
-        "ask before edits, commands and anything not read-only",
-    ),
-    (
-        PermissionMode::AcceptEdits,
-        "Accept edits",
-        "file edits inside the workspace run without asking",
-    ),
-    (
-        PermissionMode::ReadOnly,
-        "Read-only",
-        "every tool that is not read-only is denied",
-    ),
-    (
-        PermissionMode::Plan,
-        "Plan",
-        "read-only tools and the todo list only; the agent ends with a plan (plan__exit) and writes nothing",
-    ),
-];
-
-/// ACP `SessionModeState` for a session whose mode is `current`.
-pub fn mode_state(current: PermissionMode) -> Value {
-    let mut modes: Vec<Value> = MODES
-        .iter()
-        .map(|(m, name, description)| {
-            json!({"id": m.to_string(), "name": name, "description": description})
-        })
-        .collect();
-    if !MODES.iter().any(|(m, ..)| *m == current) {
-        modes.push(json!({"id": current.to_string(), "name": current.to_string()}));
-    }
-    json!({"currentModeId": current.to_string(), "availableModes": modes})
-}
-
-/// The permission mode an ACP mode id names.
-pub fn parse_mode(id: &str) -> Option<PermissionMode> {
-    [
-        PermissionMode::Default,
-        PermissionMode::AcceptEdits,
-        PermissionMode::ReadOnly,
-        PermissionMode::Yolo,
-        PermissionMode::Plan,
-    ]
-    .into_iter()
-    .find(|m| m.to_string() == id)
-}
-
 /// A running session.
 pub struct Session {
     pub id: String,
@@ -128,20 +80,16 @@ pub struct Session {
     ceiling: Option<PermissionMode>,
     /// Each model call's usage, for `/cost`.
     costs: Arc<std::sync::Mutex<Vec<(u32, tern_protocol::Usage)>>>,
+    /// How to reach the editor (to ask it to approve a plan).
+    out: Outbox,
+    /// The plan the running turn proposed, if it did (plan mode's `plan__exit`).
+    proposed: Arc<Mutex<Option<plan::Proposed>>>,
     /// The editor-fs bridge the session's fs servers use, when the editor offers its files;
     /// its socket closes with the session.
     _editor_fs: Option<EditorFs>,
     /// The editor-terminal bridge the session's shell servers use, when the editor offers
     /// terminals.
     _editor_terminal: Option<EditorTerminal>,
-}
-
-/// What a tern slash command sent as a prompt came to.
-pub enum SlashOutcome {
-    /// Its output, for the editor as message chunks; the prompt ends there.
-    Said(String),
-    /// Text to send to the model instead (a custom command or an MCP prompt it expanded to).
-    Send(String),
 }
 
 /// Points every built-in fs server of `config` at the editor-fs bridge on `socket`: same
@@ -308,6 +256,11 @@ impl Session {
             return Err(RpcError::internal(msg));
         }
         let costs = Arc::new(std::sync::Mutex::new(Vec::new()));
+        let proposed = Arc::default();
+        engine.subscribe(Box::new(plan::PlanCatcher::new(
+            link.clone(),
+            Arc::clone(&proposed),
+        )));
         engine.subscribe(Box::new(crate::commands::repl::slash::CostMeter(
             costs.clone(),
         )));
@@ -330,6 +283,8 @@ impl Session {
                 (a, b) => a.or(b),
             },
             costs,
+            out: out.clone(),
+            proposed,
             _editor_fs: editor_fs,
             _editor_terminal: editor_terminal,
         }))
@@ -408,14 +363,30 @@ impl Session {
             *turn = Some(token.clone());
             token
         };
+        if let Ok(mut proposed) = self.proposed.lock() {
+            *proposed = None;
+        }
         let outcome = {
             let mut engine = self.engine.lock().await;
             match engine.as_mut() {
                 Some(engine) => match engine.check_images(&images) {
-                    Ok(()) => Ok(Some(match invocation {
-                        Some(invocation) => engine.submit_with(invocation, images, &cancel).await,
-                        None => engine.submit_with_images(text, images, &cancel).await,
-                    })),
+                    Ok(()) => {
+                        let mut outcome = match invocation {
+                            Some(invocation) => {
+                                engine.submit_with(invocation, images, &cancel).await
+                            }
+                            None => engine.submit_with_images(text, images, &cancel).await,
+                        };
+                        // A plan-mode turn ended with a plan: approved in the editor, the
+                        // work starts at once, in this prompt.
+                        while matches!(outcome.status, RunStatus::Success)
+                            && !cancel.is_cancelled()
+                            && let Some(next) = self.approve_plan(engine, &cancel).await
+                        {
+                            outcome = engine.submit_with_images(&next, Vec::new(), &cancel).await;
+                        }
+                        Ok(Some(outcome))
+                    }
                     Err(refused) => Err(refused),
                 },
                 None => Ok(None),
@@ -446,6 +417,30 @@ impl Session {
         }
     }
 
+    /// When the turn just ended proposed a plan, asks the editor to approve it
+    /// ([`plan`]): on a yes, switches the mode (telling the editor), saves the plan and
+    /// returns the text the next turn starts with; `None` keeps planning.
+    async fn approve_plan(&self, engine: &Engine, cancel: &CancellationToken) -> Option<String> {
+        let proposed = self.proposed.lock().ok()?.take()?;
+        let allowed = |m: PermissionMode| self.ceiling.is_none_or(|c| m.at_most(c) == m);
+        let mode = tokio::select! {
+            mode = plan::ask(&self.out, &self.id, &proposed, &allowed) => mode?,
+            () = cancel.cancelled() => return None,
+        };
+        self.set_mode(mode).ok()?;
+        updates::send(
+            &self.out,
+            &self.id,
+            serde_json::json!({"sessionUpdate": "current_mode_update",
+                "currentModeId": mode.to_string()}),
+        );
+        if let Some(problem) = plan::save(&self.sessions_dir, engine.session_id(), &proposed.plan) {
+            tracing::warn!("{problem}");
+            updates::send(&self.out, &self.id, updates::notice(&problem));
+        }
+        Some(plan::approval_message(&proposed.plan, mode))
+    }
+
     /// Cancels the running turn and its calls, if any (ACP `session/cancel`).
     pub fn cancel(&self) {
         if let Ok(turn) = self.turn.lock()
@@ -462,151 +457,6 @@ impl Session {
         if let Some(engine) = engine {
             engine.finish(RunStatus::Success, None).await;
         }
-    }
-
-    /// Runs tern's own slash command `/name arg` (one [`SlashCommand::over_acp`] offers) the
-    /// way the REPL does, its output captured for the editor instead of a terminal. `None` when
-    /// `name` is not one of them (a server's prompt or text for the model).
-    ///
-    /// [`SlashCommand::over_acp`]: crate::slash_commands::SlashCommand::over_acp
-    pub async fn slash(&self, name: &str, arg: &str) -> Option<Result<SlashOutcome, RpcError>> {
-        let spec = crate::slash_commands::lookup(name).filter(|s| s.command.over_acp())?;
-        let mut engine = self.engine.lock().await;
-        let Some(engine) = engine.as_mut() else {
-            return Some(Err(RpcError::internal("the session has finished")));
-        };
-        // No terminal: a screen over nothing (only `/expand` reads it, and it is not offered).
-        let screen = crate::render::Screen::new(
-            Box::new(std::io::sink()),
-            Box::new(std::io::sink()),
-            false,
-            100,
-        );
-        let mut out: Vec<u8> = Vec::new();
-        let next = crate::commands::repl::slash::Slash {
-            engine,
-            screen: &screen,
-            costs: &self.costs,
-            out: &mut out,
-        }
-        .run(spec.name, arg)
-        .await;
-        use crate::commands::repl::slash::Next;
-        Some(match next {
-            Ok(Next::Send(text)) => Ok(SlashOutcome::Send(text)),
-            // Only the table's commands come here; custom ones go through `custom`.
-            Ok(Next::Run(invocation)) => Ok(SlashOutcome::Send(invocation.text)),
-            Ok(Next::Prompt | Next::Exit) => Ok(SlashOutcome::Said(
-                String::from_utf8_lossy(&out).into_owned(),
-            )),
-            Err(e) => Err(RpcError::internal(format!("/{name} failed: {e}"))),
-        })
-    }
-
-    /// `/name arg` when `name` is a custom command: the turn to run, or why its frontmatter
-    /// cannot be applied; `None` for any other name.
-    pub async fn custom(
-        &self,
-        name: &str,
-        arg: &str,
-    ) -> Option<Result<crate::custom_commands::Invocation, RpcError>> {
-        let engine = self.engine.lock().await;
-        let command = engine
-            .as_ref()?
-            .custom_commands()
-            .into_iter()
-            .find(|c| c.name == name)?;
-        Some(
-            command
-                .invoke(arg)
-                .map_err(|e| RpcError::invalid_params(format!("/{name}: {e}"))),
-        )
-    }
-
-    /// `available_commands_update`'s list: tern's own slash commands that work without a
-    /// terminal, the custom commands, then the servers' prompts as `server:prompt` (the REPL's `/SERVER:PROMPT`),
-    /// expanded by tern when a prompt starts with `/` and one.
-    pub async fn commands(&self) -> Vec<Value> {
-        let mut own: Vec<Value> = crate::slash_commands::SLASH_COMMANDS
-            .iter()
-            .filter(|s| s.command.over_acp())
-            .map(|s| {
-                let mut c = json!({"name": s.name, "description": s.help});
-                if !s.args.is_empty() {
-                    c["input"] = json!({"hint": s.args});
-                }
-                c
-            })
-            .collect();
-        let engine = self.engine.lock().await;
-        let Some(engine) = engine.as_ref() else {
-            return own;
-        };
-        // The custom commands (`.claude/commands/NAME.md`, …), as the REPL's /help lists them.
-        own.extend(engine.custom_commands().into_iter().map(|c| {
-            let mut v = json!({"name": c.name, "description": c.description});
-            if !c.argument_hint.is_empty() {
-                v["input"] = json!({"hint": c.argument_hint});
-            }
-            v
-        }));
-        let prompts: Vec<Value> = engine
-            .prompts()
-            .await
-            .into_iter()
-            .map(|p| {
-                let mut c = json!({
-                    "name": format!("{}:{}", p.server, p.name),
-                    "description": p.description,
-                });
-                if !p.arguments.is_empty() {
-                    let names: Vec<&str> = p.arguments.iter().map(|(n, _)| n.as_str()).collect();
-                    c["input"] = json!({"hint": names.join(" ")});
-                }
-                c
-            })
-            .collect();
-        own.extend(prompts);
-        own
-    }
-
-    /// `text` with a leading `/server:prompt args` expanded into the prompt's messages; other
-    /// text as it is.
-    pub async fn expand_command(&self, text: &str) -> Result<String, RpcError> {
-        let Some(command) = text.trim_start().strip_prefix('/') else {
-            return Ok(text.to_string());
-        };
-        let (name, arg) = command
-            .split_once(char::is_whitespace)
-            .unwrap_or((command, ""));
-        let Some((server, prompt)) = name.split_once(':') else {
-            return Ok(text.to_string());
-        };
-        if self.turn.lock().is_ok_and(|t| t.is_some()) {
-            return Err(RpcError::new(
-                INVALID_REQUEST,
-                format!("session {} is already running a prompt", self.id),
-            )
-            .hint("wait for its response, or send session/cancel first"));
-        }
-        let engine = self.engine.lock().await;
-        let Some(engine) = engine.as_ref() else {
-            return Err(RpcError::internal("the session has ended"));
-        };
-        let prompts = engine.prompts().await;
-        let info = prompts
-            .iter()
-            .find(|p| p.server == server && p.name == prompt)
-            .ok_or_else(|| {
-                RpcError::invalid_params(format!("no prompt `{prompt}` on server `{server}`"))
-                    .hint("the editor's command list (available_commands_update) has them")
-            })?;
-        let args = crate::commands::repl::prompt_arguments(&info.arguments, arg)
-            .map_err(|e| RpcError::invalid_params(format!("/{name}: {e}")))?;
-        engine
-            .expand_prompt(server, prompt, args)
-            .await
-            .map_err(|e| RpcError::internal(format!("/{name} failed: {e}")))
     }
 
     /// The working directory.

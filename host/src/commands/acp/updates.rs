@@ -12,7 +12,7 @@ use std::{
 
 use serde_json::{Value, json};
 use tern_gateway::Gateway;
-use tern_protocol::{Decision, Envelope, Event};
+use tern_protocol::{Decision, Envelope, Event, meta};
 
 use super::{editor_fs::Written, editor_terminal::Cards, rpc::Outbox, tool_view};
 use crate::agent::Subscriber;
@@ -29,6 +29,15 @@ pub fn send(out: &Outbox, session_id: &str, update: Value) {
 /// replayed history).
 pub fn chunk(kind: &str, text: &str) -> Value {
     json!({"sessionUpdate": kind, "content": {"type": "text", "text": text}})
+}
+
+/// One of tern's notices as an `agent_message_chunk` (marked `_meta["tern/notice"]`).
+pub fn notice(message: &str) -> Value {
+    json!({
+        "sessionUpdate": "agent_message_chunk",
+        "content": {"type": "text", "text": format!("\n(tern: {message})\n")},
+        "_meta": {(meta::ACP_NOTICE): true},
+    })
 }
 
 /// The ACP `plan` update showing a todo list (tern-todo's `_meta["tern/todo"]` items: `id`,
@@ -164,7 +173,7 @@ pub fn tool_call(
         "status": status,
         "locations": locations,
         "rawInput": arguments,
-        "_meta": {"tern/tool": tool},
+        "_meta": {(meta::ACP_TOOL): tool},
     })
 }
 
@@ -212,7 +221,7 @@ impl Subscriber for Updates {
             } => self.send(json!({
                 "sessionUpdate": "tool_call_update",
                 "toolCallId": call_id,
-                "_meta": {"tern/progress": m},
+                "_meta": {(meta::ACP_PROGRESS): m},
             })),
             Event::ToolTask {
                 call_id,
@@ -222,7 +231,7 @@ impl Subscriber for Updates {
             } => self.send(json!({
                 "sessionUpdate": "tool_call_update",
                 "toolCallId": call_id,
-                "_meta": {"tern/task": {"taskId": task_id, "status": status,
+                "_meta": {(meta::ACP_TASK): {"taskId": task_id, "status": status,
                     "message": message}},
             })),
             Event::ToolTerminal {
@@ -308,18 +317,14 @@ impl Subscriber for Updates {
             Event::TodoUpdated { todos, .. } => self.send(plan_update(
                 &serde_json::to_value(todos).unwrap_or_default(),
             )),
-            // The plan a plan-mode turn ended with: shown as the agent's message (the editor
-            // approves it by switching the mode with `session/set_mode` and prompting again).
+            // The plan a plan-mode turn ended with: shown as the agent's message (the session
+            // then asks the editor to approve it: `plan.rs`).
             Event::PlanProposed { plan } => self.send(json!({
                 "sessionUpdate": "agent_message_chunk",
                 "content": {"type": "text", "text": format!("\n{plan}\n")},
-                "_meta": {"tern/plan": plan},
+                "_meta": {(meta::ACP_PLAN): plan},
             })),
-            Event::Notice { message } => self.send(json!({
-                "sessionUpdate": "agent_message_chunk",
-                "content": {"type": "text", "text": format!("\n(tern: {message})\n")},
-                "_meta": {"tern/notice": true},
-            })),
+            Event::Notice { message } => self.send(notice(message)),
             _ => {}
         }
     }
