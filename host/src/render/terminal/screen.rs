@@ -87,6 +87,8 @@ struct State {
     above_prompt: Option<PromptPrinter>,
     /// Output for `above_prompt` that does not end a line yet.
     prompt_partial: String,
+    /// A key hint at the end of the spinner's line (`esc to interrupt` in the REPL).
+    hint: Option<String>,
 }
 
 /// The shared terminal.
@@ -151,6 +153,7 @@ impl Screen {
                 live_rows: 0,
                 above_prompt: None,
                 prompt_partial: String::new(),
+                hint: None,
             }),
             columns: columns.max(1),
             alive: AtomicBool::new(true),
@@ -215,6 +218,14 @@ impl Screen {
             s.above_prompt = Some(printer);
         }
         Prompting(self.clone())
+    }
+
+    /// Ends the spinner's line with `hint` (a key the person can press while it runs, as
+    /// Claude Code's `esc to interrupt`), when it fits in the width.
+    pub fn hint(&self, hint: Option<String>) {
+        if let Ok(mut s) = self.state.lock() {
+            s.hint = hint;
+        }
     }
 
     /// Shows `label` (with elapsed seconds) in the spinner; `None` hides it.
@@ -361,6 +372,13 @@ impl Screen {
                 format!("{frame} {} {elapsed:.1}s{progress}", spinner.label),
                 false,
             )
+        };
+        // The key hint goes on a spinner line of its own, when it fits (never after text).
+        let text = match &s.hint {
+            Some(hint) if !trailing && text.width() + hint.width() + 3 < self.columns => {
+                format!("{text} · {hint}")
+            }
+            _ => text,
         };
         let line = if trailing {
             // After the text, and back to its end: only when it fits on the line (a wrap would
