@@ -220,8 +220,10 @@ impl Screen {
         Prompting(self.clone())
     }
 
-    /// Ends the spinner's line with `hint` (a key the person can press while it runs, as
-    /// Claude Code's `esc to interrupt`), when it fits in the width.
+    /// Ends the spinner's line with `hint` (a key the person can press while it runs), when it
+    /// fits in the width. The REPL sets `esc to interrupt`, the words Claude Code's spinner
+    /// (`(esc to interrupt)`, anthropics/claude-code#16905) and Codex's status line
+    /// (`Working (… • esc to interrupt)`) use; only set it where the key really works.
     pub fn hint(&self, hint: Option<String>) {
         if let Ok(mut s) = self.state.lock() {
             s.hint = hint;
