@@ -95,6 +95,9 @@ struct State {
 pub struct Screen {
     state: Mutex<State>,
     columns: usize,
+    /// Terminal height in rows (unknown: `usize::MAX`): the cursor cannot go up further than
+    /// the screen, so nothing taller is redrawn in place.
+    height: usize,
     alive: AtomicBool,
     /// Thinking streams in full (`/thinking`) instead of one folded line.
     thinking_shown: AtomicBool,
@@ -105,16 +108,21 @@ impl Screen {
     pub fn terminal(color: bool) -> Arc<Screen> {
         use std::io::IsTerminal;
         let spinner = color && std::io::stderr().is_terminal();
-        let columns = terminal_size::terminal_size()
+        let size = terminal_size::terminal_size();
+        let columns = size
             .map(|(w, _)| usize::from(w.0))
             .filter(|w| *w > 0)
             .unwrap_or(80);
-        let screen = Arc::new(Screen::new(
+        let mut screen = Screen::new(
             Box::new(std::io::stdout()),
             Box::new(std::io::stderr()),
             spinner,
             columns,
-        ));
+        );
+        if let Some((_, h)) = size.filter(|(_, h)| h.0 > 0) {
+            screen.height = usize::from(h.0);
+        }
+        let screen = Arc::new(screen);
         if spinner {
             let weak = Arc::downgrade(&screen);
             std::thread::spawn(move || {
@@ -156,6 +164,7 @@ impl Screen {
                 hint: None,
             }),
             columns: columns.max(1),
+            height: usize::MAX,
             alive: AtomicBool::new(true),
             thinking_shown: AtomicBool::new(false),
         }
@@ -164,6 +173,18 @@ impl Screen {
     /// Terminal width in columns.
     pub fn columns(&self) -> usize {
         self.columns
+    }
+
+    /// The same screen, `rows` high (tests; the real one asks the terminal).
+    #[cfg(test)]
+    pub fn with_height(mut self, rows: usize) -> Self {
+        self.height = rows;
+        self
+    }
+
+    /// Terminal height in rows (`usize::MAX` when unknown).
+    pub fn height(&self) -> usize {
+        self.height
     }
 
     /// Whether the cursor is after text on the current line.

@@ -141,6 +141,17 @@ impl TerminalPrinter {
             }
             _ => {}
         }
+        // Only what is still on screen can be drawn over: when the old list's first row has
+        // scrolled away, only the call's line is replaced and the update goes below it.
+        if up >= self.screen.height()
+            && let Some(previous) = self.todo.as_ref().filter(|_| over_previous)
+        {
+            up -= previous.rows;
+            over_previous = false;
+        }
+        if up >= self.screen.height() {
+            up = 0;
+        }
         let lines = match &self.todo {
             Some(previous) if !over_previous => changed_lines(&previous.items, list, self.palette),
             _ => todo_lines(list, self.palette.color),
@@ -225,8 +236,13 @@ mod tests {
     }
 
     fn shown(color: bool, events: Vec<Event>) -> String {
+        shown_on(color, usize::MAX, events)
+    }
+
+    fn shown_on(color: bool, height: usize, events: Vec<Event>) -> String {
         let (out, err) = (Captured::default(), Captured::default());
-        let screen = Arc::new(Screen::new(Box::new(out.clone()), Box::new(err), false, 80));
+        let screen = Screen::new(Box::new(out.clone()), Box::new(err), false, 80);
+        let screen = Arc::new(screen.with_height(height));
         let mut printer = TerminalPrinter::on(screen, color, Mode::Interactive);
         for (seq, event) in events.into_iter().enumerate() {
             printer.on_event(&Envelope {
@@ -253,6 +269,20 @@ mod tests {
         assert!(text.contains("\x1b[5A\r\x1b[J"), "{text:?}");
         assert!(!text.contains('⎿'), "{text:?}");
         insta::assert_snapshot!(text.replace('\x1b', "⟨ESC⟩"));
+    }
+
+    #[test]
+    fn a_list_taller_than_the_screen_is_not_redrawn_in_place() {
+        let mut events = write_call("a", list([InProgress, Pending, Pending]));
+        events.extend(write_call("b", list([Done, InProgress, Pending])));
+        // 5 rows to go up (the call line and the old list) on a 5-row screen: the old list's
+        // first row has scrolled away, so the update goes below, compactly.
+        let text = shown_on(true, 5, events);
+        assert!(!text.contains("\x1b[5A"), "{text:?}");
+        assert_eq!(text.matches("Todo · ").count(), 2, "{text:?}");
+        // Each call's line is still replaced by its list (one row up, twice).
+        assert_eq!(text.matches("\x1b[1A\r\x1b[J").count(), 2, "{text:?}");
+        assert_eq!(text.matches("Run the tests").count(), 1, "{text:?}");
     }
 
     #[test]
