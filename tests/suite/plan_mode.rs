@@ -367,6 +367,13 @@ fn audit_tools(env: &RunEnv) -> Vec<String> {
 #[tokio::test]
 async fn choice_1_approves_into_default_mode_and_the_plans_steps_seed_the_todo_list() {
     let env = RunEnv::new().await;
+    // Every server up before the first prompt: no "[server … ready]" notice lands in the
+    // snapshot of the menu and the checklist.
+    env.add_servers(
+        "[mcp_servers.fs]\nrequired = true\n[mcp_servers.shell]\nrequired = true\n\
+         [mcp_servers.todo]\nrequired = true\n[mcp_servers.plan]\nrequired = true\n\
+         [mcp_servers.skills]\nenabled = false\n[mcp_servers.agent]\nenabled = false\n",
+    );
     std::fs::write(env.dir.path().join("a.txt"), "original\n").unwrap();
     call(
         &env,
@@ -401,6 +408,14 @@ async fn choice_1_approves_into_default_mode_and_the_plans_steps_seed_the_todo_l
         "{screen}"
     );
     assert!(screen.contains("☐ Check it with `cat a.txt`."), "{screen}");
+    // The menu, the answer, and the seeded checklist under it.
+    let rows: Vec<&str> = screen
+        .lines()
+        .map(str::trim_end)
+        .skip_while(|l| !l.starts_with("Approve this plan?"))
+        .take_while(|l| !l.contains("todo__read") && !l.contains("Starting"))
+        .collect();
+    insta::assert_snapshot!(rows.join("\n"));
     let requests = env.server.requests();
     assert_eq!(requests.len(), 3, "plan, todo__read, answer");
     // Default mode from the approval on: writes offered, no plan-mode prompt.
