@@ -350,3 +350,151 @@ async fn read_only_mode_offers_only_read_only_tools_and_still_refuses_a_forced_w
     assert!(text.contains("read-only"), "{text}");
     assert_eq!(snapshot(&env), before, "nothing written");
 }
+
+fn audit_tools(env: &RunEnv) -> Vec<String> {
+    std::fs::read_to_string(env.home.path().join("audit.jsonl"))
+        .unwrap_or_default()
+        .lines()
+        .filter_map(|l| serde_json::from_str::<Value>(l).ok())
+        .filter_map(|v| v["tool"].as_str().map(String::from))
+        .collect()
+}
+
+/// Choice 1 approves into default mode, and the approved plan seeds the todo list (issue 20:
+/// "the approved plan is saved in the session and seeds the todo list"): its two list items
+/// become the list through an audited `todo__write` the REPL makes through the gateway — the
+/// checklist is drawn, the event recorded, and the model's own `todo__read` returns them.
+#[tokio::test]
+async fn choice_1_approves_into_default_mode_and_the_plans_steps_seed_the_todo_list() {
+    let env = RunEnv::new().await;
+    // Every server up before the first prompt: no "[server … ready]" notice lands in the
+    // snapshot of the menu and the checklist.
+    env.add_servers(
+        "[mcp_servers.fs]\nrequired = true\n[mcp_servers.shell]\nrequired = true\n\
+         [mcp_servers.todo]\nrequired = true\n[mcp_servers.plan]\nrequired = true\n\
+         [mcp_servers.skills]\nenabled = false\n[mcp_servers.agent]\nenabled = false\n",
+    );
+    std::fs::write(env.dir.path().join("a.txt"), "original\n").unwrap();
+    call(
+        &env,
+        "toolu_p",
+        "plan__exit",
+        &serde_json::json!({"plan": PLAN}),
+    );
+    call(&env, "toolu_r", "todo__read", &serde_json::json!({}));
+    env.answer("Starting with step 1.");
+    let script = serde_json::json!([
+        {"expect": "tern> "},
+        {"send": "/mode plan\r"},
+        {"expect": "mode: plan"},
+        {"expect": "tern> "},
+        {"send": "change a.txt\r"},
+        {"expect": "plan [1-4]> "},
+        {"send": "1\r"},
+        {"expect": "plan approved; mode: default"},
+        {"expect": "Todo · 0/2 done"},
+        {"expect": "Starting with step 1."},
+        {"expect": "tern> "},
+        {"send": "/mode\r"},
+        {"expect": "mode: default"},
+        {"expect": "tern> "},
+        {"send": "/exit\r"},
+    ]);
+    let report = super::repl::drive_with(&env, &script, &[]).await;
+    assert_eq!(report["status"], 0, "{}", report["output"]);
+    let screen = report["screen"].as_str().unwrap_or_default();
+    assert!(
+        screen.contains("☐ Change `a.txt` to say *changed*."),
+        "{screen}"
+    );
+    assert!(screen.contains("☐ Check it with `cat a.txt`."), "{screen}");
+    // The menu, the answer, and the seeded checklist under it.
+    let rows: Vec<&str> = screen
+        .lines()
+        .map(str::trim_end)
+        .skip_while(|l| !l.starts_with("Approve this plan?"))
+        .take_while(|l| !l.contains("todo__read") && !l.contains("Starting"))
+        .collect();
+    insta::assert_snapshot!(rows.join("\n"));
+    let requests = env.server.requests();
+    assert_eq!(requests.len(), 3, "plan, todo__read, answer");
+    // Default mode from the approval on: writes offered, no plan-mode prompt.
+    let acting = tool_names(&requests[1]);
+    assert!(acting.iter().any(|t| t == "fs__write_file"), "{acting:?}");
+    assert!(
+        !requests[1].json()["system"]
+            .to_string()
+            .contains("plan mode")
+    );
+    let approved = requests[1].json()["messages"].to_string();
+    assert!(
+        approved.contains("Its 2 steps are your todo list now"),
+        "{approved}"
+    );
+    // The model's todo__read, answered by the todo server, has the plan's steps.
+    let results = super::run::tool_results(&requests[2]);
+    let (_, text, is_error) = results.iter().find(|(id, _, _)| id == "toolu_r").unwrap();
+    assert!(!is_error, "{text}");
+    assert!(text.contains("Change `a.txt` to say *changed*."), "{text}");
+    assert!(text.contains("Check it with `cat a.txt`."), "{text}");
+    // The seed was an MCP call through the gateway: audited, and a todo_updated event.
+    assert!(
+        audit_tools(&env).iter().any(|t| t == "todo__write"),
+        "{:?}",
+        audit_tools(&env)
+    );
+    let events = env.events();
+    let updates = of_type(&events, "todo_updated");
+    assert_eq!(updates.len(), 1, "{updates:?}");
+    assert_eq!(updates[0]["todos"][1]["text"], "Check it with `cat a.txt`.");
+    assert_eq!(updates[0]["todos"][1]["id"], "2");
+    assert_eq!(updates[0]["todos"][0]["status"], "pending");
+    // Nothing was written: approving is not acting.
+    assert_eq!(
+        std::fs::read_to_string(env.dir.path().join("a.txt")).unwrap(),
+        "original\n"
+    );
+}
+
+/// Choice 4 drops the plan: nothing is sent, saved or seeded, and the session stays in plan
+/// mode.
+#[tokio::test]
+async fn choice_4_cancels_keeps_nothing_and_stays_in_plan_mode() {
+    let env = RunEnv::new().await;
+    std::fs::write(env.dir.path().join("a.txt"), "original\n").unwrap();
+    call(
+        &env,
+        "toolu_p",
+        "plan__exit",
+        &serde_json::json!({"plan": PLAN}),
+    );
+    let before = snapshot(&env);
+    let script = serde_json::json!([
+        {"expect": "tern> "},
+        {"send": "/mode plan\r"},
+        {"expect": "mode: plan"},
+        {"expect": "tern> "},
+        {"send": "change a.txt\r"},
+        {"expect": "plan [1-4]> "},
+        {"send": "4\r"},
+        {"expect": "plan dropped; still in plan mode"},
+        {"expect": "tern> "},
+        {"send": "/mode\r"},
+        {"expect": "mode: plan"},
+        {"expect": "tern> "},
+        {"send": "/exit\r"},
+    ]);
+    let report = super::repl::drive_with(&env, &script, &[]).await;
+    assert_eq!(report["status"], 0, "{}", report["output"]);
+    assert_eq!(env.server.requests().len(), 1, "nothing sent after cancel");
+    assert_eq!(snapshot(&env), before, "the workspace is unchanged");
+    let sessions = all_files(&env.home.path().join("sessions"));
+    assert!(
+        !sessions
+            .iter()
+            .any(|p| p.to_string_lossy().ends_with(".plan.md")),
+        "{sessions:?}"
+    );
+    assert!(of_type(&env.events(), "todo_updated").is_empty());
+    assert!(!audit_tools(&env).iter().any(|t| t == "todo__write"));
+}

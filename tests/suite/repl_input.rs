@@ -305,3 +305,42 @@ async fn shift_tab_during_a_turn_changes_the_mode_of_its_next_request() {
     assert!(!after.iter().any(|t| t == "fs__write_file"), "{after:?}");
     assert!(after.iter().any(|t| t == "plan__exit"), "{after:?}");
 }
+
+/// Issue 26: "Esc interrupts a running turn (a hint in the status line)". The answer stalls
+/// mid-stream; the spinner line says `esc to interrupt`; Esc cancels the turn, and the next
+/// typed line is sent as the next turn.
+#[tokio::test]
+async fn esc_interrupts_a_stalled_turn_the_spinner_says_so_and_the_next_line_is_sent() {
+    let env = RunEnv::new().await;
+    // message_start, ping, content_block_start, the first piece: then nothing more.
+    let never = tern_model::mock::Gate::new();
+    env.server.enqueue(
+        AnthropicTurn::new()
+            .text(&["Once upon a time,\n", "never shown"])
+            .finish("end_turn")
+            .pause_after(4, &never),
+    );
+    env.answer("The next answer.");
+    let script = json!([
+        {"expect": "tern> "},
+        {"send": "tell me a story\r"},
+        {"expect": "Once upon a time,"},
+        {"expect": "esc to interrupt", "timeout": 15},
+        {"send": "\u{1b}"},
+        {"expect": "(cancelled)", "timeout": 15},
+        {"expect": "tern> "},
+        {"send": "what next?\r"},
+        {"expect": "The next answer."},
+        {"expect": "tern> "},
+        {"send": "/exit\r"},
+    ]);
+    let report = drive_with(&env, &script, &[]).await;
+    assert_eq!(report["status"], 0, "{}", report["output"]);
+    let output = report["output"].as_str().unwrap_or_default();
+    assert!(!output.contains("never shown"), "{output}");
+    let requests = env.server.requests();
+    assert_eq!(requests.len(), 2, "the stalled turn, then the typed line");
+    let next = last_message(&requests[1]);
+    assert!(next.contains("what next?"), "{next}");
+    drop(never);
+}

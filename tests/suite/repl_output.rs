@@ -187,3 +187,54 @@ async fn a_stalled_answer_keeps_the_spinner_with_the_tokens_per_second() {
         .unwrap_or_else(|| panic!("no status line:\n{}", lines.join("\n")));
     assert!(status.contains(" tok/s · "), "{status}");
 }
+
+/// Issue 26: "the status line right after a cancel or failure". A request the API refuses
+/// (400, not retried) ends the turn with the error and a status line that says `error` and
+/// keeps the conversation's size from the turn before — then the REPL goes on.
+#[tokio::test]
+async fn after_a_failed_turn_the_status_line_says_error_and_the_repl_goes_on() {
+    let env = RunEnv::new().await;
+    // A conversation of 46k tokens: 23% of the 200k window.
+    env.server.enqueue(
+        AnthropicTurn::with_usage(46_000, 0, 0)
+            .text(&["First answer."])
+            .finish("end_turn"),
+    );
+    env.server.enqueue(tern_model::mock::MockResponse::json(
+        400,
+        &json!({"type": "error", "error": {"type": "invalid_request_error",
+            "message": "messages: something the API refused"}}),
+    ));
+    env.answer("Third answer.");
+    let script = json!([
+        {"expect": "tern> "},
+        {"send": "one\r"},
+        {"expect": "First answer."},
+        {"expect": "tern> "},
+        {"send": "two\r"},
+        {"expect": "something the API refused"},
+        {"expect": "tern> "},
+        {"send": "three\r"},
+        {"expect": "Third answer."},
+        {"expect": "tern> "},
+        {"send": "/exit\r"},
+    ]);
+    let report = super::repl::drive_with(&env, &script, &[]).await;
+    assert_eq!(report["status"], 0, "{}", report["output"]);
+    let lines = lines(&report);
+    let status: Vec<&String> = lines.iter().filter(|l| l.contains("context ")).collect();
+    assert_eq!(
+        status.len(),
+        3,
+        "one status line per turn:\n{}",
+        lines.join("\n")
+    );
+    let failed = status[1];
+    assert!(failed.trim_start().starts_with("error · "), "{failed}");
+    // No answer measured the conversation: the size from the turn before, not 0.
+    let context = |l: &str| l.rsplit_once("context ").map(|(_, c)| c.to_string());
+    assert_eq!(context(failed), context(status[0]), "{failed}");
+    assert!(failed.contains("context 23% of 200.0k"), "{failed}");
+    assert!(!failed.contains(" 0 in "), "{failed}");
+    assert!(!status[2].contains("error"), "{}", status[2]);
+}

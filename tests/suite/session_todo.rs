@@ -240,3 +240,49 @@ async fn after_clear_the_running_todo_server_keeps_the_new_sessions_list() {
         "{lists:?}"
     );
 }
+
+/// Issue 20: "the terminal shows the list as a checklist that updates in place". Two updates in
+/// a row (the model ticks an item off right after writing the list): the pyte screen shows one
+/// checklist, in its latest state, not two stacked lists.
+#[tokio::test]
+async fn consecutive_updates_redraw_one_checklist_in_place() {
+    let env = RunEnv::new().await;
+    // Only the todo server, ready before the first prompt: a server coming up mid-turn prints
+    // a notice between the two lists (then the second is printed below, compactly — the
+    // unit tests in `render::terminal::todo` cover that case).
+    env.add_servers(
+        "[mcp_servers.todo]\nrequired = true\n[mcp_servers.fs]\nenabled = false\n\
+         [mcp_servers.shell]\nenabled = false\n\
+         [mcp_servers.skills]\nenabled = false\n[mcp_servers.plan]\nenabled = false\n\
+         [mcp_servers.agent]\nenabled = false\n",
+    );
+    write_todos(&env, "toolu_w1", LIST);
+    let ticked = r#"{"todos":[{"id":"1","text":"Read the code","status":"done"},{"id":"2","text":"Fix the bug","status":"in_progress"}]}"#;
+    write_todos(&env, "toolu_w2", ticked);
+    env.answer("Working on the fix.");
+    let script = serde_json::json!([
+        {"expect": "tern> "},
+        {"send": "plan the fix\r"},
+        {"expect": "Working on the fix."},
+        {"expect": "tern> "},
+        {"screen": "Todo · 1/2 done", "hold": 0.3},
+        {"send": "/exit\r"},
+    ]);
+    let report = super::repl::drive_with(&env, &script, &[]).await;
+    assert_eq!(report["status"], 0, "{}", report["output"]);
+    let screen = report["screen"].as_str().unwrap_or_default();
+    // Both lists were drawn (the raw output has both headings)…
+    let output = report["output"].as_str().unwrap_or_default();
+    assert!(output.contains("Todo · 0/2 done"), "{output}");
+    // …but the screen shows one: the second was drawn over the first, and over its call line.
+    assert_eq!(screen.matches("☰ Todo").count(), 1, "{screen}");
+    assert!(!screen.contains("0/2 done"), "{screen}");
+    assert!(!screen.contains("todo__write"), "{screen}");
+    let rows: Vec<&str> = screen
+        .lines()
+        .map(str::trim_end)
+        .skip_while(|l| !l.contains("☰ Todo"))
+        .take_while(|l| !l.is_empty() && !l.contains("Working on the fix."))
+        .collect();
+    insta::assert_snapshot!(rows.join("\n"));
+}

@@ -415,6 +415,17 @@ impl Gateway {
             .is_some_and(|e| self.settings.policy(e).builtin == Some(tern_config::Builtin::Plan))
     }
 
+    /// The full name (`server__tool`) of tool `tool` of a running server of kind `builtin`: the
+    /// host's own calls to a built-in server (the REPL seeding the todo list from an approved
+    /// plan) find the tool by what the server is, never by the name a config gave it.
+    pub fn builtin_tool(&self, builtin: tern_config::Builtin, tool: &str) -> Option<String> {
+        self.table()
+            .entries()
+            .iter()
+            .find(|e| e.tool == tool && self.settings.policy(e).builtin == Some(builtin))
+            .map(|e| e.name.clone())
+    }
+
     /// Whether this run may call `name` at all (an agent profile's tools); one outside is
     /// neither offered to the model nor let through the permission stage.
     pub fn may_call(&self, name: &str) -> bool {

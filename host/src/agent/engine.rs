@@ -139,6 +139,8 @@ pub mod mention_read;
 #[path = "model_swap.rs"]
 mod model_swap;
 mod phases;
+#[path = "plan_todo.rs"]
+pub mod plan_todo;
 mod run;
 
 use phases::{given_model_settings, open_checkpointer, start_servers};

@@ -28,7 +28,7 @@ pub use bus::{EventBus, Subscriber};
 pub use context::{SYSTEM_PROMPT, system_blocks};
 pub use conversation::{Conversation, Reason};
 pub use engine::hook_points::{EndReason, StartSource};
-pub use engine::{Engine, EngineOptions, attach};
+pub use engine::{Engine, EngineOptions, attach, plan_todo};
 pub use executor::ToolExecutor;
 pub use resources::{Outputs, RunResources};
 pub use run_loop::{Agent, AgentSettings, TurnOutcome, summary};

@@ -65,6 +65,8 @@ pub async fn run(ws: &Workspace, session: Option<String>) -> anyhow::Result<i32>
     let printer = TerminalPrinter::on(Screen::terminal(color), color, Mode::Interactive)
         .in_workspace(&ws.cwd);
     let screen = printer.screen();
+    // Esc cancels a running turn (keys.rs): the spinner says so.
+    screen.hint(Some("esc to interrupt".into()));
     // One question on the screen at a time: an approval or a server's request for input.
     let turn = Arc::new(tokio::sync::Mutex::new(()));
     // The one reader of stdin while a turn runs (the line editor reads between turns).
@@ -337,11 +339,13 @@ pub async fn run(ws: &Workspace, session: Option<String>) -> anyhow::Result<i32>
             let sessions = ws.paths.sessions_dir();
             // The plan's question is read by the line editor too: news goes above it.
             let prompting = notices.as_ref().map(|n| screen.above_prompt(n.printer()));
-            let (ed, next) = plan::review(editor, &engine, &sessions, &plan, &mut out).await?;
+            let (ed, answer) = plan::review(editor, &mut out).await?;
             drop(prompting);
             editor = ed;
-            match next {
-                Some(next) => text = next,
+            match answer {
+                Some(answer) => {
+                    text = plan::next_turn(&engine, &sessions, &plan, answer, &mut out).await?;
+                }
                 None => break outcome,
             }
         };

@@ -3,18 +3,17 @@
 //! `accept-edits`), sends feedback to keep planning, or cancels.
 //!
 //! On approval the plan is saved beside the session's transcript
-//! (`$TERN_HOME/sessions/<id>.plan.md`) and the next turn starts at once with the approved plan
-//! and the instruction to record its steps with `todo__write` first. The todo list is seeded by
-//! the model through the todo server rather than by the REPL writing the server's state file:
-//! the server stays the one owner of the list, and turning free-form markdown into items is the
-//! model's job, not a parser's guess.
+//! (`$TERN_HOME/sessions/<id>.plan.md`), its list items seed the todo list (an audited
+//! `todo__write` through the gateway: [`crate::agent::plan_todo`]), and the next turn starts at
+//! once with the approved plan and the instruction to keep that list up to date. A plan with no
+//! list items seeds nothing; the model is then asked to record the steps itself.
 
 use std::sync::{Arc, Mutex};
 
 use tern_config::PermissionMode;
 use tern_protocol::{Envelope, Event};
 
-use crate::agent::{Engine, Subscriber};
+use crate::agent::{Engine, Subscriber, plan_todo::plan_steps};
 
 /// Keeps the plan the last turn proposed, for the REPL to put to the user after the turn.
 pub(super) struct PlanCatcher(pub Arc<Mutex<Option<String>>>);
@@ -57,26 +56,54 @@ pub(super) fn choice(line: &str) -> Option<Choice> {
     }
 }
 
-/// Approves `plan`: switches the mode, saves the plan with the session, and returns the text
-/// the next turn starts with (or says why the plan could not be saved, which does not stop it).
-pub(super) fn approve(
+/// Approves `plan`: switches the mode, saves the plan with the session, seeds the todo list
+/// with its steps, and returns the text the next turn starts with, and what went wrong on the
+/// way (a plan that could not be saved or a list not seeded does not stop the turn).
+pub(super) async fn approve(
     engine: &Engine,
     sessions_dir: &std::path::Path,
     plan: &str,
     mode: PermissionMode,
-) -> (String, Option<String>) {
+) -> (String, Vec<String>) {
     engine.gateway().set_mode(mode);
+    let mut problems = Vec::new();
     let path = sessions_dir.join(format!("{}.plan.md", engine.session_id()));
-    let problem = std::fs::create_dir_all(sessions_dir)
+    if let Err(e) = std::fs::create_dir_all(sessions_dir)
         .and_then(|()| tern_protocol::files::write(&path, plan.as_bytes()))
-        .err()
-        .map(|e| format!("could not save the plan to {}: {e}", path.display()));
+    {
+        problems.push(format!(
+            "could not save the plan to {}: {e}",
+            path.display()
+        ));
+    }
+    let steps = plan_steps(plan);
+    let seeded = if steps.is_empty() {
+        None
+    } else {
+        match engine.seed_todo(&steps).await {
+            Ok(list) => Some(list.todos.len()),
+            Err(e) => {
+                problems.push(format!(
+                    "could not seed the todo list: {}",
+                    crate::render::sanitize(&e)
+                ));
+                None
+            }
+        }
+    };
+    let todo = match seeded {
+        Some(n) => format!(
+            "Its {n} steps are your todo list now (ids 1 to {n}, all pending): as you carry the \
+             plan out, mark each step in_progress when you start it and done when it is \
+             finished, with todo__write."
+        ),
+        None => "First record the plan's steps with todo__write, then carry it out.".into(),
+    };
     let text = format!(
         "The user approved your plan. The session is now in {mode} mode: you may change files. \
-         First record the plan's steps with todo__write, then carry it out.\n\nThe approved \
-         plan:\n\n{plan}"
+         {todo}\n\nThe approved plan:\n\n{plan}"
     );
-    (text, problem)
+    (text, problems)
 }
 
 /// What the model is told when the user wants more planning.
@@ -111,14 +138,19 @@ async fn ask(
     Ok((editor, line))
 }
 
-/// Puts the proposed `plan` to the user; returns the text of the turn to run next, if any.
+/// What the user wants after reading the plan (nothing: the plan is dropped).
+pub(super) enum Answer {
+    /// Approved, switching to this mode: [`next_turn`] does it.
+    Approve(PermissionMode),
+    /// The next turn's text: the feedback for more planning.
+    Feedback(String),
+}
+
+/// Puts the proposed plan (already on screen) to the user.
 pub(super) async fn review(
     mut editor: LineEditor,
-    engine: &Engine,
-    sessions_dir: &std::path::Path,
-    plan: &str,
     out: &mut dyn std::io::Write,
-) -> anyhow::Result<(LineEditor, Option<String>)> {
+) -> anyhow::Result<(LineEditor, Option<Answer>)> {
     writeln!(out, "{MENU}")?;
     loop {
         let (ed, line) = ask(editor, "plan [1-4]> ").await?;
@@ -131,19 +163,14 @@ pub(super) async fn review(
             return Ok((editor, None));
         };
         match choice(&line) {
-            Some(Choice::Approve(mode)) => {
-                let (text, problem) = approve(engine, sessions_dir, plan, mode);
-                if let Some(problem) = problem {
-                    writeln!(out, "warning: {problem}")?;
-                }
-                writeln!(out, "(plan approved; mode: {mode})")?;
-                return Ok((editor, Some(text)));
-            }
+            Some(Choice::Approve(mode)) => return Ok((editor, Some(Answer::Approve(mode)))),
             Some(Choice::KeepPlanning) => {
                 let (ed, line) = ask(editor, "feedback> ").await?;
                 editor = ed;
                 match line.filter(|l| !l.trim().is_empty()) {
-                    Some(text) => return Ok((editor, Some(feedback(text.trim())))),
+                    Some(text) => {
+                        return Ok((editor, Some(Answer::Feedback(feedback(text.trim())))));
+                    }
                     None => writeln!(out, "no feedback given\n{MENU}")?,
                 }
             }
@@ -155,6 +182,30 @@ pub(super) async fn review(
                 return Ok((editor, None));
             }
             None => writeln!(out, "answer 1, 2, 3 or 4")?,
+        }
+    }
+}
+
+/// The text of the turn that follows `answer`: the feedback, or (approving) the approved plan
+/// after [`approve`] has switched the mode, saved the plan and seeded the todo list. Runs after
+/// the question is off screen, so the seeded checklist is drawn as ordinary output.
+pub(super) async fn next_turn(
+    engine: &Engine,
+    sessions_dir: &std::path::Path,
+    plan: &str,
+    answer: Answer,
+    out: &mut dyn std::io::Write,
+) -> anyhow::Result<String> {
+    match answer {
+        Answer::Feedback(text) => Ok(text),
+        Answer::Approve(mode) => {
+            writeln!(out, "(plan approved; mode: {mode})")?;
+            out.flush()?;
+            let (text, problems) = approve(engine, sessions_dir, plan, mode).await;
+            for problem in problems {
+                writeln!(out, "warning: {problem}")?;
+            }
+            Ok(text)
         }
     }
 }

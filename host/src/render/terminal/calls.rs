@@ -36,6 +36,11 @@ pub(super) struct Pending {
     pub written: Option<u64>,
     /// The last lines of its output while it runs (the live tail), shown under it.
     pub tail: Vec<String>,
+    /// The screen's write count just before the line was written.
+    pub before: u64,
+    /// The call changed the todo list and the checklist stands for its line and result
+    /// ([`super::todo`]).
+    pub shown_as_todo: bool,
 }
 
 impl Pending {
@@ -155,6 +160,8 @@ impl TerminalPrinter {
             line,
             written: None,
             tail: Vec::new(),
+            before: self.screen.writes(),
+            shown_as_todo: false,
         };
         if self.redraw {
             self.out(&format!("{}\n", call.line));
@@ -179,6 +186,8 @@ impl TerminalPrinter {
             .quoted_paths(&sanitize(result.summary.lines().next().unwrap_or("")));
         let error = self.paint(RED, "error:");
         match call {
+            // The checklist drawn for its todo update is its result.
+            Some(call) if call.shown_as_todo => return,
             // Its line is the last one on screen: the duration goes on it.
             Some(call)
                 if self.redraw

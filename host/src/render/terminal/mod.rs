@@ -18,6 +18,7 @@ mod style;
 mod table;
 mod tails;
 mod thinking;
+mod todo;
 
 use std::{
     path::Path,
@@ -34,8 +35,9 @@ pub use preview::{CallPreview, approval_preview};
 use screen::Captured;
 pub use screen::{PromptPrinter, Screen};
 pub use style::sanitize;
-use style::{BOLD, CYAN, DIM, GREEN, Palette, RED, YELLOW};
+use style::{BOLD, DIM, Palette, RED, YELLOW};
 pub use thinking::thought_lines;
+pub use todo::todo_lines;
 
 use self::{calls::Finished, markdown::Markdown, status::Turn};
 use crate::agent::Subscriber;
@@ -77,6 +79,8 @@ pub struct TerminalPrinter {
     pending: Vec<calls::Pending>,
     /// Output tokens per second, for the spinner and the status line.
     rate: rate::Rate,
+    /// The last todo checklist drawn, to update it in place ([`todo`]).
+    todo: Option<todo::Shown>,
 }
 
 impl TerminalPrinter {
@@ -107,6 +111,7 @@ impl TerminalPrinter {
             workspace: calls::Workspace::default(),
             pending: Vec::new(),
             rate: rate::Rate::default(),
+            todo: None,
         }
     }
 
@@ -223,42 +228,6 @@ fn short_args(args: &serde_json::Value) -> String {
     } else {
         one_line
     }
-}
-
-/// The todo list as a checklist under a heading with its progress: `/todo` and every
-/// `todo_updated` show the same lines.
-pub fn todo_lines(list: &tern_protocol::todo::TodoList, color: bool) -> Vec<String> {
-    use tern_protocol::todo::TodoStatus;
-    let palette = Palette { color };
-    let mut lines = vec![format!(
-        "{} {}",
-        palette.paint(CYAN, "☰"),
-        palette.paint(BOLD, &format!("Todo · {}", list.progress()))
-    )];
-    for item in &list.todos {
-        let text = sanitize(&item.text.replace(['\n', '\r'], " "));
-        let line = match item.status {
-            TodoStatus::Pending => format!("  ☐ {text}"),
-            TodoStatus::InProgress => {
-                format!(
-                    "  {} {}",
-                    palette.paint(YELLOW, "▶"),
-                    palette.paint(BOLD, &text)
-                )
-            }
-            TodoStatus::Done => format!(
-                "  {} {}",
-                palette.paint(GREEN, "✔"),
-                palette.paint(DIM, &text)
-            ),
-            TodoStatus::Cancelled => palette.paint(DIM, &format!("  ✗ {text} (cancelled)")),
-        };
-        lines.push(line);
-    }
-    if list.todos.is_empty() {
-        lines.push(palette.paint(DIM, "  (empty)"));
-    }
-    lines
 }
 
 /// The status line after a turn: tokens, cache share, cost, how full the context is.
@@ -471,15 +440,11 @@ impl Subscriber for TerminalPrinter {
                 self.say(&line);
             }
             Event::TodoUpdated { todos, counts } => {
-                self.screen.spin(None);
-                let list = tern_protocol::todo::TodoList {
+                self.todo_updated(&tern_protocol::todo::TodoList {
                     todos: todos.clone(),
                     counts: *counts,
                     changed: true,
-                };
-                for line in todo_lines(&list, self.palette.color) {
-                    self.say(&line);
-                }
+                })
             }
             Event::PlanProposed { plan } => {
                 self.screen.spin(None);

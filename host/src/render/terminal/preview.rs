@@ -284,4 +284,51 @@ mod tests {
         let lines = preview(&call(r#"{"query":"a\u001b[2Jb","n":3}"#, None, None), PLAIN);
         assert_eq!(lines, ["  n: 3", "  query: a^[[2Jb"]);
     }
+
+    #[test]
+    fn a_write_over_an_existing_file_shows_a_diff_against_the_old_content() {
+        let old = "# Title\n\nkeep 1\nkeep 2\nkeep 3\nold line\nkeep 4\n";
+        let new = "# Title\n\nkeep 1\nkeep 2\nkeep 3\nnew line\nkeep 4\nadded\n";
+        let args = serde_json::json!({"path": "doc.md", "content": new}).to_string();
+        let path = Path::new("/w/doc.md");
+        let lines = preview(&call(&args, Some((path, Some(old))), None), PLAIN);
+        let text = lines.join("\n");
+        // A diff with relative headers, not the whole new file.
+        assert!(text.contains("--- doc.md\n  +++ doc.md"), "{text}");
+        assert!(text.contains("  -old line\n  +new line"), "{text}");
+        assert!(text.contains("  +added"), "{text}");
+        assert!(!text.contains("new file"), "{text}");
+        assert!(
+            !text.contains("+# Title"),
+            "unchanged lines are context: {text}"
+        );
+        insta::assert_snapshot!(text);
+        // The same content: said in one line.
+        let same = serde_json::json!({"path": "doc.md", "content": old}).to_string();
+        let lines = preview(&call(&same, Some((path, Some(old))), None), PLAIN);
+        assert_eq!(lines, ["  doc.md: unchanged (same content)"]);
+    }
+
+    #[test]
+    fn long_key_value_arguments_are_folded() {
+        // One long value: cut at MAX_VALUE characters with an ellipsis.
+        let long = "x".repeat(MAX_VALUE + 200);
+        let args = serde_json::json!({"note": long, "n": 1}).to_string();
+        let lines = preview(&call(&args, None, None), PLAIN);
+        assert_eq!(lines[0], "  n: 1");
+        assert_eq!(
+            lines[1],
+            format!("  note: {}…", "x".repeat(MAX_VALUE)),
+            "{lines:?}"
+        );
+        assert_eq!(lines.len(), 2);
+        // A value of many lines: continuation lines indented, the preview folded.
+        let body: String = (0..60).map(|i| format!("row {i}\n")).collect();
+        let args = serde_json::json!({"body": body}).to_string();
+        let lines = preview(&call(&args, None, None), PLAIN);
+        assert_eq!(lines[0], "  body: row 0");
+        assert_eq!(lines[1], "    row 1");
+        assert_eq!(lines.len(), MAX_LINES);
+        assert_eq!(lines.last().unwrap(), "  … 37 more lines");
+    }
 }

@@ -87,12 +87,17 @@ struct State {
     above_prompt: Option<PromptPrinter>,
     /// Output for `above_prompt` that does not end a line yet.
     prompt_partial: String,
+    /// A key hint at the end of the spinner's line (`esc to interrupt` in the REPL).
+    hint: Option<String>,
 }
 
 /// The shared terminal.
 pub struct Screen {
     state: Mutex<State>,
     columns: usize,
+    /// Terminal height in rows (unknown: `usize::MAX`): the cursor cannot go up further than
+    /// the screen, so nothing taller is redrawn in place.
+    height: usize,
     alive: AtomicBool,
     /// Thinking streams in full (`/thinking`) instead of one folded line.
     thinking_shown: AtomicBool,
@@ -103,16 +108,21 @@ impl Screen {
     pub fn terminal(color: bool) -> Arc<Screen> {
         use std::io::IsTerminal;
         let spinner = color && std::io::stderr().is_terminal();
-        let columns = terminal_size::terminal_size()
+        let size = terminal_size::terminal_size();
+        let columns = size
             .map(|(w, _)| usize::from(w.0))
             .filter(|w| *w > 0)
             .unwrap_or(80);
-        let screen = Arc::new(Screen::new(
+        let mut screen = Screen::new(
             Box::new(std::io::stdout()),
             Box::new(std::io::stderr()),
             spinner,
             columns,
-        ));
+        );
+        if let Some((_, h)) = size.filter(|(_, h)| h.0 > 0) {
+            screen.height = usize::from(h.0);
+        }
+        let screen = Arc::new(screen);
         if spinner {
             let weak = Arc::downgrade(&screen);
             std::thread::spawn(move || {
@@ -151,8 +161,10 @@ impl Screen {
                 live_rows: 0,
                 above_prompt: None,
                 prompt_partial: String::new(),
+                hint: None,
             }),
             columns: columns.max(1),
+            height: usize::MAX,
             alive: AtomicBool::new(true),
             thinking_shown: AtomicBool::new(false),
         }
@@ -161,6 +173,18 @@ impl Screen {
     /// Terminal width in columns.
     pub fn columns(&self) -> usize {
         self.columns
+    }
+
+    /// The same screen, `rows` high (tests; the real one asks the terminal).
+    #[cfg(test)]
+    pub fn with_height(mut self, rows: usize) -> Self {
+        self.height = rows;
+        self
+    }
+
+    /// Terminal height in rows (`usize::MAX` when unknown).
+    pub fn height(&self) -> usize {
+        self.height
     }
 
     /// Whether the cursor is after text on the current line.
@@ -215,6 +239,16 @@ impl Screen {
             s.above_prompt = Some(printer);
         }
         Prompting(self.clone())
+    }
+
+    /// Ends the spinner's line with `hint` (a key the person can press while it runs), when it
+    /// fits in the width. The REPL sets `esc to interrupt`, the words Claude Code's spinner
+    /// (`(esc to interrupt)`, anthropics/claude-code#16905) and Codex's status line
+    /// (`Working (… • esc to interrupt)`) use; only set it where the key really works.
+    pub fn hint(&self, hint: Option<String>) {
+        if let Ok(mut s) = self.state.lock() {
+            s.hint = hint;
+        }
     }
 
     /// Shows `label` (with elapsed seconds) in the spinner; `None` hides it.
@@ -361,6 +395,13 @@ impl Screen {
                 format!("{frame} {} {elapsed:.1}s{progress}", spinner.label),
                 false,
             )
+        };
+        // The key hint goes on a spinner line of its own, when it fits (never after text).
+        let text = match &s.hint {
+            Some(hint) if !trailing && text.width() + hint.width() + 3 < self.columns => {
+                format!("{text} · {hint}")
+            }
+            _ => text,
         };
         let line = if trailing {
             // After the text, and back to its end: only when it fits on the line (a wrap would

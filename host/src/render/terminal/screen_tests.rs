@@ -186,3 +186,32 @@ fn the_column_ignores_escapes_and_restarts_after_a_newline() {
     assert_eq!(column_after(0, &"y".repeat(85), 80), 5);
     assert_eq!(column_after(3, "\x1b[2A\r\x1b[Jé", 80), 1);
 }
+
+#[test]
+fn the_key_hint_ends_a_spinner_line_of_its_own_when_it_fits() {
+    let (screen, _, err) = captured();
+    screen.hint(Some("esc to interrupt".into()));
+    screen.spin(Some("thinking".into()));
+    screen.tick();
+    assert!(
+        err.text().ends_with("s · esc to interrupt"),
+        "{:?}",
+        err.text()
+    );
+    // Never after text of a stalled stream: it would push the spinner off the line.
+    screen.spin(None);
+    screen.write("partial");
+    screen.stream("responding", None);
+    stall(&screen);
+    let before = err.text().len();
+    screen.tick();
+    let trailing = err.text()[before..].to_string();
+    assert!(trailing.contains("waiting"), "{trailing:?}");
+    assert!(!trailing.contains("esc"), "{trailing:?}");
+    // A label too long for the hint: the line goes without it.
+    screen.write("\n");
+    screen.spin(Some("x".repeat(70)));
+    let before = err.text().len();
+    screen.tick();
+    assert!(!err.text()[before..].contains("esc"), "{:?}", err.text());
+}

@@ -232,6 +232,52 @@ fn after_a_cancel_the_status_line_says_so_and_keeps_the_conversations_size() {
     insta::assert_snapshot!(text);
 }
 
+/// Issue 26: "the status line right after a cancel or failure". A turn that failed before any
+/// answer says so and keeps the size of the conversation (not `0 in · context 0%`); one that
+/// failed after a step had spent tokens shows them.
+#[test]
+fn after_a_failed_turn_the_status_line_says_so_and_keeps_the_conversations_size() {
+    let (out, err) = (Captured::default(), Captured::default());
+    let screen = Arc::new(Screen::new(Box::new(out.clone()), Box::new(err), false, 80));
+    let mut printer = TerminalPrinter::on(screen, false, Mode::Interactive);
+    let turn = |status, input, context| Event::TurnFinished {
+        status,
+        steps: 1,
+        input_tokens: input,
+        output_tokens: input / 10,
+        cache_read_tokens: 0,
+        cache_creation_tokens: 0,
+        cost_usd: None,
+        context_tokens: context,
+        context_window: Some(200_000),
+        model: Some("claude-sonnet-4-5".into()),
+        mode: Some("default".into()),
+    };
+    printer.on_event(&envelope(1, turn(RunStatus::Success, 46_000, 46_000)));
+    printer.on_event(&envelope(
+        2,
+        Event::Error {
+            message: "model request failed: 400 invalid_request_error".into(),
+        },
+    ));
+    printer.on_event(&envelope(3, turn(RunStatus::Error, 0, 0)));
+    // A step answered (tokens spent), then the next request failed.
+    printer.on_event(&envelope(4, turn(RunStatus::Error, 1_200, 0)));
+    let text = out.text();
+    let lines: Vec<&str> = text.lines().collect();
+    assert_eq!(
+        lines[lines.len() - 2],
+        "  error · claude-sonnet-4-5 · default · context 23% of 200.0k",
+        "{text}"
+    );
+    assert_eq!(
+        lines[lines.len() - 1],
+        "  error · claude-sonnet-4-5 · default · 1.2k in · 0% cached · 120 out · context 23% of 200.0k",
+        "{text}"
+    );
+    insta::assert_snapshot!(text);
+}
+
 /// A turn with two reads run as one batch (both lines first, then both results), then an edit
 /// of a file inside the workspace whose diff names it by its absolute path.
 fn batch() -> Vec<Event> {
