@@ -7,6 +7,9 @@
 //! also brings the `todo_updated` event the terminal draws. The host never writes the server's
 //! state file: the server stays the one owner of the list. A plan with no list items seeds
 //! nothing, and the model is asked to record the steps itself.
+//!
+//! [`Engine::keep_approved_plan`] is what the REPL and `tern acp` both do once a person said
+//! yes (each asks in its own way and switches the mode itself).
 
 use tern_protocol::{ToolCall, todo::TodoList};
 use tokio_util::sync::CancellationToken;
@@ -75,6 +78,54 @@ fn list_item(line: &str) -> Option<String> {
 }
 
 impl Engine {
+    /// Keeps an approved plan: saves it beside the session's transcript
+    /// (`sessions/<id>.plan.md`), seeds the todo list with its steps, and returns the text the
+    /// next turn starts with (saying `mode`, which the caller has switched to) and what went
+    /// wrong on the way — a plan not saved or a list not seeded does not stop the work.
+    pub async fn keep_approved_plan(
+        &self,
+        plan: &str,
+        mode: tern_config::PermissionMode,
+    ) -> (String, Vec<String>) {
+        let mut problems = Vec::new();
+        let path = self
+            .sessions_dir
+            .join(format!("{}.plan.md", self.session_id()));
+        if let Err(e) = std::fs::create_dir_all(&self.sessions_dir)
+            .and_then(|()| tern_protocol::files::write(&path, plan.as_bytes()))
+        {
+            problems.push(format!(
+                "could not save the plan to {}: {e}",
+                path.display()
+            ));
+        }
+        let steps = plan_steps(plan);
+        let seeded = if steps.is_empty() {
+            None
+        } else {
+            match self.seed_todo(&steps).await {
+                Ok(list) => Some(list.todos.len()),
+                Err(e) => {
+                    problems.push(format!("could not seed the todo list: {e}"));
+                    None
+                }
+            }
+        };
+        let todo = match seeded {
+            Some(n) => format!(
+                "Its {n} steps are your todo list now (ids 1 to {n}, all pending): as you carry \
+                 the plan out, mark each step in_progress when you start it and done when it is \
+                 finished, with todo__write."
+            ),
+            None => "First record the plan's steps with todo__write, then carry it out.".into(),
+        };
+        let text = format!(
+            "The user approved your plan. The session is now in {mode} mode: you may change \
+             files. {todo}\n\nThe approved plan:\n\n{plan}"
+        );
+        (text, problems)
+    }
+
     /// Replaces the session's todo list with `steps`, all pending (ids `1`, `2`, …), through
     /// the built-in todo server's `write` tool. `Err` says why not: no todo server running, or
     /// what the gateway or the server answered.

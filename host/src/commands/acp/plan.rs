@@ -149,25 +149,6 @@ pub async fn ask(
     approved(answer, &params)
 }
 
-/// The text the turn after an approval starts with (the REPL's words, `repl::plan::approve`).
-pub fn approval_message(plan: &str, mode: PermissionMode) -> String {
-    format!(
-        "The user approved your plan. The session is now in {mode} mode: you may change files. \
-         First record the plan's steps with todo__write, then carry it out.\n\nThe approved \
-         plan:\n\n{plan}"
-    )
-}
-
-/// Saves the approved plan beside the session's transcript, as the REPL does; why it could
-/// not be saved, which does not stop the work.
-pub fn save(sessions_dir: &std::path::Path, session_id: &str, plan: &str) -> Option<String> {
-    let path = sessions_dir.join(format!("{session_id}.plan.md"));
-    std::fs::create_dir_all(sessions_dir)
-        .and_then(|()| tern_protocol::files::write(&path, plan.as_bytes()))
-        .err()
-        .map(|e| format!("could not save the plan to {}: {e}", path.display()))
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;

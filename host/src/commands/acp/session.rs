@@ -434,11 +434,12 @@ impl Session {
             serde_json::json!({"sessionUpdate": "current_mode_update",
                 "currentModeId": mode.to_string()}),
         );
-        if let Some(problem) = plan::save(&self.sessions_dir, engine.session_id(), &proposed.plan) {
+        let (text, problems) = engine.keep_approved_plan(&proposed.plan, mode).await;
+        for problem in problems {
             tracing::warn!("{problem}");
             updates::send(&self.out, &self.id, updates::notice(&problem));
         }
-        Some(plan::approval_message(&proposed.plan, mode))
+        Some(text)
     }
 
     /// Cancels the running turn and its calls, if any (ACP `session/cancel`).

@@ -336,7 +336,6 @@ pub async fn run(ws: &Workspace, session: Option<String>) -> anyhow::Result<i32>
             let Some(plan) = plan.filter(|_| outcome.status == RunStatus::Success) else {
                 break outcome;
             };
-            let sessions = ws.paths.sessions_dir();
             // The plan's question is read by the line editor too: news goes above it.
             let prompting = notices.as_ref().map(|n| screen.above_prompt(n.printer()));
             let (ed, answer) = plan::review(editor, &mut out).await?;
@@ -344,7 +343,7 @@ pub async fn run(ws: &Workspace, session: Option<String>) -> anyhow::Result<i32>
             editor = ed;
             match answer {
                 Some(answer) => {
-                    text = plan::next_turn(&engine, &sessions, &plan, answer, &mut out).await?;
+                    text = plan::next_turn(&engine, &plan, answer, &mut out).await?;
                 }
                 None => break outcome,
             }

@@ -13,7 +13,7 @@ use std::sync::{Arc, Mutex};
 use tern_config::PermissionMode;
 use tern_protocol::{Envelope, Event};
 
-use crate::agent::{Engine, Subscriber, plan_todo::plan_steps};
+use crate::agent::{Engine, Subscriber};
 
 /// Keeps the plan the last turn proposed, for the REPL to put to the user after the turn.
 pub(super) struct PlanCatcher(pub Arc<Mutex<Option<String>>>);
@@ -54,56 +54,6 @@ pub(super) fn choice(line: &str) -> Option<Choice> {
         "4" | "cancel" | "c" | "n" | "no" => Some(Choice::Cancel),
         _ => None,
     }
-}
-
-/// Approves `plan`: switches the mode, saves the plan with the session, seeds the todo list
-/// with its steps, and returns the text the next turn starts with, and what went wrong on the
-/// way (a plan that could not be saved or a list not seeded does not stop the turn).
-pub(super) async fn approve(
-    engine: &Engine,
-    sessions_dir: &std::path::Path,
-    plan: &str,
-    mode: PermissionMode,
-) -> (String, Vec<String>) {
-    engine.gateway().set_mode(mode);
-    let mut problems = Vec::new();
-    let path = sessions_dir.join(format!("{}.plan.md", engine.session_id()));
-    if let Err(e) = std::fs::create_dir_all(sessions_dir)
-        .and_then(|()| tern_protocol::files::write(&path, plan.as_bytes()))
-    {
-        problems.push(format!(
-            "could not save the plan to {}: {e}",
-            path.display()
-        ));
-    }
-    let steps = plan_steps(plan);
-    let seeded = if steps.is_empty() {
-        None
-    } else {
-        match engine.seed_todo(&steps).await {
-            Ok(list) => Some(list.todos.len()),
-            Err(e) => {
-                problems.push(format!(
-                    "could not seed the todo list: {}",
-                    crate::render::sanitize(&e)
-                ));
-                None
-            }
-        }
-    };
-    let todo = match seeded {
-        Some(n) => format!(
-            "Its {n} steps are your todo list now (ids 1 to {n}, all pending): as you carry the \
-             plan out, mark each step in_progress when you start it and done when it is \
-             finished, with todo__write."
-        ),
-        None => "First record the plan's steps with todo__write, then carry it out.".into(),
-    };
-    let text = format!(
-        "The user approved your plan. The session is now in {mode} mode: you may change files. \
-         {todo}\n\nThe approved plan:\n\n{plan}"
-    );
-    (text, problems)
 }
 
 /// What the model is told when the user wants more planning.
@@ -187,11 +137,11 @@ pub(super) async fn review(
 }
 
 /// The text of the turn that follows `answer`: the feedback, or (approving) the approved plan
-/// after [`approve`] has switched the mode, saved the plan and seeded the todo list. Runs after
-/// the question is off screen, so the seeded checklist is drawn as ordinary output.
+/// after the mode is switched and [`Engine::keep_approved_plan`] has saved the plan and seeded
+/// the todo list. Runs after the question is off screen, so the seeded checklist is drawn as
+/// ordinary output.
 pub(super) async fn next_turn(
     engine: &Engine,
-    sessions_dir: &std::path::Path,
     plan: &str,
     answer: Answer,
     out: &mut dyn std::io::Write,
@@ -201,9 +151,10 @@ pub(super) async fn next_turn(
         Answer::Approve(mode) => {
             writeln!(out, "(plan approved; mode: {mode})")?;
             out.flush()?;
-            let (text, problems) = approve(engine, sessions_dir, plan, mode).await;
+            engine.gateway().set_mode(mode);
+            let (text, problems) = engine.keep_approved_plan(plan, mode).await;
             for problem in problems {
-                writeln!(out, "warning: {problem}")?;
+                writeln!(out, "warning: {}", crate::render::sanitize(&problem))?;
             }
             Ok(text)
         }
