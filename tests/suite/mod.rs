@@ -5,6 +5,7 @@ mod acp_terminal;
 mod admission;
 mod checkpoints;
 mod cli_mcp;
+mod codex_block;
 mod conformance;
 mod context;
 mod custom_commands;
