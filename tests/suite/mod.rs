@@ -20,6 +20,7 @@ mod examples;
 mod harbor_agent;
 mod honesty;
 mod hooks;
+mod hooks_decisions;
 mod hooks_fidelity;
 mod http_faults;
 mod images;
