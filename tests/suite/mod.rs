@@ -55,6 +55,7 @@ mod security;
 mod serve;
 mod serve_http;
 mod session_todo;
+mod skills_dirs;
 mod snapshots;
 mod startup;
 mod subagents;
