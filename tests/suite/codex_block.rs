@@ -144,3 +144,49 @@ async fn a_pasted_literal_bearer_token_stops_tern_with_the_key_to_use() {
     assert!(!stderr.contains("sk-live-123"), "{stderr}");
     assert!(env.server.requests().is_empty());
 }
+
+/// `supports_parallel_tool_calls = true`: two calls of a server whose tools are not read-only
+/// run at the same time (the test server's `rendezvous` answers `met` only when both are in
+/// flight at once); without the key the same calls run one after the other.
+#[tokio::test]
+async fn supports_parallel_tool_calls_lets_a_servers_calls_run_side_by_side() {
+    for (parallel, expected) in [(true, "met"), (false, "alone")] {
+        let env = RunEnv::new().await;
+        env.add_servers(&format!(
+            "[mcp_servers.db]\ncommand = {:?}\nargs = [\"--destructive\"]\n\
+             supports_parallel_tool_calls = {parallel}\n",
+            tern_e2e::bin("tern-test-server").to_string_lossy()
+        ));
+        let call = r#"{"group":"g","n":2,"ms":1500}"#;
+        env.server.enqueue(
+            AnthropicTurn::new()
+                .tool_use("toolu_a", "db__rendezvous", &[call])
+                .tool_use("toolu_b", "db__rendezvous", &[call])
+                .finish("tool_use"),
+        );
+        env.answer("done");
+        let out = env
+            .run(&[
+                "run",
+                "both",
+                "--allow",
+                "db__*",
+                "--output-format",
+                "jsonl",
+            ])
+            .await;
+        assert_exit(&out, 0);
+        let results = tool_results(&env.server.requests()[1]);
+        assert_eq!(results.len(), 2, "{results:?}");
+        assert!(
+            results.iter().any(|(_, text, _)| text.contains(expected)),
+            "supports_parallel_tool_calls = {parallel}: {results:?}"
+        );
+        if parallel {
+            assert!(
+                results.iter().all(|(_, text, _)| text.contains("met")),
+                "{results:?}"
+            );
+        }
+    }
+}
