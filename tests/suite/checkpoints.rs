@@ -252,10 +252,7 @@ async fn rewind_without_an_id_never_touches_another_projects_files() {
     edit_turn(&env);
     let out = env.run(&["run", "edit a", "--mode", "yolo"]).await;
     assert_exit(&out, 0);
-    assert_eq!(
-        std::fs::read(env.dir.path().join("a.txt")).unwrap(),
-        b"ONE\n"
-    );
+    assert_eq!(std::fs::read(env.dir.path().join("a.txt")).unwrap(), b"ONE\n");
 
     let other = tempfile::tempdir().unwrap();
     for args in [&["rewind", "--to", "1", "--code"][..], &["rewind"][..]] {
@@ -272,15 +269,9 @@ async fn rewind_without_an_id_never_touches_another_projects_files() {
         assert!(err.contains("hint: "), "{err}");
     }
     // Project A's edit stands; its own directory still rewinds it.
-    assert_eq!(
-        std::fs::read(env.dir.path().join("a.txt")).unwrap(),
-        b"ONE\n"
-    );
+    assert_eq!(std::fs::read(env.dir.path().join("a.txt")).unwrap(), b"ONE\n");
     rewind(&env, &["--to", "1", "--code"]).await;
-    assert_eq!(
-        std::fs::read(env.dir.path().join("a.txt")).unwrap(),
-        b"one\n"
-    );
+    assert_eq!(std::fs::read(env.dir.path().join("a.txt")).unwrap(), b"one\n");
 }
 
 /// The REPL: `/diff` since the turn's checkpoint, `/rewind` listing the turns, rewinding both,
