@@ -95,8 +95,9 @@ command = {server:?}
     );
     let (_, text, is_error) = by_id("toolu_env");
     assert!(is_error, "{text}");
+    // Asked for by the pasted rule, and nobody to ask in a headless run.
     assert!(
-        text.contains("rule `docs__env` asks") && text.contains("without a terminal to ask"),
+        text.contains("`docs__env` needs approval (rule `docs__env` asks)"),
         "{text}"
     );
     let (_, text, is_error) = by_id("toolu_plain");

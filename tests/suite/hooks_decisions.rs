@@ -107,10 +107,7 @@ async fn a_json_ask_turns_an_allowed_call_into_a_question_that_headless_refuses(
     assert!(*is_error, "{text}");
     // The rule allowed it; the hook's ask made it a question; nobody can answer headless.
     assert!(
-        text.contains(
-            "`shell__run` needs approval (a person should confirm writes) and tern is running \
-             without a terminal to ask"
-        ),
+        text.contains("`shell__run` needs approval (a person should confirm writes)"),
         "{text}"
     );
     let events = env.events();
