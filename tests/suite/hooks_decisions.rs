@@ -115,6 +115,18 @@ async fn a_json_ask_turns_an_allowed_call_into_a_question_that_headless_refuses(
     assert_eq!(decided[0]["decision"], "deny", "{decided:?}");
     assert_eq!(decided[0]["rule"], "headless:deny", "{decided:?}");
     assert_eq!(decided[0]["asked"], true, "{decided:?}");
+    // Nobody was asked, so nobody is told "tern needs your permission": no Notification.
+    assert!(
+        !env.dir.path().join("notify.json").exists(),
+        "Notification ran in a headless run"
+    );
+    assert!(
+        audit_hooks(&env)
+            .iter()
+            .all(|h| h["event"] != "Notification"),
+        "{:?}",
+        audit_hooks(&env)
+    );
 }
 
 /// Records its input in the project (`NAME.json`), then a marker saying it finished.
