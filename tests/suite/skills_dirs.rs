@@ -210,3 +210,68 @@ async fn a_loaded_skills_script_runs_with_shell_run_under_the_sandbox() {
         "the sandbox let the script write outside the workspace"
     );
 }
+
+/// A trusted project's `.tern/skills` script, called by its relative path: `.tern/` is a
+/// protected location too, and the script still runs (reading it is not writing there).
+#[tokio::test]
+async fn a_projects_tern_skills_script_runs_by_its_relative_path() {
+    let env = RunEnv::new().await;
+    let project = env.dir.path();
+    write_skill(&project.join(".tern/skills"), "lint", "Lint the project.");
+    let script = project.join(".tern/skills/lint/lint.sh");
+    std::fs::write(&script, "echo \"lint ok: $1\"\n").unwrap();
+    std::fs::write(project.join(".tern/config.toml"), "").unwrap();
+    assert_exit(&env.run(&["trust"]).await, 0);
+    env.server.enqueue(
+        AnthropicTurn::new()
+            .tool_use(
+                "toolu_lint",
+                "shell__run",
+                &[r#"{"command":"bash .tern/skills/lint/lint.sh src"}"#],
+            )
+            .finish("tool_use"),
+    );
+    env.answer("clean");
+    let out = env
+        .run(&[
+            "run",
+            "lint",
+            "--allow",
+            "shell__run",
+            "--output-format",
+            "jsonl",
+        ])
+        .await;
+    assert_exit(&out, 0);
+    let ran = tool_results(&env.server.requests()[1]);
+    let (_, text, is_error) = &ran[0];
+    assert!(!is_error && text.contains("lint ok: src"), "{text}");
+    // Writing there is still refused, by the rules before the sandbox.
+    env.server.enqueue(
+        AnthropicTurn::new()
+            .tool_use(
+                "toolu_plant",
+                "shell__run",
+                &[r#"{"command":"cp /etc/hostname .tern/skills/lint/lint.sh"}"#],
+            )
+            .finish("tool_use"),
+    );
+    env.answer("no");
+    let out = env
+        .run(&[
+            "run",
+            "plant",
+            "--allow",
+            "shell__run",
+            "--output-format",
+            "jsonl",
+        ])
+        .await;
+    assert_exit(&out, 0);
+    let refused = tool_results(&env.server.requests()[3]);
+    assert!(refused[0].2, "{refused:?}");
+    assert_eq!(
+        std::fs::read_to_string(&script).unwrap(),
+        "echo \"lint ok: $1\"\n"
+    );
+}
