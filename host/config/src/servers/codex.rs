@@ -268,10 +268,11 @@ impl ServersLayer {
         Ok(rules)
     }
 
-    /// Notices for the Codex keys tern read but cannot act on.
+    /// Notices for the Codex keys tern read but cannot act on (a disabled server's are noise).
     pub(crate) fn ignored(&self) -> Vec<Notice> {
         self.0
             .values()
+            .filter(|server| server.enabled != Some(false))
             .flat_map(|server| &server.ignored)
             .map(|i| Notice::ServerKeyIgnored {
                 key: i.key.clone(),

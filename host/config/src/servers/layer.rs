@@ -146,6 +146,8 @@ impl ServerLayer {
         self.http_headers.clear();
         self.env_http_headers.clear();
         self.oauth = RawOAuth::default();
+        // A note about the old transport's `env_vars` no longer applies.
+        self.ignored.retain(|i| !i.key.contains(".env_vars["));
     }
 
     /// Lays `later` over `self`.

@@ -255,6 +255,20 @@ fn remote_environment_and_remote_env_vars_are_said_not_dropped() {
             && notices[1].contains("TOKEN is read from this machine's environment"),
         "{notices:?}"
     );
+    // A disabled server's keys are not worth a notice; a later layer's new transport drops the
+    // old transport's env_vars note.
+    let config = load(
+        "[mcp_servers.git]\ncommand = \"g\"\nexperimental_environment = \"remote\"\nenabled = false\n",
+    );
+    assert!(config.notices.is_empty(), "{:?}", config.notices);
+    let fx = Fixture::new();
+    fx.user_config(
+        "[mcp_servers.git]\ncommand = \"g\"\nenv_vars = [{ name = \"T\", source = \"remote\" }]\n",
+    );
+    fx.project_config("[mcp_servers.git]\nurl = \"https://h/mcp\"\n");
+    fx.trust();
+    let config = fx.load(&Default::default()).unwrap();
+    assert!(config.notices.is_empty(), "{:?}", config.notices);
     for (text, expected) in [
         (
             "experimental_environment = \"mars\"",
