@@ -135,6 +135,16 @@ pub enum Notice {
         /// Why (`blocked by managed policy (FILE:LINE: allowed_plugins …)`).
         reason: String,
     },
+    /// A Codex `[mcp_servers]` key tern reads but has no counterpart for (e.g.
+    /// `experimental_environment = "remote"`): said, never silently dropped.
+    ServerKeyIgnored {
+        /// The dotted key.
+        key: String,
+        /// Where it was written.
+        at: crate::error::Location,
+        /// What tern does instead, and why.
+        why: String,
+    },
     /// The managed policy lowered the shell sandbox the config asked for.
     SandboxLowered {
         /// What the config asked for.
@@ -173,6 +183,9 @@ impl fmt::Display for Notice {
             }
             Self::PluginBlocked { plugin, reason } => {
                 write!(f, "plugin `{plugin}` not loaded: {reason}")
+            }
+            Self::ServerKeyIgnored { key, at, why } => {
+                write!(f, "{key} ignored ({at}): {why}")
             }
             Self::SandboxLowered { asked, allowed, at } => write!(
                 f,
@@ -311,6 +324,12 @@ impl Config {
                     .chain(policy.ask.iter().map(|r| (RuleList::Ask, r.clone()))),
             );
         }
+
+        // Codex's approval modes are rules like any other: a deny or ask of any layer (or the
+        // policy's) still wins over an `approve`.
+        let approval_rules = merged.servers.approval_rules()?;
+        merged.permissions.add_rules(approval_rules);
+        notices.extend(merged.servers.ignored());
 
         let trusted_project = layers
             .iter()

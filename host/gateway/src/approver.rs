@@ -76,6 +76,13 @@ pub trait Approver: Send + Sync {
     fn name(&self) -> &'static str {
         "user"
     }
+
+    /// Whether a question reaches someone who may take a while to answer: the `Notification`
+    /// hooks ("tern needs your permission to use …") run only then, never for an answer given
+    /// on the spot by nobody (headless, a replay).
+    fn asks_someone(&self) -> bool {
+        true
+    }
 }
 
 /// Denies every request, naming the rule that would allow it: for `tern run`, no TTY, or JSONL
@@ -93,6 +100,10 @@ impl Approver for HeadlessApprover {
 
     fn name(&self) -> &'static str {
         "headless"
+    }
+
+    fn asks_someone(&self) -> bool {
+        false
     }
 }
 

@@ -84,6 +84,30 @@ impl PathScope {
         self.protected_lexically(path) || self.protected_lexically(&resolve_existing(path))
     }
 
+    /// Whether `path` (normalized) is an existing file in a skills folder of a protected
+    /// location (`$TERN_HOME/skills/…` or a project's `.tern/skills/…`), both as written and with
+    /// its symlinks resolved: a skill's script, which an interpreter reads and runs (issue 19:
+    /// skills' scripts run with `shell__run` under the sandbox). Writing there stays protected.
+    pub fn is_protected_skill_file(&self, path: &Path) -> bool {
+        let resolved = resolve_existing(path);
+        if !resolved.is_file() {
+            return false;
+        }
+        let skills = [
+            lexical(&self.tern_home).join("skills"),
+            resolve_existing(&self.tern_home).join("skills"),
+        ];
+        let in_skills = |p: &Path| {
+            let components: Vec<Component<'_>> = p.components().collect();
+            skills.iter().any(|s| p.starts_with(s))
+                || components.windows(2).any(|pair| {
+                    matches!(pair, [Component::Normal(a), Component::Normal(b)]
+                        if *a == ".tern" && *b == "skills")
+                })
+        };
+        in_skills(path) && in_skills(&resolved)
+    }
+
     fn protected_lexically(&self, path: &Path) -> bool {
         let lower = |p: &Path| PathBuf::from(p.to_string_lossy().to_lowercase());
         let path = lower(path);

@@ -93,7 +93,9 @@ impl Gateway {
             Verdict::Allow { rule } => (Decision::Allow, rule, false, None),
             Verdict::Deny { rule, reason } => (Decision::Deny, rule, false, Some(reason)),
             Verdict::Ask { rule, reasons } => {
-                self.notify_ask(&p.entry.name, ctx);
+                if self.approver.asks_someone() {
+                    self.notify_ask(&p.entry.name, ctx);
+                }
                 let answer = self.ask(p, ctx, &rule, reasons).await;
                 match answer {
                     Ok(rule) => (Decision::Allow, rule, true, None),

@@ -168,10 +168,16 @@ impl ToolExecutor for GatewayTools {
     }
 
     fn is_read_only(&self, name: &str) -> bool {
-        self.gateway
-            .table()
-            .get(name)
-            .is_some_and(|e| e.def.annotations.read_only == Some(true))
+        // Codex's `supports_parallel_tool_calls`: the user vouches that the server's tools may
+        // run side by side, which is all "read-only" means to the loop.
+        self.gateway.table().get(name).is_some_and(|e| {
+            e.def.annotations.read_only == Some(true)
+                || self
+                    .deferral
+                    .servers
+                    .get(&e.server)
+                    .is_some_and(|s| s.parallel_tool_calls)
+        })
     }
 
     fn todo(&self) -> Option<TodoList> {

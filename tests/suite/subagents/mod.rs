@@ -3,6 +3,7 @@
 //! answers the parent's and the children's requests by what they contain.
 
 mod delegation;
+mod hooks;
 mod inherit;
 mod server;
 

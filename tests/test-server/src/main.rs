@@ -86,6 +86,10 @@ struct Args {
     /// Description of the `echo` tool (to simulate a changed definition across runs).
     #[arg(long, default_value = "Echo the text back.")]
     echo_description: String,
+    /// Annotate every tool as not read-only (and destructive), so a client runs its calls one
+    /// at a time unless told otherwise (Codex's `supports_parallel_tool_calls`).
+    #[arg(long)]
+    destructive: bool,
     /// Append every tools/call received to this file, one JSON line each.
     #[arg(long)]
     audit: Option<PathBuf>,

@@ -175,6 +175,14 @@ impl TestServer {
                 true,
             ));
         }
+        if self.args.destructive {
+            for t in &mut tools {
+                let mut a = ToolAnnotations::default();
+                a.read_only_hint = Some(false);
+                a.destructive_hint = Some(true);
+                t.annotations = Some(a);
+            }
+        }
         tools
     }
 

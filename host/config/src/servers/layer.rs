@@ -10,6 +10,7 @@ use std::time::Duration;
 
 use toml::Spanned;
 
+use super::codex::{self, IgnoredKey, LocatedApproval};
 use super::raw::{RawOAuth, RawRoots, RawServer, RawToolSettings};
 use super::resolved::{Builtin, Defer, Protocol};
 use crate::check::{invalid, seconds, valid_server_name};
@@ -84,6 +85,12 @@ pub(crate) struct ServerLayer {
     pub(crate) enabled_tools: Option<Vec<String>>,
     pub(crate) disabled_tools: Option<Vec<String>>,
     pub(crate) tools: BTreeMap<String, ToolLayer>,
+    /// Codex's `default_tools_approval_mode`, where it was written.
+    pub(crate) approval: Option<LocatedApproval>,
+    /// Codex's `supports_parallel_tool_calls`.
+    pub(crate) parallel_tool_calls: Option<bool>,
+    /// Codex keys read but not acted on, from every layer (each is said once).
+    pub(crate) ignored: Vec<IgnoredKey>,
     /// The `[mcp_servers.NAME]` header (or key) of the last layer that mentioned the server.
     pub(crate) at: Location,
 }
@@ -96,6 +103,8 @@ pub(crate) struct ToolLayer {
     pub(crate) command_arg: Option<String>,
     pub(crate) edits_files: Option<bool>,
     pub(crate) enabled: Option<bool>,
+    /// Codex's `approval_mode`, where it was written.
+    pub(crate) approval: Option<LocatedApproval>,
 }
 
 /// Which transport keys a layer set; `None` if it set none.
@@ -137,6 +146,8 @@ impl ServerLayer {
         self.http_headers.clear();
         self.env_http_headers.clear();
         self.oauth = RawOAuth::default();
+        // A note about the old transport's `env_vars` no longer applies.
+        self.ignored.retain(|i| !i.key.contains(".env_vars["));
     }
 
     /// Lays `later` over `self`.
@@ -172,6 +183,9 @@ impl ServerLayer {
         over(&mut self.protocol, later.protocol);
         over(&mut self.enabled_tools, later.enabled_tools);
         over(&mut self.disabled_tools, later.disabled_tools);
+        over(&mut self.approval, later.approval);
+        over(&mut self.parallel_tool_calls, later.parallel_tool_calls);
+        self.ignored.extend(later.ignored);
         for (name, tool) in later.tools {
             let slot = self.tools.entry(name).or_default();
             over(&mut slot.timeout, tool.timeout);
@@ -179,6 +193,7 @@ impl ServerLayer {
             over(&mut slot.command_arg, tool.command_arg);
             over(&mut slot.edits_files, tool.edits_files);
             over(&mut slot.enabled, tool.enabled);
+            over(&mut slot.approval, tool.approval);
         }
         self.at = later.at;
     }
@@ -288,6 +303,7 @@ fn server_layer(
             command_arg,
             edits_files,
             enabled,
+            approval_mode,
         } = settings;
         let tool_layer = ToolLayer {
             timeout: timeout(&key, timeout_sec)?,
@@ -295,10 +311,27 @@ fn server_layer(
             command_arg,
             edits_files,
             enabled,
+            approval: codex::approval(
+                &format!("mcp_servers.{name}.tools.{tool}.approval_mode"),
+                approval_mode,
+                source,
+            )?,
         };
         tools.insert(tool, tool_layer);
     }
+    let mut ignored = Vec::new();
+    codex::refuse_bearer_token(name, raw.bearer_token, source)?;
+    codex::environment(name, raw.experimental_environment, source, &mut ignored)?;
+    let env_vars = codex::env_vars(name, raw.env_vars, source, &mut ignored)?;
+    let approval = codex::approval(
+        &format!("mcp_servers.{name}.default_tools_approval_mode"),
+        raw.default_tools_approval_mode,
+        source,
+    )?;
     Ok(ServerLayer {
+        approval,
+        parallel_tool_calls: raw.supports_parallel_tool_calls,
+        ignored,
         startup_timeout,
         protocol,
         tool_timeout: timeout("tool_timeout_sec", raw.tool_timeout_sec)?,
@@ -311,7 +344,7 @@ fn server_layer(
         builtin: raw.builtin,
         args: raw.args,
         env: raw.env.unwrap_or_default(),
-        env_vars: raw.env_vars,
+        env_vars,
         cwd: raw.cwd,
         url: raw.url,
         bearer_token_env_var: raw.bearer_token_env_var,

@@ -4,6 +4,7 @@
 //!
 //! Key names follow Codex's `config.toml` so users can paste their existing entries.
 
+mod codex;
 mod layer;
 mod raw;
 mod resolve;

@@ -19,11 +19,14 @@ pub(crate) struct RawServer {
     pub(crate) builtin: Option<Builtin>,
     pub(crate) args: Option<Vec<String>>,
     pub(crate) env: Option<BTreeMap<String, String>>,
-    pub(crate) env_vars: Option<Vec<String>>,
+    /// Names, or Codex's `{ name, source = "local" | "remote" }` tables.
+    pub(crate) env_vars: Option<Vec<Spanned<toml::Value>>>,
     pub(crate) cwd: Option<PathBuf>,
     // streamable HTTP
     pub(crate) url: Option<String>,
     pub(crate) bearer_token_env_var: Option<String>,
+    /// Codex's refused literal token: read only to refuse it with the way out.
+    pub(crate) bearer_token: Option<Spanned<toml::Value>>,
     pub(crate) http_headers: Option<BTreeMap<String, String>>,
     pub(crate) env_http_headers: Option<BTreeMap<String, String>>,
     pub(crate) oauth: Option<RawOAuth>,
@@ -51,6 +54,14 @@ pub(crate) struct RawServer {
     pub(crate) enabled_tools: Option<Vec<String>>,
     pub(crate) disabled_tools: Option<Vec<String>>,
     pub(crate) tools: Option<BTreeMap<String, RawToolSettings>>,
+    // Codex's keys with no tern key of their own (`codex-rs/config/src/mcp_types.rs`,
+    // `RawMcpServerConfig`): each gets its meaning in `layer.rs`.
+    /// `"auto"`, `"prompt"` or `"approve"`: an ask or allow rule for every tool of the server.
+    pub(crate) default_tools_approval_mode: Option<Spanned<String>>,
+    /// Its tools may run at the same time as the step's other concurrent calls.
+    pub(crate) supports_parallel_tool_calls: Option<bool>,
+    /// `"local"` or `"remote"` (Codex's remote executor): tern runs every server locally.
+    pub(crate) experimental_environment: Option<Spanned<String>>,
 }
 
 /// `[mcp_servers.NAME.oauth]` (or `oauth = { … }`): how tern authorizes to an HTTP server.
@@ -124,4 +135,6 @@ pub(crate) struct RawToolSettings {
     pub(crate) command_arg: Option<String>,
     pub(crate) edits_files: Option<bool>,
     pub(crate) enabled: Option<bool>,
+    /// Codex's per-tool `approval_mode`: `"auto"`, `"prompt"` or `"approve"`.
+    pub(crate) approval_mode: Option<Spanned<String>>,
 }

@@ -126,6 +126,7 @@ impl TryFrom<(String, ServerLayer)> for ServerConfig {
             defer: raw.defer.unwrap_or_default(),
             enabled_tools: raw.enabled_tools,
             disabled_tools: raw.disabled_tools.unwrap_or_default(),
+            parallel_tool_calls: raw.parallel_tool_calls.unwrap_or(false),
             tools: raw
                 .tools
                 .into_iter()

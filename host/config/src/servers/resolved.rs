@@ -54,6 +54,9 @@ pub struct ServerConfig {
     pub disabled_tools: Vec<String>,
     /// `[mcp_servers.NAME.tools.TOOL]`, by original tool name.
     pub tools: BTreeMap<String, ToolSettings>,
+    /// `supports_parallel_tool_calls` (Codex's key, default false): its tools may run at the same
+    /// time as the step's other concurrent calls, as read-only tools do.
+    pub parallel_tool_calls: bool,
     /// Where the server was (last) configured, for messages about it.
     pub defined_at: Location,
 }
@@ -84,6 +87,7 @@ impl ServerConfig {
             enabled_tools: None,
             disabled_tools: Vec::new(),
             tools: BTreeMap::new(),
+            parallel_tool_calls: false,
             defined_at: Location {
                 file: PathBuf::from("(tern)"),
                 line: 0,

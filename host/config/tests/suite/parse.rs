@@ -142,6 +142,7 @@ fn a_full_file_parses_into_the_expected_config() {
         protocol: tern_config::Protocol::Auto,
         enabled_tools: Some(vec!["git_log".into(), "git_status".into()]),
         disabled_tools: vec!["git_reset".into()],
+        parallel_tool_calls: false,
         tools: BTreeMap::from([(
             "git_log".into(),
             ToolSettings {
@@ -177,6 +178,7 @@ fn a_full_file_parses_into_the_expected_config() {
         protocol: tern_config::Protocol::Auto,
         enabled_tools: None,
         disabled_tools: vec![],
+        parallel_tool_calls: false,
         tools: BTreeMap::new(),
         defined_at: at(line_of(FULL, "[mcp_servers.remote]")),
     };

@@ -46,6 +46,12 @@ const SYSTEM_BIN_DIRS: &[&str] = &[
     "/opt/homebrew/bin",
 ];
 
+/// Interpreters whose first operand is a script they read and run (a skill's script in a
+/// protected skills folder may be that operand without counting as naming the location).
+const SCRIPT_RUNNERS: &[&str] = &[
+    "bash", "sh", "dash", "zsh", "python", "python3", "node", "ruby", "perl",
+];
+
 /// Variables that change which program runs or what it runs, so `PATH=/tmp git status` is not
 /// `git status`.
 fn dangerous_var(name: &str) -> bool {
@@ -346,7 +352,7 @@ impl Walker<'_> {
         if let Some(why) = flags::risk(&words) {
             self.opaque(why);
         }
-        for w in &words[1..] {
+        for (i, w) in words[1..].iter().enumerate() {
             // `--flag=PATH` names a path too.
             let w = match w.split_once('=') {
                 Some((flag, value)) if flag.starts_with('-') => value,
@@ -354,7 +360,12 @@ impl Walker<'_> {
                 _ => w.as_str(),
             };
             let path = self.ws.normalize_from(&self.cwd, w);
-            if looks_like_path(w) && self.ws.is_protected(&path) {
+            // `bash $TERN_HOME/skills/x/run.sh …`: the interpreter reads a skill's script; only
+            // that operand, right after the interpreter, is let through.
+            let skill_script = i == 0
+                && SCRIPT_RUNNERS.contains(&words[0].as_str())
+                && self.ws.is_protected_skill_file(&path);
+            if looks_like_path(w) && self.ws.is_protected(&path) && !skill_script {
                 self.risk(format!("it names `{w}`, a protected config location"));
             }
             self.out.paths.push(path);

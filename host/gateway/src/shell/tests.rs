@@ -169,3 +169,53 @@ fn globs_and_braces_that_may_reach_protected_config_are_caught() {
         );
     }
 }
+
+/// A skill's script in `$TERN_HOME/skills` or `.tern/skills` may be an interpreter's script
+/// operand; anything else naming those folders (a write, another argument, a symlink out of
+/// them, a missing file) still counts as naming a protected location.
+#[test]
+fn an_interpreter_may_run_a_skills_script_from_a_protected_skills_folder() {
+    let dir = tempfile::tempdir().unwrap();
+    let tern_home = dir.path().join("home/.tern");
+    let project = dir.path().join("p");
+    let script = tern_home.join("skills/report/scripts/run.sh");
+    let project_script = project.join(".tern/skills/lint/lint.py");
+    for f in [&script, &project_script] {
+        std::fs::create_dir_all(f.parent().unwrap()).unwrap();
+        std::fs::write(f, "echo hi\n").unwrap();
+    }
+    std::fs::write(tern_home.join("config.toml"), "").unwrap();
+    std::os::unix::fs::symlink(
+        tern_home.join("config.toml"),
+        tern_home.join("skills/report/scripts/config-link"),
+    )
+    .unwrap();
+    let ws = PathScope {
+        cwd: project.clone(),
+        roots: vec![project.clone()],
+        home: None,
+        tern_home: tern_home.clone(),
+    };
+    let s = script.display();
+    for ok in [
+        format!("bash {s} data.csv"),
+        format!("/usr/bin/sh {s}"),
+        "python3 .tern/skills/lint/lint.py src".to_string(),
+    ] {
+        let a = analyze(&ok, &ws);
+        assert!(a.risks.is_empty(), "{ok}: {:?}", a.risks);
+    }
+    let home = tern_home.display();
+    for risky in [
+        format!("cp evil {s}"),
+        format!("bash -x {s}"),
+        format!("bash {s} {s}"),
+        format!("bash {home}/config.toml"),
+        format!("bash {home}/skills/report/scripts/config-link"),
+        format!("bash {home}/skills/report/scripts/missing.sh"),
+        format!("cat {s}"),
+    ] {
+        let a = analyze(&risky, &ws);
+        assert!(!a.risks.is_empty(), "{risky} is let through");
+    }
+}

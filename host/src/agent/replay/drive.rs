@@ -54,6 +54,10 @@ impl Approver for ReplayApprover {
     fn name(&self) -> &'static str {
         "replay"
     }
+
+    fn asks_someone(&self) -> bool {
+        false
+    }
 }
 
 /// How a replay ended.
