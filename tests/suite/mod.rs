@@ -1,4 +1,5 @@
 mod acp;
+mod acp_edges;
 mod acp_extras;
 mod acp_fs;
 mod acp_manifest;
@@ -26,6 +27,7 @@ mod honesty;
 mod hooks;
 mod hooks_decisions;
 mod hooks_fidelity;
+mod hooks_session;
 mod http_faults;
 mod images;
 mod images_repl;
