@@ -9,6 +9,7 @@ mod acp_terminal;
 mod admission;
 mod checkpoints;
 mod cli_mcp;
+mod cli_mcp_pins;
 mod codex_block;
 mod conformance;
 mod context;
