@@ -92,6 +92,16 @@ pub(crate) fn call<'a>(report: &'a Value, id: &str) -> (&'a Value, &'a Value) {
     (started, last)
 }
 
+/// The tool call ids the editor was asked about (`session/request_permission`), in order.
+pub(crate) fn asked(report: &Value) -> Vec<&str> {
+    report["permissions"]
+        .as_array()
+        .into_iter()
+        .flatten()
+        .map(|p| p["toolCallId"].as_str().unwrap_or("<no toolCallId>"))
+        .collect()
+}
+
 pub(crate) fn text_of(report: &Value, kind: &str) -> String {
     updates(report, kind)
         .iter()
@@ -269,12 +279,7 @@ async fn an_editor_drives_a_session_with_permissions_diffs_cancel_modes_and_load
     );
 
     // Every question was asked of the editor, with ACP's options.
-    let asked: Vec<&str> = report["permissions"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .map(|p| p["toolCallId"].as_str().unwrap())
-        .collect();
+    let asked = asked(&report);
     assert_eq!(asked, ["t2", "t3", "t4", "t5", "t7"], "{report:#}");
     let options = &report["permissions"][3]["options"];
     for o in [

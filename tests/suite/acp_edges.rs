@@ -4,7 +4,7 @@
 
 use std::{process::Stdio, time::Duration};
 
-use super::acp::{audit, call, exchange, python_editor, rule_of, text_of, turn};
+use super::acp::{asked, audit, call, exchange, python_editor, rule_of, text_of, turn};
 use serde_json::{Value, json};
 use tern_e2e::{
     bin,
@@ -272,12 +272,7 @@ async fn the_python_sdk_drives_a_session_too() {
     );
     assert_eq!(call(&report, "p3").1["status"], "failed", "rejected");
     assert_eq!(call(&report, "p4").1["status"], "failed", "rejected always");
-    let asked: Vec<&str> = report["permissions"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .map(|p| p["toolCallId"].as_str().unwrap())
-        .collect();
+    let asked = asked(&report);
     assert_eq!(asked, ["p2", "p3"]);
     let audit = audit(env.home.path());
     assert_eq!(rule_of(&audit, "p2"), "acp:once");

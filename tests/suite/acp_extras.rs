@@ -6,7 +6,7 @@ use serde_json::json;
 use tern_e2e::run_env::RunEnv;
 use tern_model::mock::script::AnthropicTurn;
 
-use super::acp::{editor, text_of, updates};
+use super::acp::{asked, editor, text_of, updates};
 
 #[tokio::test]
 async fn thinking_streams_to_the_editor_as_thought_chunks() {
@@ -221,11 +221,6 @@ async fn custom_commands_are_offered_and_run_with_their_model_and_tools_for_one_
     // The command's call ran without asking; the next turn's was asked (and rejected).
     assert!(env.dir.path().join("one.txt").is_file());
     assert!(!env.dir.path().join("two.txt").exists());
-    let asked: Vec<&str> = report["permissions"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .filter_map(|p| p["toolCallId"].as_str())
-        .collect();
+    let asked = asked(&report);
     assert_eq!(asked, ["c2"], "{report:#}");
 }

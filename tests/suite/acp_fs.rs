@@ -10,7 +10,7 @@ use serde_json::{Value, json};
 use tern_e2e::{bin, run_env::RunEnv};
 use tern_model::mock::script::AnthropicTurn;
 
-use super::acp::{audit, call, editor, python_editor, rule_of, turn, updates};
+use super::acp::{asked, audit, call, editor, python_editor, rule_of, turn, updates};
 
 /// What the model was given as the result of call `id` (every request it received searched).
 fn tool_result(env: &RunEnv, id: &str) -> String {
@@ -124,12 +124,7 @@ async fn the_model_reads_the_editors_buffers_and_writes_through_the_editor() {
         "{report:#}"
     );
     // The edits were asked of the editor like any edit, and the audit has every call.
-    let asked: Vec<&str> = report["permissions"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .map(|p| p["toolCallId"].as_str().unwrap())
-        .collect();
+    let asked = asked(&report);
     assert_eq!(asked, ["e1", "w1"], "{report:#}");
     let audit = audit(env.home.path());
     assert_eq!(rule_of(&audit, "e1"), "acp:once");

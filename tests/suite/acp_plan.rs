@@ -6,7 +6,7 @@ use serde_json::{Value, json};
 use tern_e2e::run_env::{RunEnv, of_type};
 use tern_model::mock::script::AnthropicTurn;
 
-use super::acp::{audit, call, editor, rule_of, text_of, turn, updates};
+use super::acp::{asked, audit, call, editor, rule_of, text_of, turn, updates};
 use super::acp_session::{result_text, tool_names};
 
 const PLAN: &str = "# Plan\n\n1. Change `a.txt` to say *changed*.\n2. Check it with `cat a.txt`.";
@@ -67,15 +67,10 @@ async fn plan_mode_from_the_editor_refuses_writes_sends_the_plan_and_stays_until
         assert!(why.contains("plan mode"), "{id}: {why}");
         assert!(why.contains("plan__exit"), "{id}: {why}");
     }
-    let asked: Vec<&Value> = report["permissions"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .map(|p| &p["toolCallId"])
-        .collect();
+    let asked = asked(&report);
     assert_eq!(
         asked,
-        [&json!("p1"), &json!("w3")],
+        ["p1", "w3"],
         "the plan, then only the default-mode write is asked"
     );
     // The plan's question: Claude Code's ACP adapter's three options, with tern's mode ids.
@@ -183,13 +178,8 @@ async fn an_approved_plan_switches_the_mode_and_is_carried_out_in_the_same_promp
     )
     .await;
     assert_eq!(report["prompts"][0]["stopReason"], "end_turn", "{report:#}");
-    let asked: Vec<&Value> = report["permissions"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .map(|p| &p["toolCallId"])
-        .collect();
-    assert_eq!(asked, [&json!("p1")], "only the plan is asked: {report:#}");
+    let asked = asked(&report);
+    assert_eq!(asked, ["p1"], "only the plan is asked: {report:#}");
     let modes: Vec<&Value> = updates(&report, "current_mode_update")
         .iter()
         .map(|u| &u["currentModeId"])

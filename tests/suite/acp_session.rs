@@ -16,7 +16,7 @@ use tern_model::mock::{RecordedRequest, script::AnthropicTurn};
 use tokio::io::{AsyncBufReadExt, AsyncWriteExt, BufReader};
 
 use super::acp::{
-    answer, audit, call, editor, exchange, python_editor, rule_of, text_of, turn, updates,
+    answer, asked, audit, call, editor, exchange, python_editor, rule_of, text_of, turn, updates,
 };
 
 pub(crate) fn tool_names(request: &RecordedRequest) -> Vec<String> {
@@ -155,17 +155,8 @@ async fn an_http_mcp_server_given_by_the_editor_joins_the_session_behind_the_gat
     );
     // Untrusted, like every server the editor gives: every call asked; allowed ones run over
     // HTTP (with the editor's headers), the rejected one is never sent.
-    let asked: Vec<&Value> = report["permissions"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .map(|p| &p["toolCallId"])
-        .collect();
-    assert_eq!(
-        asked,
-        [&json!("h1"), &json!("h2"), &json!("h3")],
-        "{report:#}"
-    );
+    let asked = asked(&report);
+    assert_eq!(asked, ["h1", "h2", "h3"], "{report:#}");
     assert_eq!(call(&report, "h1").1["status"], "completed");
     assert_eq!(result_text(&report, "h1"), "over http");
     assert_eq!(call(&report, "h2").1["status"], "completed");
@@ -342,23 +333,8 @@ async fn the_python_sdk_covers_shell_cancel_modes_load_and_bad_input() {
     assert_eq!(report["modes"]["currentModeId"], "default");
 
     // Shell: asked, allowed once (it ran), then asked and rejected (it did not).
-    let asked: Vec<&Value> = report["permissions"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .map(|p| &p["toolCallId"])
-        .collect();
-    assert_eq!(
-        asked,
-        [
-            &json!("q1"),
-            &json!("q2"),
-            &json!("q3"),
-            &json!("q5"),
-            &json!("q6")
-        ],
-        "{report:#}"
-    );
+    let asked = asked(&report);
+    assert_eq!(asked, ["q1", "q2", "q3", "q5", "q6"], "{report:#}");
     let (q1, end1) = call(&report, "q1");
     assert_eq!(q1["kind"], "execute");
     assert_eq!(end1["status"], "completed");
