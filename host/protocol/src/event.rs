@@ -335,6 +335,9 @@ pub enum Event {
     /// plan (markdown). The turn ends here; the REPL asks the user to approve it, a headless
     /// run prints it and exits.
     PlanProposed {
+        /// The `plan__exit` call whose result carried it (empty in events of older terns).
+        #[serde(default)]
+        call_id: String,
         /// The plan, as the model wrote it (markdown).
         plan: String,
     },

@@ -7,6 +7,14 @@ use tern_model::ToolSpec;
 use tern_protocol::{ToolCall, ToolResult};
 use tokio_util::sync::CancellationToken;
 
+/// A plan a successful `plan__exit` call carried, with that call's id (the approval question is
+/// asked on it: ACP's permission request names the call).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ProposedPlan {
+    pub call_id: String,
+    pub plan: String,
+}
+
 /// Runs tool calls for the loop.
 #[async_trait]
 pub trait ToolExecutor: Send + Sync {
@@ -35,7 +43,7 @@ pub trait ToolExecutor: Send + Sync {
     }
     /// The plan a successful `plan__exit` result carried since the last call of this (taken:
     /// the loop ends the turn on it).
-    fn take_plan(&self) -> Option<String> {
+    fn take_plan(&self) -> Option<ProposedPlan> {
         None
     }
     /// A hook's `continue: false` on one of the step's calls since the last call of this

@@ -23,7 +23,7 @@ use super::{
     bus::EventBus,
     context::defer::{self, Plan, SEARCH_TOOL},
     delegated::{DelegatedUsage, ReportedUsage},
-    executor::ToolExecutor,
+    executor::{ProposedPlan, ToolExecutor},
 };
 
 /// What deferring tools needs to know, and what the model has found so far.
@@ -121,7 +121,7 @@ pub struct GatewayTools {
     /// The turn's checkpoint: no tool runs before it is recorded.
     pub gate: Arc<super::checkpoints::Gate>,
     /// The plan the last successful `plan__exit` carried, until the loop takes it.
-    pub plan: Mutex<Option<String>>,
+    pub plan: Mutex<Option<ProposedPlan>>,
     /// A hook's `continue: false` on a call of this step, until the loop takes it.
     pub stop: Mutex<Option<String>>,
 }
@@ -194,7 +194,7 @@ impl ToolExecutor for GatewayTools {
         self.gateway.mode() == tern_config::PermissionMode::Plan
     }
 
-    fn take_plan(&self) -> Option<String> {
+    fn take_plan(&self) -> Option<ProposedPlan> {
         self.plan.lock().ok().and_then(|mut p| p.take())
     }
 
@@ -256,7 +256,10 @@ impl ToolExecutor for GatewayTools {
                 .and_then(|s| s.get("plan"))
                 .and_then(serde_json::Value::as_str);
             if let (Some(plan), Ok(mut slot)) = (plan, self.plan.lock()) {
-                *slot = Some(plan.to_string());
+                *slot = Some(ProposedPlan {
+                    call_id: call.id.clone(),
+                    plan: plan.to_string(),
+                });
             }
         }
         if call.name == SEARCH_TOOL && !outcome.result.is_error {

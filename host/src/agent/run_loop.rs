@@ -393,10 +393,13 @@ impl Agent {
                 out.error = Some(reason);
                 return out;
             }
-            if let Some(plan) = self.tools.take_plan() {
+            if let Some(proposed) = self.tools.take_plan() {
                 // Planning is over: the user decides what comes next, not the model.
-                self.bus.emit(Event::PlanProposed { plan: plan.clone() });
-                out.answer = Some(plan);
+                self.bus.emit(Event::PlanProposed {
+                    call_id: proposed.call_id,
+                    plan: proposed.plan.clone(),
+                });
+                out.answer = Some(proposed.plan);
                 return out;
             }
             if cancel.is_cancelled() {

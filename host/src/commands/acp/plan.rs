@@ -11,11 +11,10 @@
 //! its steps with `todo__write` first. Anything else (no, cancelled, no answer) keeps plan mode
 //! and ends the prompt: the editor's next prompt is the feedback.
 
-use std::sync::{Arc, Mutex, OnceLock};
+use std::sync::{Arc, Mutex};
 
 use serde_json::{Value, json};
 use tern_config::PermissionMode;
-use tern_gateway::Gateway;
 use tern_protocol::{Envelope, Event};
 
 use super::rpc::Outbox;
@@ -29,40 +28,17 @@ pub struct Proposed {
 }
 
 /// Keeps the plan a turn proposed, for the session to put to the editor after the turn.
-pub struct PlanCatcher {
-    gateway: Arc<OnceLock<Arc<Gateway>>>,
-    /// The last call of the plan server's tool (the one a proposed plan came from).
-    last_call: Option<String>,
-    slot: Arc<Mutex<Option<Proposed>>>,
-}
-
-impl PlanCatcher {
-    pub fn new(gateway: Arc<OnceLock<Arc<Gateway>>>, slot: Arc<Mutex<Option<Proposed>>>) -> Self {
-        Self {
-            gateway,
-            last_call: None,
-            slot,
-        }
-    }
-}
+pub struct PlanCatcher(pub Arc<Mutex<Option<Proposed>>>);
 
 impl Subscriber for PlanCatcher {
     fn on_event(&mut self, e: &Envelope) {
-        match &e.event {
-            Event::ToolCallStarted { call_id, tool, .. }
-                if self.gateway.get().is_some_and(|g| g.is_plan_tool(tool)) =>
-            {
-                self.last_call = Some(call_id.clone());
-            }
-            Event::PlanProposed { plan } => {
-                if let Ok(mut slot) = self.slot.lock() {
-                    *slot = Some(Proposed {
-                        call_id: self.last_call.clone().unwrap_or_default(),
-                        plan: plan.clone(),
-                    });
-                }
-            }
-            _ => {}
+        if let Event::PlanProposed { call_id, plan } = &e.event
+            && let Ok(mut slot) = self.0.lock()
+        {
+            *slot = Some(Proposed {
+                call_id: call_id.clone(),
+                plan: plan.clone(),
+            });
         }
     }
 }

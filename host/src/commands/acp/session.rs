@@ -257,10 +257,7 @@ impl Session {
         }
         let costs = Arc::new(std::sync::Mutex::new(Vec::new()));
         let proposed = Arc::default();
-        engine.subscribe(Box::new(plan::PlanCatcher::new(
-            link.clone(),
-            Arc::clone(&proposed),
-        )));
+        engine.subscribe(Box::new(plan::PlanCatcher(Arc::clone(&proposed))));
         engine.subscribe(Box::new(crate::commands::repl::slash::CostMeter(
             costs.clone(),
         )));

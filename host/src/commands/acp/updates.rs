@@ -319,7 +319,7 @@ impl Subscriber for Updates {
             )),
             // The plan a plan-mode turn ended with: shown as the agent's message (the session
             // then asks the editor to approve it: `plan.rs`).
-            Event::PlanProposed { plan } => self.send(json!({
+            Event::PlanProposed { plan, .. } => self.send(json!({
                 "sessionUpdate": "agent_message_chunk",
                 "content": {"type": "text", "text": format!("\n{plan}\n")},
                 "_meta": {(meta::ACP_PLAN): plan},

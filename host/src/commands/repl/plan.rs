@@ -20,7 +20,7 @@ pub(super) struct PlanCatcher(pub Arc<Mutex<Option<String>>>);
 
 impl Subscriber for PlanCatcher {
     fn on_event(&mut self, e: &Envelope) {
-        if let Event::PlanProposed { plan } = &e.event
+        if let Event::PlanProposed { plan, .. } = &e.event
             && let Ok(mut slot) = self.0.lock()
         {
             *slot = Some(plan.clone());

@@ -446,7 +446,7 @@ impl Subscriber for TerminalPrinter {
                     changed: true,
                 })
             }
-            Event::PlanProposed { plan } => {
+            Event::PlanProposed { plan, .. } => {
                 self.screen.spin(None);
                 let line = self.paint(BOLD, "Proposed plan:");
                 self.say(&line);
