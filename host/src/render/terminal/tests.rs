@@ -206,12 +206,14 @@ fn a_todo_update_is_shown_as_a_checklist_with_its_progress() {
     assert!(text.contains("  ✗ Docs (cancelled)\n"), "{text}");
 }
 
-#[test]
-fn after_a_cancel_the_status_line_says_so_and_keeps_the_conversations_size() {
-    let (out, err) = (Captured::default(), Captured::default());
-    let screen = Arc::new(Screen::new(Box::new(out.clone()), Box::new(err), false, 80));
-    let mut printer = TerminalPrinter::on(screen, false, Mode::Interactive);
-    let turn = |status, input, context| Event::TurnFinished {
+/// A one-step turn's end in a 200k window, with the model and mode the status line names.
+fn turn_finished(
+    status: RunStatus,
+    input: u64,
+    context: u64,
+    model_mode: Option<(&str, &str)>,
+) -> Event {
+    Event::TurnFinished {
         status,
         steps: 1,
         input_tokens: input,
@@ -221,9 +223,17 @@ fn after_a_cancel_the_status_line_says_so_and_keeps_the_conversations_size() {
         cost_usd: None,
         context_tokens: context,
         context_window: Some(200_000),
-        model: None,
-        mode: None,
-    };
+        model: model_mode.map(|(m, _)| m.to_string()),
+        mode: model_mode.map(|(_, m)| m.to_string()),
+    }
+}
+
+#[test]
+fn after_a_cancel_the_status_line_says_so_and_keeps_the_conversations_size() {
+    let (out, err) = (Captured::default(), Captured::default());
+    let screen = Arc::new(Screen::new(Box::new(out.clone()), Box::new(err), false, 80));
+    let mut printer = TerminalPrinter::on(screen, false, Mode::Interactive);
+    let turn = |status, input, context| turn_finished(status, input, context, None);
     printer.on_event(&envelope(1, turn(RunStatus::Success, 46_000, 46_000)));
     printer.on_event(&envelope(2, turn(RunStatus::Cancelled, 0, 0)));
     let text = out.text();
@@ -240,18 +250,13 @@ fn after_a_failed_turn_the_status_line_says_so_and_keeps_the_conversations_size(
     let (out, err) = (Captured::default(), Captured::default());
     let screen = Arc::new(Screen::new(Box::new(out.clone()), Box::new(err), false, 80));
     let mut printer = TerminalPrinter::on(screen, false, Mode::Interactive);
-    let turn = |status, input, context| Event::TurnFinished {
-        status,
-        steps: 1,
-        input_tokens: input,
-        output_tokens: input / 10,
-        cache_read_tokens: 0,
-        cache_creation_tokens: 0,
-        cost_usd: None,
-        context_tokens: context,
-        context_window: Some(200_000),
-        model: Some("claude-sonnet-4-5".into()),
-        mode: Some("default".into()),
+    let turn = |status, input, context| {
+        turn_finished(
+            status,
+            input,
+            context,
+            Some(("claude-sonnet-4-5", "default")),
+        )
     };
     printer.on_event(&envelope(1, turn(RunStatus::Success, 46_000, 46_000)));
     printer.on_event(&envelope(
